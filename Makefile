@@ -1,0 +1,52 @@
+# jobctl — `make help` lists the targets.
+SHELL := /bin/bash
+VENV := .venv
+BIN := $(VENV)/bin
+DSN = $${JOBCTL_DSN:-$$(cat .pg/dsn)}
+
+.DEFAULT_GOAL := help
+.PHONY: help setup db db-stop db-destroy migrate validate test lint sqlfluff pgtap pytest psql clean
+
+help: ## List the targets
+	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
+
+setup: ## Install PostgreSQL + pg_cron/pg_partman/pgTAP/pg_prove for the installed major, and the venv
+	@bin/setup
+
+db: setup ## Start the private cluster under .pg/ (pg_cron preloaded), migrate, write .pg/dsn
+	@bin/db
+
+db-stop: ## Stop the private cluster
+	@bin/db stop
+
+db-destroy: ## Stop the private cluster and delete .pg/
+	@bin/db destroy
+
+migrate: setup ## Apply pending migrations and re-apply the SQL functions
+	@$(BIN)/jobctl migrate
+
+validate: setup ## Exit non-zero when the database is behind the files
+	@$(BIN)/jobctl validate
+
+test: db lint pgtap pytest ## Run sqlfluff, ruff, mypy, pgTAP (pg_prove) and pytest against the local cluster
+
+lint: setup sqlfluff ## Run sqlfluff, ruff and mypy
+	@$(BIN)/ruff check python tests benchmarks
+	@$(BIN)/mypy
+
+sqlfluff: setup ## Lint the SQL files
+	@$(BIN)/sqlfluff lint --processes 2 migrations sql
+
+pgtap: db ## Run the pgTAP suites with pg_prove
+	@psql "$(DSN)" -qX -v ON_ERROR_STOP=1 -c 'create extension if not exists pgtap'
+	@set -o pipefail; PGOPTIONS='--client-min-messages=warning' pg_prove --dbname "$(DSN)" --ext .sql sql/tests/ | tee .pg/pg_prove.log
+	@grep -q '^Result: PASS' .pg/pg_prove.log
+
+pytest: db ## Run the pytest suites (real concurrency, real processes)
+	@$(BIN)/pytest -q
+
+psql: db ## Open psql on the local database
+	@psql "$(DSN)"
+
+clean: ## Remove the venv and caches (keeps .pg/)
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache python/*.egg-info

@@ -1,0 +1,24 @@
+# Shared shell helpers for bin/ scripts: paths, the PostgreSQL major version, running as the server's OS user.
+# shellcheck shell=bash
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+PGDIR="$ROOT/.pg"
+
+# The highest PostgreSQL major whose server binaries are installed (empty when none is).
+pg_major() {
+  local d
+  d=$(ls -1d /usr/lib/postgresql/*/bin/postgres 2>/dev/null | sed -E 's#.*/postgresql/([0-9]+)/bin/postgres#\1#' | sort -n | tail -n 1)
+  echo "$d"
+}
+
+pg_bin() { echo "/usr/lib/postgresql/$(pg_major)/bin"; }
+
+# PostgreSQL refuses to run as root: as root, run server commands as the OS user postgres.
+as_pg() {
+  if [ "$(id -u)" = 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi
+}
+
+# sudo only when needed and available.
+as_root() {
+  if [ "$(id -u)" = 0 ]; then "$@"; elif command -v sudo >/dev/null; then sudo "$@"; else
+    echo "need root (or sudo) to run: $*" >&2; return 1; fi
+}

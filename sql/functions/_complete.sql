@@ -1,0 +1,42 @@
+-- jobctl._complete: complete the jobs running under the given epochs; the rest are fenced.
+-- Locks: the _running rows, then the job rows. Writes: _running (delete), job (update).
+create or replace function jobctl._complete(p_ids bigint[], p_epochs bigint[], p_results jsonb[])
+returns table (job_id bigint, completed boolean)
+language plpgsql
+as $$
+#variable_conflict use_column
+declare
+    v_now timestamptz := clock_timestamp();
+    v_ids bigint[];
+    v_cas timestamptz[];
+    v_results jsonb[];
+begin
+    if p_ids is null or p_epochs is null or cardinality(p_ids) <> cardinality(p_epochs) then
+        raise exception using errcode = 'JC001', message = 'job_ids and lease_epochs must be arrays of the same length';
+    end if;
+    with arg as (
+        select * from unnest(p_ids, p_epochs, p_results) as a (job_id, lease_epoch, result)
+    ),
+    gone as (
+        delete from jobctl._running as r
+        using arg as a
+        where r.job_id = a.job_id and r.lease_epoch = a.lease_epoch
+        returning r.job_id, r.created_at, a.result
+    )
+    select array_agg(g.job_id), array_agg(g.created_at), array_agg(g.result)
+    into v_ids, v_cas, v_results
+    from gone as g;
+
+    if v_ids is not null then
+        update jobctl.job as j
+        set state = 'completed', finished_at = v_now, result = x.result, last_error = null
+        from unnest(v_ids, v_results) as x (job_id, result)
+        where j.job_id = any(v_ids) and j.created_at = any(v_cas) and j.job_id = x.job_id;
+    end if;
+
+    return query
+    select a.job_id, a.job_id = any(coalesce(v_ids, '{}'))
+    from unnest(p_ids) with ordinality as a (job_id, ord)
+    order by a.ord;
+end
+$$;

@@ -1,0 +1,65 @@
+-- jobctl._end_attempts: the failure path shared by fail_job and the reaper. The caller has already
+-- deleted the jobs' _running rows (that deletion is what makes it the one to end these attempts)
+-- and passes what they held. Each job becomes failed (a retry queued after its backoff, or at
+-- once when p_now_due) or dead (no attempts left, or not retryable). Records the attempt's
+-- claim and its end in _event. Writes: job, _event, _ready or _delayed.
+create or replace function jobctl._end_attempts(
+    p_ended jsonb,          -- [{job_id, created_at, attempt, lease_epoch, worker_id, started_at}]
+    p_error text,
+    p_retryable boolean,
+    p_now_due boolean
+)
+returns table (job_id bigint, state text)
+language plpgsql
+as $$
+#variable_conflict use_column
+declare
+    v_now timestamptz := clock_timestamp();
+    v_ids bigint[];
+    v_cas timestamptz[];
+begin
+    -- = any(array) lets the planner prune partitions and probe the primary key per job
+    select array_agg((e ->> 'job_id')::bigint), array_agg((e ->> 'created_at')::timestamptz)
+    into v_ids, v_cas
+    from jsonb_array_elements(p_ended) as e;
+    return query
+    with ended as (
+        select * from jsonb_to_recordset(p_ended) as e (
+            job_id bigint, created_at timestamptz, attempt integer, lease_epoch bigint, worker_id text,
+            started_at timestamptz
+        )
+    ),
+    changed as (
+        update jobctl.job as j
+        set state = case when p_retryable and j.attempt < j.max_attempts then 'failed' else 'dead' end,
+            run_at = case
+                when not p_retryable or j.attempt >= j.max_attempts then j.run_at
+                when p_now_due then v_now
+                else v_now + jobctl._backoff_delay(j.backoff, j.attempt)
+            end,
+            finished_at = case when p_retryable and j.attempt < j.max_attempts then null else v_now end,
+            last_error = p_error
+        where j.job_id = any(v_ids) and j.created_at = any(v_cas)
+        returning j.job_id, j.created_at, j.state, j.run_at, j.queue, j.tenant_id, j.priority
+    ),
+    history as (
+        insert into jobctl._event (job_id, job_created_at, at, event, attempt, lease_epoch, worker_id, detail)
+        select e.job_id, e.created_at, e.started_at, 'claimed', e.attempt, e.lease_epoch, e.worker_id, null
+        from ended as e
+        union all
+        select e.job_id, e.created_at, v_now, c.state, e.attempt, e.lease_epoch, e.worker_id, p_error
+        from ended as e join changed as c on c.job_id = e.job_id
+    ),
+    now_due as (
+        insert into jobctl._ready (queue, tenant_id, priority, run_at, job_id, created_at)
+        select c.queue, c.tenant_id, c.priority, c.run_at, c.job_id, c.created_at
+        from changed as c where c.state = 'failed' and c.run_at <= v_now
+    ),
+    later as (
+        insert into jobctl._delayed (run_at, job_id, created_at, queue, tenant_id, priority)
+        select c.run_at, c.job_id, c.created_at, c.queue, c.tenant_id, c.priority
+        from changed as c where c.state = 'failed' and c.run_at > v_now
+    )
+    select c.job_id, c.state from changed as c;
+end
+$$;

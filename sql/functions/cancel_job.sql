@@ -1,0 +1,58 @@
+-- jobctl.cancel_job: cancel a pending, failed or running job. Whoever deletes a job's _ready,
+-- _delayed or _running row owns its next transition, so cancel takes that row first (waiting for a
+-- claimer or completer that holds it, then looking again), then updates the job row.
+-- Writes: _ready/_delayed/_running (delete), job (update), _event.
+create or replace function jobctl.cancel_job(job_id bigint)
+returns text
+language plpgsql
+as $$
+#variable_conflict use_column
+declare
+    v_job jobctl.job;
+    v_run jobctl._running;
+    v_now timestamptz := clock_timestamp();
+begin
+    for i in 1..5 loop
+        select * into v_job from jobctl.job as j where j.job_id = cancel_job.job_id;
+        if not found then
+            raise exception using errcode = 'P0002', message = format('job %s not found', cancel_job.job_id),
+                detail = 'field: job_id';
+        end if;
+        if v_job.state in ('completed', 'dead', 'cancelled') then
+            raise exception using errcode = 'JC010',
+                message = format('job %s is %s; only pending, failed or running jobs can be cancelled', v_job.job_id, v_job.state),
+                detail = 'field: job_id';
+        end if;
+        if v_job.state = 'running' then
+            delete from jobctl._running as r where r.job_id = v_job.job_id returning * into v_run;
+            if found then
+                insert into jobctl._event (job_id, job_created_at, at, event, attempt, lease_epoch, worker_id)
+                values (v_job.job_id, v_job.created_at, v_run.started_at, 'claimed', v_run.attempt, v_run.lease_epoch, v_run.worker_id);
+                v_job.attempt := v_run.attempt;
+                v_job.lease_epoch := v_run.lease_epoch;
+                v_job.worker_id := v_run.worker_id;
+            end if;
+        else
+            delete from jobctl._ready as r
+            where r.queue = v_job.queue and r.tenant_id = v_job.tenant_id and r.priority = v_job.priority
+                and r.run_at = v_job.run_at and r.job_id = v_job.job_id;
+            if not found then
+                delete from jobctl._delayed as d where d.run_at = v_job.run_at and d.job_id = v_job.job_id;
+            end if;
+        end if;
+        if found then
+            update jobctl.job as j set state = 'cancelled', finished_at = v_now
+            where j.job_id = v_job.job_id and j.created_at = v_job.created_at;
+            insert into jobctl._event (job_id, job_created_at, at, event, attempt, lease_epoch, worker_id)
+            values (v_job.job_id, v_job.created_at, v_now, 'cancelled', v_job.attempt, v_job.lease_epoch, v_job.worker_id);
+            return 'cancelled';
+        end if;
+        -- the job moved on between our read and our delete (claimed, completed, reaped): look again
+    end loop;
+    raise exception using errcode = '40001', message = format('job %s kept changing state; try again', cancel_job.job_id);
+end
+$$;
+
+comment on function jobctl.cancel_job(bigint) is
+'Cancel a pending, failed or running job (a running job''s lease is revoked: its heartbeat answers cancelled and its
+completion is fenced). Returns cancelled. Errors: P0002 unknown job, JC010 job already completed, dead or cancelled.';

@@ -1,0 +1,12 @@
+-- jobctl.complete_job: complete one job held under lease_epoch. See jobctl._complete.
+create or replace function jobctl.complete_job(job_id bigint, lease_epoch bigint, result jsonb default null)
+returns boolean
+language sql
+as $$
+    select c.completed
+    from jobctl._complete(array[complete_job.job_id], array[complete_job.lease_epoch], array[complete_job.result]) as c
+$$;
+
+comment on function jobctl.complete_job(bigint, bigint, jsonb) is
+'Complete a job running under lease_epoch, storing result. true: now completed. false: fenced (not running under
+that epoch; nothing changed). Call it in the same transaction as the job''s own writes to make them exactly-once.';

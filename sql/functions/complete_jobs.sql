@@ -1,0 +1,11 @@
+-- jobctl.complete_jobs: complete a batch of jobs. See jobctl._complete.
+create or replace function jobctl.complete_jobs(job_ids bigint[], lease_epochs bigint[])
+returns table (job_id bigint, completed boolean)
+language sql
+as $$
+    select c.job_id, c.completed from jobctl._complete(job_ids, lease_epochs, null) as c
+$$;
+
+comment on function jobctl.complete_jobs(bigint[], bigint[]) is
+'Complete a batch: job_ids[i] under lease_epochs[i]. One row per input in input order; completed = false where
+fenced. Errors: JC001 when the arrays are NULL or differ in length.';

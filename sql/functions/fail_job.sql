@@ -1,0 +1,36 @@
+-- jobctl.fail_job: end the attempt held under lease_epoch as a failure. Locks: the _running row,
+-- then the job row. See jobctl._end_attempts for the writes.
+create or replace function jobctl.fail_job(job_id bigint, lease_epoch bigint, error text, retryable boolean default true)
+returns text
+language plpgsql
+as $$
+#variable_conflict use_column
+declare
+    v_ended jsonb;
+    v_state text;
+begin
+    if fail_job.job_id is null or fail_job.lease_epoch is null then
+        raise exception using errcode = 'JC001', message = 'job_id and lease_epoch must not be NULL';
+    end if;
+    if retryable is null then
+        raise exception using errcode = 'JC001', message = 'retryable must be true or false';
+    end if;
+    with gone as (
+        delete from jobctl._running as r
+        where r.job_id = fail_job.job_id and r.lease_epoch = fail_job.lease_epoch
+        returning r.job_id, r.created_at, r.attempt, r.lease_epoch, r.worker_id, r.started_at
+    )
+    select jsonb_agg(to_jsonb(g)) into v_ended from gone as g;
+    if v_ended is null then
+        return null;
+    end if;
+    select e.state into v_state
+    from jobctl._end_attempts(v_ended, left(coalesce(error, 'failed'), 10000), retryable, false) as e;
+    return v_state;
+end
+$$;
+
+comment on function jobctl.fail_job(bigint, bigint, text, boolean) is
+'Fail the attempt of a job running under lease_epoch. Returns failed (a retry is scheduled after the job''s
+backoff), dead (no attempts left, or retryable = false) or NULL when fenced (not running under that epoch:
+nothing changed). error is kept as last_error (truncated to 10,000 characters).';

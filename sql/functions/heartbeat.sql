@@ -1,0 +1,34 @@
+-- jobctl.heartbeat: extend a running job's lease if lease_epoch is still current.
+-- Writes: _running (a HOT update: lease_expires_at is in no index).
+create or replace function jobctl.heartbeat(job_id bigint, lease_epoch bigint, extend interval default '30 seconds')
+returns text
+language plpgsql
+as $$
+#variable_conflict use_column
+begin
+    if heartbeat.job_id is null or heartbeat.lease_epoch is null then
+        raise exception using errcode = 'JC001', message = 'job_id and lease_epoch must not be NULL';
+    end if;
+    if extend is null or extend <= interval '0' or extend > interval '1 day' then
+        raise exception using errcode = 'JC001', message = 'extend must be positive and at most 1 day';
+    end if;
+    update jobctl._running as r
+    set lease_expires_at = clock_timestamp() + extend
+    where r.job_id = heartbeat.job_id and r.lease_epoch = heartbeat.lease_epoch;
+    if found then
+        return 'ok';
+    end if;
+    if exists (
+        select from jobctl.job as j
+        where j.job_id = heartbeat.job_id and j.lease_epoch = heartbeat.lease_epoch and j.state = 'cancelled'
+    ) then
+        return 'cancelled';
+    end if;
+    return 'lost';
+end
+$$;
+
+comment on function jobctl.heartbeat(bigint, bigint, interval) is
+'Extend the lease of a running job held under lease_epoch by extend (from now, database clock). Returns ok,
+cancelled (the job was cancelled while running under this epoch: stop) or lost (the epoch is no longer current:
+stop and do not complete). Errors: JC001 bad argument.';

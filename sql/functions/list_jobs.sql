@@ -1,0 +1,45 @@
+-- jobctl.list_jobs: a tenant's jobs, newest first, keyset-paginated by job_id.
+-- Reads: job through job_tenant_idx (tenant_id, job_id desc) in every partition, merged.
+create or replace function jobctl.list_jobs(
+    tenant_id text,
+    state text default null,
+    queue text default null,
+    before_id bigint default null,
+    max_rows integer default 100
+)
+returns setof jobctl.job_info
+language plpgsql
+stable
+as $$
+#variable_conflict use_column
+begin
+    if list_jobs.tenant_id is null then
+        raise exception using errcode = 'JC001', message = 'tenant_id must not be NULL';
+    end if;
+    if list_jobs.state is not null
+       and list_jobs.state not in ('pending', 'running', 'completed', 'failed', 'dead', 'cancelled') then
+        raise exception using errcode = 'JC001',
+            message = format('state must be one of pending, running, completed, failed, dead, cancelled, not %s', list_jobs.state);
+    end if;
+    if max_rows is null or max_rows not between 1 and 1000 then
+        raise exception using errcode = 'JC001', message = format('max_rows must be from 1 to 1000, not %s', coalesce(max_rows::text, 'NULL'));
+    end if;
+    return query
+    select
+        j.job_id, j.tenant_id, j.queue, j.state, j.priority::integer, j.payload, j.run_at, j.attempt,
+        j.max_attempts, j.dedup_key, j.created_at, j.started_at, j.finished_at, j.last_error, j.result,
+        j.worker_id, r.lease_expires_at, j.lease_epoch, j.timeout, j.backoff
+    from jobctl.job as j
+    left join jobctl._running as r on r.job_id = j.job_id and r.lease_epoch = j.lease_epoch
+    where j.tenant_id = list_jobs.tenant_id
+        and (list_jobs.state is null or j.state = list_jobs.state)
+        and (list_jobs.queue is null or j.queue = list_jobs.queue)
+        and (before_id is null or j.job_id < before_id)
+    order by j.job_id desc
+    limit max_rows;
+end
+$$;
+
+comment on function jobctl.list_jobs(text, text, text, bigint, integer) is
+'A tenant''s jobs as jobctl.job_info, newest first (job_id descending), optionally filtered by state and queue.
+Pass the last job_id seen as before_id for the next page. max_rows 1..1000. Errors: JC001 bad argument.';

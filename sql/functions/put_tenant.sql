@@ -1,0 +1,54 @@
+-- jobctl.put_tenant: create or replace a tenant's settings; omitted fields get their defaults.
+create or replace function jobctl.put_tenant(
+    tenant_id text,
+    weight integer default 1,
+    max_pending bigint default null,
+    max_running integer default null,
+    submit_rate numeric default null,
+    submit_burst integer default null,
+    claim_rate numeric default null,
+    claim_burst integer default null
+)
+returns void
+language plpgsql
+as $$
+#variable_conflict use_variable
+declare
+    v_field text;
+begin
+    v_field := case
+        when tenant_id is null or tenant_id = '' or length(tenant_id) > 200 then 'tenant_id'
+        when weight is null or weight not between 1 and 10000 then 'weight'
+        when max_pending < 0 then 'max_pending'
+        when max_running < 0 then 'max_running'
+        when submit_rate <= 0 then 'submit_rate'
+        when submit_burst < 1 then 'submit_burst'
+        when claim_rate <= 0 then 'claim_rate'
+        when claim_burst < 1 then 'claim_burst'
+    end;
+    if v_field is not null then
+        raise exception using errcode = 'JC001',
+            message = format('%s is out of range', v_field),
+            detail = format('field: %s', v_field),
+            hint = 'tenant_id: 1-200 characters; weight: 1..10000; limits: NULL (unlimited) or >= 0; rates > 0; bursts >= 1.';
+    end if;
+    insert into jobctl.tenant as t (
+        tenant_id, weight, max_pending, max_running, submit_rate, submit_burst, claim_rate, claim_burst
+    )
+    values (tenant_id, weight, max_pending, max_running, submit_rate, submit_burst, claim_rate, claim_burst)
+    on conflict on constraint tenant_pkey do update
+    set weight = excluded.weight,
+        max_pending = excluded.max_pending,
+        max_running = excluded.max_running,
+        submit_rate = excluded.submit_rate,
+        submit_burst = excluded.submit_burst,
+        claim_rate = excluded.claim_rate,
+        claim_burst = excluded.claim_burst,
+        updated_at = now();
+end
+$$;
+
+comment on function jobctl.put_tenant(text, integer, bigint, integer, numeric, integer, numeric, integer) is
+'Create or replace a tenant''s settings; every field is set, omitted ones to their defaults (NULL = unlimited).
+weight 1..10000 (share of claims), max_pending (unfinished jobs), max_running, submit/claim rate per second and
+burst. Errors: JC001 naming the field.';

@@ -1,0 +1,50 @@
+-- jobctl.reap_expired_leases: end every attempt whose lease expired (failed, due at once: no
+-- backoff) or whose job ran past its timeout (failed after its backoff), or dead when no attempts
+-- are left. Deleting the _running row revokes the epoch. Rows being completed right now are
+-- skipped, never waited for. Runs alone (try-advisory-lock) and does nothing on a standby.
+-- Locks: _running rows FOR UPDATE SKIP LOCKED, then job rows. Returns the number reaped.
+create or replace function jobctl.reap_expired_leases()
+returns integer
+language plpgsql
+as $$
+declare
+    v_now timestamptz := clock_timestamp();
+    v_expired jsonb;
+    v_timed_out jsonb;
+    v_count integer := 0;
+begin
+    if pg_is_in_recovery() or not pg_try_advisory_xact_lock(19011, 1) then
+        return 0;
+    end if;
+    with gone as (
+        delete from jobctl._running as r
+        where r.ctid = any(array(
+            select x.ctid from jobctl._running as x
+            where x.lease_expires_at < v_now or x.deadline < v_now
+            limit 10000
+            for update skip locked
+        ))
+        returning r.job_id, r.created_at, r.attempt, r.lease_epoch, r.worker_id, r.started_at,
+            r.deadline < v_now as timed_out
+    )
+    select
+        jsonb_agg(to_jsonb(g) - 'timed_out') filter (where not coalesce(g.timed_out, false)),
+        jsonb_agg(to_jsonb(g) - 'timed_out') filter (where g.timed_out)
+    into v_expired, v_timed_out
+    from gone as g;
+    if v_expired is not null then
+        v_count := v_count + jsonb_array_length(v_expired);
+        perform jobctl._end_attempts(v_expired, 'lease expired: the worker stopped heartbeating', true, true);
+    end if;
+    if v_timed_out is not null then
+        v_count := v_count + jsonb_array_length(v_timed_out);
+        perform jobctl._end_attempts(v_timed_out, 'timed out: ran past its timeout', true, false);
+    end if;
+    return v_count;
+end
+$$;
+
+comment on function jobctl.reap_expired_leases() is
+'Return every running job whose lease expired to failed (due at once) or dead (no attempts left), revoking its
+epoch; a job past its timeout is failed with backoff even if its worker still heartbeats. Returns how many.
+Run by pg_cron through jobctl.tick(); safe to run by hand or concurrently (one run at a time does the work).';

@@ -1,0 +1,61 @@
+-- jobctl.retry_job: make a failed, dead or cancelled job pending and due now. A failed job still
+-- has its queue row, which retry takes first (as cancel does); a dead or cancelled job has none,
+-- so retry locks the job row instead. attempt is kept; max_attempts rises to at least attempt + 1.
+-- Writes: _ready/_delayed (delete), job (update), _ready (insert), _event.
+create or replace function jobctl.retry_job(job_id bigint)
+returns text
+language plpgsql
+as $$
+#variable_conflict use_column
+declare
+    v_job jobctl.job;
+    v_now timestamptz := clock_timestamp();
+    v_owned boolean;
+begin
+    for i in 1..5 loop
+        select * into v_job from jobctl.job as j where j.job_id = retry_job.job_id;
+        if not found then
+            raise exception using errcode = 'P0002', message = format('job %s not found', retry_job.job_id),
+                detail = 'field: job_id';
+        end if;
+        if v_job.state not in ('failed', 'dead', 'cancelled') then
+            raise exception using errcode = 'JC010',
+                message = format('job %s is %s; only failed, dead or cancelled jobs can be retried', v_job.job_id, v_job.state),
+                detail = 'field: job_id';
+        end if;
+        if v_job.state = 'failed' then
+            delete from jobctl._ready as r
+            where r.queue = v_job.queue and r.tenant_id = v_job.tenant_id and r.priority = v_job.priority
+                and r.run_at = v_job.run_at and r.job_id = v_job.job_id;
+            v_owned := found;
+            if not v_owned then
+                delete from jobctl._delayed as d where d.run_at = v_job.run_at and d.job_id = v_job.job_id;
+                v_owned := found;
+            end if;
+        else
+            perform from jobctl.job as j
+            where j.job_id = v_job.job_id and j.created_at = v_job.created_at and j.state = v_job.state
+            for update;
+            v_owned := found;
+        end if;
+        if v_owned then
+            update jobctl.job as j
+            set state = 'pending', run_at = v_now, finished_at = null,
+                max_attempts = greatest(j.max_attempts, j.attempt + 1)
+            where j.job_id = v_job.job_id and j.created_at = v_job.created_at;
+            insert into jobctl._ready (queue, tenant_id, priority, run_at, job_id, created_at)
+            values (v_job.queue, v_job.tenant_id, v_job.priority, v_now, v_job.job_id, v_job.created_at);
+            insert into jobctl._event (job_id, job_created_at, at, event, attempt, lease_epoch, worker_id, detail)
+            values (v_job.job_id, v_job.created_at, v_now, 'retried', v_job.attempt, v_job.lease_epoch, null,
+                format('manual retry of a %s job', v_job.state));
+            perform jobctl._notify(array[v_job.queue]);
+            return 'pending';
+        end if;
+    end loop;
+    raise exception using errcode = '40001', message = format('job %s kept changing state; try again', retry_job.job_id);
+end
+$$;
+
+comment on function jobctl.retry_job(bigint) is
+'Make a failed, dead or cancelled job pending and due now; attempt is kept and max_attempts raised to at least
+attempt + 1. Returns pending. Errors: P0002 unknown job, JC010 job not failed, dead or cancelled.';

@@ -1,0 +1,32 @@
+-- jobctl.submit_job: submit one job. See jobctl._submit for locks and writes.
+create or replace function jobctl.submit_job(
+    tenant_id text,
+    queue text,
+    payload jsonb,
+    priority integer default 0,
+    run_at timestamptz default null,
+    dedup_key text default null,
+    max_attempts integer default null,
+    backoff jsonb default null,
+    timeout interval default null
+)
+returns table (job_id bigint, duplicate boolean)
+language sql
+as $$
+    select s.job_id, s.duplicate
+    from jobctl._submit(
+        array[row(
+            submit_job.tenant_id, submit_job.queue, submit_job.payload, submit_job.priority,
+            submit_job.run_at, submit_job.dedup_key, submit_job.max_attempts,
+            jobctl._normalize_backoff(submit_job.backoff), submit_job.timeout
+        )::jobctl._job_spec],
+        false
+    ) as s
+$$;
+
+comment on function jobctl.submit_job(text, text, jsonb, integer, timestamptz, text, integer, jsonb, interval) is
+'Submit one job; returns its id, or the id of the job already holding (tenant_id, dedup_key) with duplicate = true.
+run_at NULL = due now. priority -100..100, higher first. max_attempts NULL = 3. backoff {"strategy":
+exponential|linear|fixed, "base", "max", "jitter"} (defaults exponential, 5 s, 1 h, true). timeout: a running job
+past it is failed. Errors: JC001 bad field, JC002 payload over 64 KiB, JC003 bad backoff, JC006 dedup under
+REPEATABLE READ.';

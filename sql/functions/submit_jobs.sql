@@ -1,0 +1,56 @@
+-- jobctl.submit_jobs: submit a JSON array of jobs, all or nothing; rows in input order.
+-- Each element has submit_job's keys: run_at ISO 8601, timeout an interval string or seconds.
+create or replace function jobctl.submit_jobs(jobs jsonb)
+returns table (job_id bigint, duplicate boolean)
+language plpgsql
+as $$
+#variable_conflict use_column
+declare
+    v_bad record;
+    v_specs jobctl._job_spec[];
+begin
+    if jobs is null or jsonb_typeof(jobs) <> 'array' then
+        raise exception using errcode = 'JC001', message = 'jobs must be a JSON array of job objects';
+    end if;
+    select a.i, k.key, jsonb_typeof(a.e) as kind into v_bad
+    from jsonb_array_elements(jobs) with ordinality as a (e, i)
+    left join lateral (
+        select x.key from jsonb_object_keys(case when jsonb_typeof(a.e) = 'object' then a.e end) as x (key)
+        where x.key not in (
+            'tenant_id', 'queue', 'payload', 'priority', 'run_at', 'dedup_key', 'max_attempts', 'backoff', 'timeout'
+        )
+        limit 1
+    ) as k on true
+    where jsonb_typeof(a.e) <> 'object' or k.key is not null
+    order by a.i
+    limit 1;
+    if found then
+        raise exception using errcode = 'JC001',
+            message = case when v_bad.kind <> 'object' then format('jobs[%s] must be an object', v_bad.i - 1)
+                else format('jobs[%s] has an unknown key: %s', v_bad.i - 1, v_bad.key) end,
+            hint = 'Nothing was submitted.';
+    end if;
+
+    select array_agg(row(
+        a.e ->> 'tenant_id',
+        a.e ->> 'queue',
+        a.e -> 'payload',
+        coalesce(jobctl._to_int(a.e -> 'priority', format('jobs[%s].priority', a.i - 1)), 0),
+        case when a.e ? 'run_at' then jobctl._to_timestamptz(a.e -> 'run_at', format('jobs[%s].run_at', a.i - 1)) end,
+        a.e ->> 'dedup_key',
+        jobctl._to_int(a.e -> 'max_attempts', format('jobs[%s].max_attempts', a.i - 1)),
+        case when a.e ? 'backoff' and a.e -> 'backoff' <> 'null'
+            then jobctl._normalize_backoff(a.e -> 'backoff', format('jobs[%s].backoff', a.i - 1)) end,
+        case when a.e ? 'timeout' and a.e -> 'timeout' <> 'null'
+            then jobctl._to_interval(a.e -> 'timeout', format('jobs[%s].timeout', a.i - 1)) end
+    )::jobctl._job_spec order by a.i)
+    into v_specs
+    from jsonb_array_elements(jobs) with ordinality as a (e, i);
+
+    return query select s.job_id, s.duplicate from jobctl._submit(v_specs, true) as s;
+end
+$$;
+
+comment on function jobctl.submit_jobs(jsonb) is
+'Submit a JSON array of jobs (objects with submit_job''s keys; run_at ISO 8601, timeout an interval string or
+seconds), all or nothing; returns (job_id, duplicate) in input order. Errors name the element: jobs[i].field.';
