@@ -207,7 +207,7 @@ begin
     if exists (select from pg_catalog.pg_available_extensions where name = 'pg_cron')
        and current_database() = current_setting('cron.database_name', true) then
         create extension if not exists pg_cron;
-        perform cron.schedule('jobctl-tick', '* * * * *', 'CALL jobctl.tick()');
+        perform cron.schedule('jobctl-tick', '* * * * *', 'SELECT jobctl.tick()');
         perform cron.schedule('jobctl-partitions', '*/15 * * * *', 'SELECT jobctl.maintain_partitions()');
         perform cron.schedule(
             'jobctl-cron-history', '17 3 * * *',

@@ -68,3 +68,7 @@ def validate() -> None:
     if issues:
         sys.exit(1)
     click.echo("validate: ok, the database is current")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,15 +1,17 @@
 -- jobctl.claim_job: claim up to max_jobs due jobs under a lease.
 --
--- Fairness without shared counters: each lane (queue, tenant) with due work gets lottery slots
--- keyed (k - 1 + E) / weight for k = 1, 2, ... with E ~ Exp(1) drawn per lane and claim; the
--- max_jobs smallest keys win. A single claim thus picks a lane with probability weight / total
--- weight, and a batch splits in proportion to the weights; nothing is updated to keep score.
+-- Fairness without shared counters (systematic sampling): the lanes (queue, tenant) with due work
+-- are laid end to end in random order, each as long as its tenant's weight, and max_jobs points
+-- spaced evenly from a random offset fall on them. A lane gets the points on it: in expectation
+-- exactly max_jobs * weight / total, never more than one away from it, and a single claim picks a
+-- lane with probability weight / total. Nothing is updated to keep score, so no hot row.
 -- Within a lane: higher priority, then earlier run_at, then lower id.
 -- max_running: a claimer takes a transaction-level advisory lock per limited tenant (skipping
 -- the tenant if another claimer holds it) and then counts that tenant's running jobs in a later
 -- statement, whose snapshot therefore includes every earlier claim.
+-- Before claiming it promotes due delayed jobs and, at most once a second, reaps expired leases.
 -- Locks: _ready rows FOR UPDATE SKIP LOCKED, then the job rows. Writes: _ready (delete),
--- job (update), _running (insert), _delayed/_ready when promoting due delayed jobs.
+-- job (update), _running (insert), and through jobctl._housekeep _delayed, _ready, _event.
 create or replace function jobctl.claim_job(
     worker_id text,
     queues text[] default null,
@@ -46,6 +48,7 @@ declare
     v_short_q text[];
     v_short_t text[];
     v_round integer := 0;
+    v_offset float8;
 begin
     if v_worker is null or v_worker = '' or length(v_worker) > 200 then
         raise exception using errcode = 'JC001', message = 'worker_id must be a non-empty string of at most 200 characters';
@@ -60,9 +63,7 @@ begin
         raise exception using errcode = 'JC001', message = 'queues must not contain NULL';
     end if;
 
-    if exists (select from jobctl._delayed as d where d.run_at <= v_now) then
-        perform jobctl._promote_due(greatest(v_left * 4, 1000));
-    end if;
+    perform jobctl._housekeep(v_left);
 
     select array_agg(l.queue), array_agg(l.tenant_id), array_agg(t.weight), array_agg(t.max_running is not null)
     into v_lane_q, v_lane_t, v_lane_w, v_lane_limited
@@ -77,6 +78,7 @@ begin
 
     loop
         v_round := v_round + 1;
+        v_offset := random();
         with lane as (
             select
                 x.queue, x.tenant_id, x.weight,
@@ -84,38 +86,38 @@ begin
                     select t.max_running - (select count(*) from jobctl._running as r where r.tenant_id = x.tenant_id)
                     from jobctl.tenant as t where t.tenant_id = x.tenant_id
                 ) end as room,
-                -ln(1 - random()) as e,
-                sum(x.weight) over () as wsum,
-                count(*) over () as lanes
+                random() as shuffle
             from unnest(v_lane_q, v_lane_t, v_lane_w, v_lane_limited) as x (queue, tenant_id, weight, limited)
             where (x.queue, x.tenant_id) not in (select * from unnest(v_short_q, v_short_t))
         ),
-        slot as (
-            select l.queue, l.tenant_id, l.room, (k.k - 1 + l.e) / l.weight as key
+        spread as (
+            -- lanes laid end to end in random order, each as long as its weight
+            select
+                l.*,
+                sum(l.weight) over (order by l.shuffle rows unbounded preceding) as upto,
+                sum(l.weight) over () as total
             from lane as l
-            cross join lateral generate_series(
-                1,
-                least(
-                    v_left,
-                    greatest(coalesce(l.room, v_left), 0),
-                    -- many lanes: cap each at about twice its share, keeping the slot set small
-                    case when l.lanes * v_left > 4096 then ceil(2 * v_left * l.weight / l.wsum)::integer + 1 end
-                )
-            ) as k (k)
+        ),
+        share as (
+            -- v_left points spaced total / v_left apart from a random offset: the points in a lane
+            select
+                s.queue, s.tenant_id, s.room,
+                (ceil(s.upto::float8 * v_left / s.total - v_offset)
+                 - ceil((s.upto - s.weight)::float8 * v_left / s.total - v_offset))::integer as n
+            from spread as s
         ),
         winner as (
-            select w.queue, w.tenant_id, count(*)::integer as n
+            -- a tenant with max_running gets no more than its room, across all its lanes
+            select c.queue, c.tenant_id, c.n
             from (
-                select s.queue, s.tenant_id
-                from (
-                    select s.*, row_number() over (partition by s.tenant_id order by s.key) as nth
-                    from slot as s
-                ) as s
-                where s.room is null or s.nth <= s.room
-                order by s.key
-                limit v_left
-            ) as w
-            group by w.queue, w.tenant_id
+                select
+                    h.queue, h.tenant_id,
+                    case when h.room is null then h.n else least(h.n, greatest(h.room - coalesce(sum(h.n) over (
+                        partition by h.tenant_id order by h.queue rows between unbounded preceding and 1 preceding
+                    ), 0), 0)) end as n
+                from share as h
+            ) as c
+            where c.n > 0
         ),
         taken as (
             select w.queue, w.tenant_id, w.n, r.rid, r.job_id, r.created_at

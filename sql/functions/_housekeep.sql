@@ -1,0 +1,23 @@
+-- jobctl._housekeep: what claim_job does before claiming. Due delayed jobs are promoted at once
+-- (one index probe decides); expired leases are reaped at most once a second per session (a scan
+-- of the small _running table decides), so an orphaned job is claimable again about one second
+-- after its lease ends, whatever pg_cron's one-minute granularity.
+create or replace function jobctl._housekeep(p_batch integer)
+returns void
+language plpgsql
+as $$
+declare
+    v_now timestamptz := clock_timestamp();
+    v_last text := current_setting('jobctl.reaped_at', true);
+begin
+    if exists (select from jobctl._delayed as d where d.run_at <= v_now) then
+        perform jobctl._promote_due(greatest(p_batch * 4, 1000));
+    end if;
+    if v_last is null or v_last = '' or v_now - v_last::timestamptz >= interval '1 second' then
+        perform set_config('jobctl.reaped_at', v_now::text, false);
+        if exists (select from jobctl._running as r where r.lease_expires_at < v_now or r.deadline < v_now) then
+            perform jobctl.reap_expired_leases();
+        end if;
+    end if;
+end
+$$;

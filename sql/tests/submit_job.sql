@@ -1,0 +1,383 @@
+-- jobctl.submit_job: validation (SQLSTATE and message naming the field), defaults, delayed jobs,
+-- backoff normalisation, dedup. Tenants tap_submit_*, queues tap_submit_*.
+-- JC006 (dedup_key under REPEATABLE READ) needs its own transaction: submit_job_repeatable_read.sql.
+begin;
+select plan(74);
+
+-- helpers (temporary, rolled back with the test)
+create function pg_temp.job(p_job_id bigint) returns setof jobctl.job
+language sql as $$
+    select * from jobctl.job where job_id = p_job_id
+$$;
+create function pg_temp.n_jobs(p_tenant_id text) returns bigint
+language sql as $$
+    select count(*) from jobctl.job where tenant_id = p_tenant_id
+$$;
+create function pg_temp.n_ready(p_tenant_id text) returns bigint
+language sql as $$
+    select count(*) from jobctl._ready where tenant_id = p_tenant_id
+$$;
+create function pg_temp.n_tenants(p_tenant_id text) returns bigint
+language sql as $$
+    select count(*) from jobctl.tenant where tenant_id = p_tenant_id
+$$;
+
+select has_function(
+    'jobctl', 'submit_job',
+    array['text', 'text', 'jsonb', 'integer', 'timestamp with time zone', 'text', 'integer', 'jsonb', 'interval'],
+    'submit_job(tenant_id, queue, payload, priority, run_at, dedup_key, max_attempts, backoff, timeout) exists'
+);
+
+-- a plain job: due now, defaults
+create temp table s_plain as
+select * from jobctl.submit_job('tap_submit_t1', 'tap_submit_q', '{"n": 1}');
+
+select is((select count(*) from s_plain), 1::bigint, 'one row is returned');
+select ok((select job_id > 0 and not duplicate from s_plain), 'a new job: positive id, duplicate = false');
+select results_eq(
+    $$select state, tenant_id, queue, priority::integer, attempt, max_attempts, run_at = now(), payload,
+        dedup_key, backoff, timeout, lease_epoch, finished_at
+      from jobctl.job where job_id = (select job_id from s_plain)$$,
+    $$values ('pending', 'tap_submit_t1', 'tap_submit_q', 0, 0, 3, true, '{"n": 1}'::jsonb,
+        null::text, null::jsonb, null::interval, null::bigint, null::timestamptz)$$,
+    'the job is pending, due now, priority 0, attempt 0, max_attempts NULL -> 3, no backoff/timeout/dedup'
+);
+select results_eq(
+    $$select queue, tenant_id, priority::integer, run_at = now() from jobctl._ready
+      where job_id = (select job_id from s_plain)$$,
+    $$values ('tap_submit_q', 'tap_submit_t1', 0, true)$$,
+    'a job due now sits in jobctl._ready'
+);
+select is_empty(
+    $$select 1 from jobctl._delayed where job_id = (select job_id from s_plain)$$,
+    'a job due now is not in jobctl._delayed'
+);
+select results_eq(
+    $$select weight, max_pending, max_running, submit_rate, submit_burst, claim_rate, claim_burst, paused
+      from jobctl.tenant where tenant_id = 'tap_submit_t1'$$,
+    $$values (1, null::bigint, null::integer, null::numeric, null::integer, null::numeric, null::integer, false)$$,
+    'a tenant first seen in a submit is registered with the defaults'
+);
+
+-- a tenant registered by put_tenant keeps its settings when it submits
+do $do$ begin perform jobctl.put_tenant('tap_submit_t2', weight => 7, max_running => 3); end $do$;
+select lives_ok(
+    $$select jobctl.submit_job('tap_submit_t2', 'tap_submit_q', '{}')$$,
+    'a known tenant can submit'
+);
+select results_eq(
+    $$select weight, max_running from jobctl.tenant where tenant_id = 'tap_submit_t2'$$,
+    $$values (7, 3)$$,
+    'submitting does not reset a known tenant''s settings'
+);
+
+-- every field set
+create temp table s_full as
+select * from jobctl.submit_job(
+    'tap_submit_t1', 'tap_submit_q', '{"full": true}', priority => 7, max_attempts => 5, timeout => '90 seconds',
+    backoff => '{"strategy": "linear", "base": "2 seconds"}'
+);
+select results_eq(
+    $$select priority::integer, max_attempts, timeout from jobctl.job where job_id = (select job_id from s_full)$$,
+    $$values (7, 5, '90 seconds'::interval)$$,
+    'priority, max_attempts and timeout are stored'
+);
+select is(
+    (select backoff from pg_temp.job((select job_id from s_full))),
+    jsonb_build_object(
+        'strategy', 'linear', 'base', interval '2 seconds'::text, 'max', interval '1 hour'::text, 'jitter', true
+    ),
+    'backoff is stored normalized: missing max and jitter get their defaults (1 hour, true)'
+);
+
+-- delayed and back-dated jobs
+create temp table s_delayed as
+select * from jobctl.submit_job('tap_submit_t1', 'tap_submit_q', '{}', run_at => now() + interval '1 hour');
+select results_eq(
+    $$select state, run_at = now() + interval '1 hour' from jobctl.job where job_id = (select job_id from s_delayed)$$,
+    $$values ('pending', true)$$,
+    'a job with a future run_at is pending with that run_at'
+);
+select results_eq(
+    $$select run_at = now() + interval '1 hour', queue, tenant_id from jobctl._delayed
+      where job_id = (select job_id from s_delayed)$$,
+    $$values (true, 'tap_submit_q', 'tap_submit_t1')$$,
+    'a job with a future run_at sits in jobctl._delayed'
+);
+select is_empty(
+    $$select 1 from jobctl._ready where job_id = (select job_id from s_delayed)$$,
+    'a job with a future run_at is not in jobctl._ready'
+);
+create temp table s_past as
+select * from jobctl.submit_job('tap_submit_t1', 'tap_submit_q', '{}', run_at => now() - interval '1 hour');
+select results_eq(
+    $$select run_at = now() - interval '1 hour' from jobctl._ready where job_id = (select job_id from s_past)$$,
+    $$values (true)$$,
+    'a job with a past run_at is due at once (in jobctl._ready, run_at kept)'
+);
+
+-- boundaries accepted
+select lives_ok(
+    $$select jobctl.submit_job('tap_submit_t1', 'tap_submit_q', '{}', priority => 100)$$, 'priority 100 is accepted'
+);
+select lives_ok(
+    $$select jobctl.submit_job('tap_submit_t1', 'tap_submit_q', '{}', priority => -100)$$, 'priority -100 is accepted'
+);
+select lives_ok(
+    $$select jobctl.submit_job('tap_submit_t1', 'tap_submit_q', '{}', max_attempts => 1)$$, 'max_attempts 1 is accepted'
+);
+select lives_ok(
+    $$select jobctl.submit_job('tap_submit_t1', 'tap_submit_q', '{}', max_attempts => 1000)$$,
+    'max_attempts 1000 is accepted'
+);
+select lives_ok(
+    $$select jobctl.submit_job('tap_submit_t1', 'tap_submit_q', jsonb_build_object('x', repeat('a', 65527)))$$,
+    'a payload of exactly 65536 bytes is accepted'
+);
+select lives_ok(
+    $$select jobctl.submit_job(repeat('t', 200), 'tap_submit_q', '{}')$$, 'a tenant_id of 200 characters is accepted'
+);
+
+-- bad input: SQLSTATE and a message naming the field
+select throws_ok(
+    $$select jobctl.submit_job(null, 'tap_submit_q', '{}')$$,
+    'JC001', 'tenant_id must be a non-empty string', 'NULL tenant_id: JC001'
+);
+select throws_ok(
+    $$select jobctl.submit_job('', 'tap_submit_q', '{}')$$,
+    'JC001', 'tenant_id must be a non-empty string', 'empty tenant_id: JC001'
+);
+select throws_ok(
+    $$select jobctl.submit_job(repeat('t', 201), 'tap_submit_q', '{}')$$,
+    'JC001', 'tenant_id must be at most 200 characters', 'tenant_id over 200 characters: JC001'
+);
+select throws_ok(
+    $$select jobctl.submit_job('tap_submit_t1', null, '{}')$$,
+    'JC001', 'queue must be a non-empty string', 'NULL queue: JC001'
+);
+select throws_ok(
+    $$select jobctl.submit_job('tap_submit_t1', '', '{}')$$,
+    'JC001', 'queue must be a non-empty string', 'empty queue: JC001'
+);
+select throws_ok(
+    $$select jobctl.submit_job('tap_submit_t1', repeat('q', 201), '{}')$$,
+    'JC001', 'queue must be at most 200 characters', 'queue over 200 characters: JC001'
+);
+select throws_ok(
+    $$select jobctl.submit_job('tap_submit_t1', 'tap_submit_q', null)$$,
+    'JC001', 'payload must not be NULL (use {} for none)', 'NULL payload: JC001'
+);
+select throws_ok(
+    $$select jobctl.submit_job('tap_submit_t1', 'tap_submit_q', jsonb_build_object('x', repeat('a', 65528)))$$,
+    'JC002', 'payload is 65537 bytes; the limit is 65536', 'payload of 65537 bytes: JC002'
+);
+select throws_ok(
+    $$select jobctl.submit_job('tap_submit_t1', 'tap_submit_q', '{}', priority => 101)$$,
+    'JC001', 'priority must be an integer from -100 to 100, not 101', 'priority 101: JC001'
+);
+select throws_ok(
+    $$select jobctl.submit_job('tap_submit_t1', 'tap_submit_q', '{}', priority => -101)$$,
+    'JC001', 'priority must be an integer from -100 to 100, not -101', 'priority -101: JC001'
+);
+select throws_ok(
+    $$select jobctl.submit_job('tap_submit_t1', 'tap_submit_q', '{}', priority => 40000)$$,
+    'JC001', 'priority must be an integer from -100 to 100, not 40000', 'priority beyond smallint: JC001'
+);
+select throws_ok(
+    $$select jobctl.submit_job('tap_submit_t1', 'tap_submit_q', '{}', priority => null)$$,
+    'JC001', 'priority must be an integer from -100 to 100, not NULL', 'explicit NULL priority: JC001'
+);
+select throws_ok(
+    $$select jobctl.submit_job('tap_submit_t1', 'tap_submit_q', '{}', max_attempts => 0)$$,
+    'JC001', 'max_attempts must be from 1 to 1000, not 0', 'max_attempts 0: JC001'
+);
+select throws_ok(
+    $$select jobctl.submit_job('tap_submit_t1', 'tap_submit_q', '{}', max_attempts => 1001)$$,
+    'JC001', 'max_attempts must be from 1 to 1000, not 1001', 'max_attempts 1001: JC001'
+);
+select throws_ok(
+    $$select jobctl.submit_job('tap_submit_t1', 'tap_submit_q', '{}', timeout => '0 seconds')$$,
+    'JC001', 'timeout must be positive', 'timeout 0: JC001'
+);
+select throws_ok(
+    $$select jobctl.submit_job('tap_submit_t1', 'tap_submit_q', '{}', timeout => '-5 seconds')$$,
+    'JC001', 'timeout must be positive', 'negative timeout: JC001'
+);
+select throws_ok(
+    $$select jobctl.submit_job('tap_submit_t1', 'tap_submit_q', '{}', dedup_key => '')$$,
+    'JC001', 'dedup_key must be NULL or a string of 1 to 500 characters', 'empty dedup_key: JC001'
+);
+select throws_ok(
+    $$select jobctl.submit_job('tap_submit_t1', 'tap_submit_q', '{}', dedup_key => repeat('k', 501))$$,
+    'JC001', 'dedup_key must be NULL or a string of 1 to 500 characters', 'dedup_key over 500 characters: JC001'
+);
+
+-- malformed backoff: JC003
+select throws_ok(
+    $$select jobctl.submit_job('tap_submit_t1', 'tap_submit_q', '{}', backoff => '[1]')$$,
+    'JC003', 'backoff must be a JSON object', 'backoff not an object: JC003'
+);
+select throws_ok(
+    $$select jobctl.submit_job('tap_submit_t1', 'tap_submit_q', '{}', backoff => '{"factor": 2}')$$,
+    'JC003', 'backoff has an unknown key: factor', 'backoff with an unknown key: JC003'
+);
+select throws_ok(
+    $$select jobctl.submit_job('tap_submit_t1', 'tap_submit_q', '{}', backoff => '{"strategy": "random"}')$$,
+    'JC003', 'backoff.strategy must be exponential, linear or fixed, not random', 'unknown backoff strategy: JC003'
+);
+select throws_ok(
+    $$select jobctl.submit_job('tap_submit_t1', 'tap_submit_q', '{}', backoff => '{"base": "soon"}')$$,
+    'JC003', 'backoff.base is not a valid interval: soon', 'unparsable backoff.base: JC003'
+);
+select throws_ok(
+    $$select jobctl.submit_job('tap_submit_t1', 'tap_submit_q', '{}', backoff => '{"base": true}')$$,
+    'JC003', 'backoff.base must be an interval string or a number of seconds', 'backoff.base of a wrong type: JC003'
+);
+select throws_ok(
+    $$select jobctl.submit_job('tap_submit_t1', 'tap_submit_q', '{}', backoff => '{"max": "eventually"}')$$,
+    'JC003', 'backoff.max is not a valid interval: eventually', 'unparsable backoff.max: JC003'
+);
+select throws_ok(
+    $$select jobctl.submit_job('tap_submit_t1', 'tap_submit_q', '{}', backoff => '{"base": "-1 second"}')$$,
+    'JC003', 'backoff.base must not be negative', 'negative backoff.base: JC003'
+);
+select throws_ok(
+    $$select jobctl.submit_job('tap_submit_t1', 'tap_submit_q', '{}',
+        backoff => '{"base": "10 seconds", "max": "5 seconds"}')$$,
+    'JC003', 'backoff.max must be at least backoff.base', 'backoff.max below base: JC003'
+);
+select throws_ok(
+    $$select jobctl.submit_job('tap_submit_t1', 'tap_submit_q', '{}', backoff => '{"jitter": "yes"}')$$,
+    'JC003', 'backoff.jitter must be true or false', 'non-boolean backoff.jitter: JC003'
+);
+
+-- backoff normalisation
+create temp table s_bo_default as
+select * from jobctl.submit_job('tap_submit_t1', 'tap_submit_q', '{}', backoff => '{}');
+create temp table s_bo_numeric as
+select * from jobctl.submit_job(
+    'tap_submit_t1', 'tap_submit_q', '{}', backoff => '{"strategy": "fixed", "base": 3, "max": "1 minute", "jitter": false}'
+);
+select is(
+    (select backoff from pg_temp.job((select job_id from s_bo_default))),
+    jsonb_build_object(
+        'strategy', 'exponential', 'base', interval '5 seconds'::text, 'max', interval '1 hour'::text, 'jitter', true
+    ),
+    'backoff {} is stored with every default: exponential, 5 seconds, 1 hour, jitter'
+);
+select is(
+    (select backoff from pg_temp.job((select job_id from s_bo_numeric))),
+    jsonb_build_object(
+        'strategy', 'fixed', 'base', interval '3 seconds'::text, 'max', interval '1 minute'::text, 'jitter', false
+    ),
+    'backoff base given as a number of seconds is stored as an interval'
+);
+
+-- nothing is written on error, not even the tenant
+select throws_ok(
+    $$select jobctl.submit_job('tap_submit_bad', 'tap_submit_q', '{}', priority => 1000)$$,
+    'JC001', null, 'a rejected submit raises'
+);
+select throws_ok(
+    $$select jobctl.submit_job('tap_submit_bad', 'tap_submit_q', '{}', backoff => '{"strategy": "x"}')$$,
+    'JC003', null, 'a submit with a bad backoff raises'
+);
+select is(
+    pg_temp.n_jobs('tap_submit_bad'), 0::bigint, 'a rejected submit writes no job'
+);
+select is(
+    pg_temp.n_tenants('tap_submit_bad'), 0::bigint,
+    'a rejected submit registers no tenant'
+);
+
+-- dedup
+create temp table s_dedup1 as
+select * from jobctl.submit_job('tap_submit_t3', 'tap_submit_dq', '{"v": 1}', dedup_key => 'k1');
+create temp table s_dedup2 as
+select * from jobctl.submit_job('tap_submit_t3', 'tap_submit_other', '{"v": 2}', priority => 9, dedup_key => 'k1');
+select is((select duplicate from s_dedup1), false, 'first submit with a dedup_key: duplicate = false');
+select is((select duplicate from s_dedup2), true, 'repeat with the same dedup_key: duplicate = true');
+select is((select job_id from s_dedup2), (select job_id from s_dedup1), 'repeat returns the first job''s id');
+select is(
+    pg_temp.n_jobs('tap_submit_t3'), 1::bigint, 'repeat writes no second job'
+);
+select results_eq(
+    $$select queue, payload, priority::integer from jobctl.job where job_id = (select job_id from s_dedup1)$$,
+    $$values ('tap_submit_dq', '{"v": 1}'::jsonb, 0)$$,
+    'repeat changes nothing in the first job'
+);
+select is(
+    pg_temp.n_ready('tap_submit_t3'), 1::bigint,
+    'repeat queues nothing'
+);
+select isnt(
+    (select s.job_id from jobctl.submit_job('tap_submit_t4', 'tap_submit_dq', '{}', dedup_key => 'k1') as s),
+    (select job_id from s_dedup1),
+    'the same dedup_key under another tenant is a different job'
+);
+select is(
+    (select s.duplicate from jobctl.submit_job('tap_submit_t3', 'tap_submit_dq', '{}', dedup_key => 'k2') as s),
+    false,
+    'another dedup_key of the same tenant is a new job'
+);
+
+-- dedup holds after the job finished (hot storage)
+create temp table s_claim as
+select * from jobctl.claim_job('tap_submit_w', queues => array['tap_submit_dq'], max_jobs => 10);
+select is(
+    (select count(*) from s_claim as c inner join s_dedup1 as s on c.job_id = s.job_id), 1::bigint,
+    'the deduplicated job can be claimed'
+);
+select ok(
+    (select jobctl.complete_job(c.job_id, c.lease_epoch) from s_claim as c inner join s_dedup1 as s on c.job_id = s.job_id),
+    'and completed'
+);
+select results_eq(
+    $$select job_id, duplicate from jobctl.submit_job('tap_submit_t3', 'tap_submit_dq', '{"v": 3}', dedup_key => 'k1')$$,
+    $$select job_id, true from s_dedup1$$,
+    'a repeat after the job completed still returns it with duplicate = true'
+);
+select is(
+    (select state from pg_temp.job((select job_id from s_dedup1))), 'completed',
+    'and leaves the completed job as it was'
+);
+
+-- quotas and rates (contract: over max_pending or the submit rate -> an error with its own SQLSTATE, nothing written)
+do $do$ begin perform jobctl.put_tenant('tap_submit_quota', max_pending => 1); end $do$;
+select lives_ok(
+    $$select jobctl.submit_job('tap_submit_quota', 'tap_submit_q', '{}', dedup_key => 'only')$$,
+    'a tenant with max_pending 1 can submit one job'
+);
+select todo('max_pending is not enforced by jobctl._submit', 2);
+select throws_ok(
+    $$select jobctl.submit_job('tap_submit_quota', 'tap_submit_q', '{}')$$,
+    null::char(5), null, 'a submit over max_pending raises'
+);
+select is(
+    pg_temp.n_jobs('tap_submit_quota'), 1::bigint,
+    'a submit over max_pending writes nothing'
+);
+select results_eq(
+    $$select duplicate from jobctl.submit_job('tap_submit_quota', 'tap_submit_q', '{}', dedup_key => 'only')$$,
+    $$values (true)$$,
+    'a dedup repeat is answered even when the tenant is over its quota'
+);
+do $do$ begin perform jobctl.put_tenant('tap_submit_rate', submit_rate => 0.001, submit_burst => 1); end $do$;
+select lives_ok(
+    $$select jobctl.submit_job('tap_submit_rate', 'tap_submit_q', '{}')$$,
+    'a tenant with submit_burst 1 can submit one job'
+);
+select todo('submit_rate / submit_burst are not enforced by jobctl._submit', 1);
+select throws_ok(
+    $$select jobctl.submit_job('tap_submit_rate', 'tap_submit_q', '{}')$$,
+    null::char(5), null, 'a submit over the submit rate raises'
+);
+
+select has_function('jobctl', 'submit_job', 'submit_job is installed');
+select isnt(
+    obj_description('jobctl.submit_job(text, text, jsonb, integer, timestamptz, text, integer, jsonb, interval)'::regprocedure),
+    null, 'submit_job has a comment'
+);
+
+select * from finish();
+rollback;

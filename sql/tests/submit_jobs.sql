@@ -1,0 +1,246 @@
+-- jobctl.submit_jobs: a JSON array of jobs, all or nothing, rows in input order, errors naming
+-- jobs[i].field, in-batch dedup. Tenants tap_batch_*, queues tap_batch_*.
+begin;
+select plan(43);
+
+select has_function('jobctl', 'submit_jobs', array['jsonb'], 'submit_jobs(jobs jsonb) exists');
+
+create function pg_temp.n_jobs(p_tenant_id text) returns bigint
+language sql as $$
+    select count(*) from jobctl.job where tenant_id = p_tenant_id
+$$;
+
+-- a mixed batch
+create temp table b_mixed as
+select
+    r.job_id,
+    r.duplicate,
+    r.ord
+from jobctl.submit_jobs($$[
+    {"tenant_id": "tap_batch_t1", "queue": "tap_batch_q", "payload": {"i": 0}},
+    {"tenant_id": "tap_batch_t1", "queue": "tap_batch_q", "payload": {"i": 1}, "priority": 5, "max_attempts": 7},
+    {"tenant_id": "tap_batch_t2", "queue": "tap_batch_q2", "payload": {"i": 2}, "run_at": "2999-01-01T00:00:00Z"},
+    {"tenant_id": "tap_batch_t1", "queue": "tap_batch_q", "payload": {"i": 3}, "timeout": 30,
+     "backoff": {"strategy": "fixed", "base": "10 seconds", "jitter": false}},
+    {"tenant_id": "tap_batch_t1", "queue": "tap_batch_q", "payload": {"i": 4}, "timeout": "2 minutes",
+     "priority": null, "max_attempts": null, "backoff": null, "run_at": null}
+]$$) with ordinality as r (job_id, duplicate, ord);
+
+-- the submitted jobs with their input position
+create temp view v_mixed as
+select
+    j.*,
+    b.ord
+from b_mixed as b
+inner join jobctl.job as j on b.job_id = j.job_id;
+
+select is((select count(*) from b_mixed), 5::bigint, 'one row per element');
+select is((select count(*) filter (where not duplicate) from b_mixed), 5::bigint, 'all new: duplicate = false');
+select is(
+    (select array_agg((payload ->> 'i')::integer order by ord) from v_mixed),
+    array[0, 1, 2, 3, 4],
+    'rows come back in input order'
+);
+select results_eq(
+    $$select tenant_id, queue, priority::integer, max_attempts, state from v_mixed order by ord$$,
+    $$values ('tap_batch_t1', 'tap_batch_q', 0, 3, 'pending'), ('tap_batch_t1', 'tap_batch_q', 5, 7, 'pending'),
+        ('tap_batch_t2', 'tap_batch_q2', 0, 3, 'pending'), ('tap_batch_t1', 'tap_batch_q', 0, 3, 'pending'),
+        ('tap_batch_t1', 'tap_batch_q', 0, 3, 'pending')$$,
+    'tenant, queue, priority (default 0) and max_attempts (default 3) are stored per element'
+);
+select results_eq(
+    $$select run_at from v_mixed where ord = 3$$,
+    $$values ('2999-01-01T00:00:00Z'::timestamptz)$$,
+    'run_at is parsed from ISO 8601'
+);
+select results_eq(
+    $$select v.ord from v_mixed as v join jobctl._delayed as d using (job_id)$$,
+    $$values (3::bigint)$$,
+    'a future run_at puts the job in jobctl._delayed'
+);
+select results_eq(
+    $$select v.ord from v_mixed as v join jobctl._ready as r using (job_id) order by 1$$,
+    $$values (1::bigint), (2), (4), (5)$$,
+    'the four due jobs are in jobctl._ready'
+);
+select results_eq(
+    $$select run_at = now() from v_mixed where ord = 5$$, $$values (true)$$, 'run_at null means due now'
+);
+select results_eq(
+    $$select timeout from v_mixed where ord = 4$$, $$values ('30 seconds'::interval)$$,
+    'timeout as a number is seconds'
+);
+select results_eq(
+    $$select timeout from v_mixed where ord = 5$$, $$values ('2 minutes'::interval)$$,
+    'timeout as a string is an interval'
+);
+select results_eq(
+    $$select backoff from v_mixed where ord = 4$$,
+    $$select jsonb_build_object(
+        'strategy', 'fixed', 'base', interval '10 seconds'::text, 'max', interval '1 hour'::text, 'jitter', false)$$,
+    'backoff is stored normalized'
+);
+select results_eq(
+    $$select backoff from v_mixed where ord = 5$$, $$values (null::jsonb)$$,
+    'backoff null means the defaults (stored as NULL)'
+);
+select results_eq(
+    $$select tenant_id, weight from jobctl.tenant where tenant_id in ('tap_batch_t1', 'tap_batch_t2') order by 1$$,
+    $$values ('tap_batch_t1', 1), ('tap_batch_t2', 1)$$,
+    'every new tenant in the batch is registered with the defaults'
+);
+
+-- empty array
+select is_empty($$select * from jobctl.submit_jobs('[]')$$, 'an empty array submits nothing and returns no row');
+
+-- in-batch and existing duplicates
+create temp table b_dup as
+select
+    r.job_id,
+    r.duplicate,
+    r.ord
+from jobctl.submit_jobs($$[
+    {"tenant_id": "tap_batch_t3", "queue": "tap_batch_q", "payload": {"i": 0}, "dedup_key": "a"},
+    {"tenant_id": "tap_batch_t3", "queue": "tap_batch_q", "payload": {"i": 1}, "dedup_key": "b"},
+    {"tenant_id": "tap_batch_t3", "queue": "tap_batch_q", "payload": {"i": 2}, "dedup_key": "a"},
+    {"tenant_id": "tap_batch_t4", "queue": "tap_batch_q", "payload": {"i": 3}, "dedup_key": "a"},
+    {"tenant_id": "tap_batch_t3", "queue": "tap_batch_q", "payload": {"i": 4}}
+]$$) with ordinality as r (job_id, duplicate, ord);
+select is(
+    (select array_agg(duplicate order by ord) from b_dup), array[false, false, true, false, false],
+    'an in-batch repeat of a dedup_key is marked duplicate; another tenant''s same key is not'
+);
+select results_eq(
+    $$select job_id from b_dup where ord = 3$$, $$select job_id from b_dup where ord = 1$$,
+    'the in-batch repeat returns the first element''s job id'
+);
+select is(pg_temp.n_jobs('tap_batch_t3'), 3::bigint, 'the in-batch repeat writes no job');
+select results_eq(
+    $$select j.payload from jobctl.job as j join b_dup as b using (job_id) where b.ord = 1$$,
+    $$values ('{"i": 0}'::jsonb)$$,
+    'the first element wins'
+);
+create temp table b_dup2 as
+select
+    r.job_id,
+    r.duplicate,
+    r.ord
+from jobctl.submit_jobs($$[
+    {"tenant_id": "tap_batch_t3", "queue": "tap_batch_q", "payload": {}, "dedup_key": "b"},
+    {"tenant_id": "tap_batch_t3", "queue": "tap_batch_q", "payload": {}, "dedup_key": "c"}
+]$$) with ordinality as r (job_id, duplicate, ord);
+select results_eq(
+    $$select job_id, duplicate from b_dup2 order by ord$$,
+    $$select (select job_id from b_dup where ord = 2), true
+      union all
+      select (select job_id from b_dup2 where ord = 2), false$$,
+    'a key already held by a job returns that job (duplicate = true); a new key is a new job'
+);
+select is(pg_temp.n_jobs('tap_batch_t3'), 4::bigint, 'only the new key wrote a job');
+
+-- errors: all or nothing, the element named
+select throws_ok(
+    $$select jobctl.submit_jobs(null)$$, 'JC001', 'jobs must be a JSON array of job objects', 'NULL: JC001'
+);
+select throws_ok(
+    $$select jobctl.submit_jobs('{"tenant_id": "tap_batch_bad"}')$$,
+    'JC001', 'jobs must be a JSON array of job objects', 'an object instead of an array: JC001'
+);
+select throws_ok(
+    $$select jobctl.submit_jobs('[{"tenant_id": "tap_batch_bad", "queue": "tap_batch_q", "payload": {}}, 42]')$$,
+    'JC001', 'jobs[1] must be an object', 'an element that is not an object: JC001 naming jobs[1]'
+);
+select throws_ok(
+    $$select jobctl.submit_jobs('[{"tenant_id": "tap_batch_bad", "queue": "tap_batch_q", "payload": {}, "tenant": "x"}]')$$,
+    'JC001', 'jobs[0] has an unknown key: tenant', 'an unknown key: JC001 naming it'
+);
+select throws_ok(
+    $$select jobctl.submit_jobs('[{"tenant_id": "tap_batch_bad", "queue": "tap_batch_q", "payload": {}},
+        {"tenant_id": "tap_batch_bad", "queue": "", "payload": {}}]')$$,
+    'JC001', 'jobs[1].queue must be a non-empty string', 'a bad element after a good one: JC001 naming jobs[1].queue'
+);
+select throws_ok(
+    $$select jobctl.submit_jobs('[{"tenant_id": "tap_batch_bad", "queue": "tap_batch_q"}]')$$,
+    'JC001', 'jobs[0].payload must not be NULL (use {} for none)', 'a missing payload: JC001'
+);
+select throws_ok(
+    $$select jobctl.submit_jobs('[{"tenant_id": "tap_batch_bad", "queue": "tap_batch_q", "payload": {}, "priority": "high"}]')$$,
+    'JC001', 'jobs[0].priority must be an integer, not "high"', 'a non-integer priority: JC001'
+);
+select throws_ok(
+    $$select jobctl.submit_jobs('[{"tenant_id": "tap_batch_bad", "queue": "tap_batch_q", "payload": {}, "priority": 1.5}]')$$,
+    'JC001', 'jobs[0].priority must be an integer, not 1.5', 'a fractional priority: JC001'
+);
+select throws_ok(
+    $$select jobctl.submit_jobs('[{"tenant_id": "tap_batch_bad", "queue": "tap_batch_q", "payload": {}, "priority": 101}]')$$,
+    'JC001', 'jobs[0].priority must be an integer from -100 to 100, not 101', 'priority out of range: JC001'
+);
+select throws_ok(
+    $$select jobctl.submit_jobs('[{"tenant_id": "tap_batch_bad", "queue": "tap_batch_q", "payload": {}, "run_at": "soon"}]')$$,
+    'JC001', 'jobs[0].run_at is not a valid timestamp: soon', 'an unparsable run_at: JC001'
+);
+select throws_ok(
+    $$select jobctl.submit_jobs('[{"tenant_id": "tap_batch_bad", "queue": "tap_batch_q", "payload": {}, "run_at": 5}]')$$,
+    'JC001', 'jobs[0].run_at must be an ISO 8601 string', 'a numeric run_at: JC001'
+);
+select throws_ok(
+    $$select jobctl.submit_jobs('[{"tenant_id": "tap_batch_bad", "queue": "tap_batch_q", "payload": {}, "timeout": "ages"}]')$$,
+    'JC001', 'jobs[0].timeout is not a valid interval: ages', 'an unparsable timeout: JC001'
+);
+select throws_ok(
+    $$select jobctl.submit_jobs('[{"tenant_id": "tap_batch_bad", "queue": "tap_batch_q", "payload": {}, "timeout": -1}]')$$,
+    'JC001', 'jobs[0].timeout must be positive', 'a negative timeout: JC001'
+);
+select throws_ok(
+    $$select jobctl.submit_jobs('[{"tenant_id": "tap_batch_bad", "queue": "tap_batch_q", "payload": {},
+        "backoff": {"strategy": "sometimes"}}]')$$,
+    'JC003', 'jobs[0].backoff.strategy must be exponential, linear or fixed, not sometimes', 'a bad backoff: JC003'
+);
+select throws_ok(
+    format(
+        'select jobctl.submit_jobs(%L)',
+        jsonb_build_array(
+            jsonb_build_object('tenant_id', 'tap_batch_bad', 'queue', 'tap_batch_q', 'payload', '{}'::jsonb),
+            jsonb_build_object(
+                'tenant_id', 'tap_batch_bad', 'queue', 'tap_batch_q', 'payload',
+                jsonb_build_object('x', repeat('a', 65528))
+            )
+        )
+    ),
+    'JC002', 'jobs[1].payload is 65537 bytes; the limit is 65536', 'an oversized payload: JC002'
+);
+select is(pg_temp.n_jobs('tap_batch_bad'), 0::bigint, 'no rejected batch wrote any job');
+select is_empty(
+    $$select 1 from jobctl.tenant where tenant_id = 'tap_batch_bad'$$,
+    'no rejected batch registered its tenant'
+);
+
+-- a batch that fails late leaves nothing behind, not even the jobs before the bad one
+select throws_ok(
+    $$select jobctl.submit_jobs(
+        (select jsonb_agg(jsonb_build_object('tenant_id', 'tap_batch_t5', 'queue', 'tap_batch_q', 'payload', '{}'::jsonb,
+            'priority', case when g = 500 then 1000 else 0 end))
+         from generate_series(1, 600) as g))$$,
+    'JC001', 'jobs[499].priority must be an integer from -100 to 100, not 1000',
+    'element 500 of 600 bad: the error names jobs[499]'
+);
+select is(pg_temp.n_jobs('tap_batch_t5'), 0::bigint, 'and not one of the 600 jobs is written');
+
+-- 10,000 jobs in one call
+create temp table big as
+select jsonb_agg(jsonb_build_object('tenant_id', 'tap_batch_big', 'queue', 'tap_batch_big_q', 'payload', g)) as jobs
+from generate_series(1, 10000) as g;
+select is(
+    (select count(*) from big cross join jobctl.submit_jobs(big.jobs)),
+    10000::bigint,
+    'a batch of 10,000 jobs is accepted'
+);
+select results_eq(
+    $$select count(*) from jobctl._ready where tenant_id = 'tap_batch_big'$$, $$values (10000::bigint)$$,
+    'and all 10,000 are queued'
+);
+
+select isnt(obj_description('jobctl.submit_jobs(jsonb)'::regprocedure), null, 'submit_jobs has a comment');
+
+select * from finish();
+rollback;

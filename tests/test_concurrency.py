@@ -1,0 +1,233 @@
+"""Correctness under concurrency, with real sessions and real processes."""
+
+from __future__ import annotations
+
+import collections
+import json
+import multiprocessing as mp
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+
+import psycopg
+
+Conn = psycopg.Connection[tuple[object, ...]]
+
+
+def submit_many(conn: Conn, tenant: str, queue: str, n: int, **extra: object) -> list[int]:
+    jobs = [{"tenant_id": tenant, "queue": queue, "payload": {"i": i}, **extra} for i in range(n)]
+    ids: list[int] = []
+    for start in range(0, n, 5000):
+        rows = conn.execute(
+            "select job_id from jobctl.submit_jobs(%s::jsonb)", (json.dumps(jobs[start:start + 5000]),)
+        ).fetchall()
+        ids += [int(r[0]) for r in rows]
+    return ids
+
+
+def run_parallel(target: Callable[..., None], args_list: list[tuple[object, ...]]) -> None:
+    procs = [mp.Process(target=target, args=args) for args in args_list]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(timeout=300)
+        assert p.exitcode == 0, f"worker exited with {p.exitcode}"
+
+
+def _claimer(dsn: str, queue: str, out: str, barrier: object, batch: int) -> None:
+    claimed: list[tuple[int, int]] = []
+    with psycopg.connect(dsn, autocommit=True) as c:
+        barrier.wait()  # type: ignore[attr-defined]
+        empty = 0
+        while empty < 3:
+            rows = c.execute(
+                "select job_id, lease_epoch from jobctl.claim_job(%s, array[%s], %s)",
+                (f"w{os.getpid()}", queue, batch),
+            ).fetchall()
+            if not rows:
+                empty += 1
+                time.sleep(0.05)
+                continue
+            empty = 0
+            claimed += [(int(r[0]), int(r[1])) for r in rows]
+            c.execute(
+                "select jobctl.complete_jobs(%s, %s)", ([r[0] for r in rows], [r[1] for r in rows])
+            )
+    with open(out, "w") as f:
+        json.dump(claimed, f)
+
+
+def test_eight_processes_claim_twenty_thousand_jobs_exactly_once(conn: Conn, name: str, tmp_path) -> None:
+    queue = name + "_q"
+    ids = set()
+    for t in range(4):  # several tenants, so the fair claim spreads work over lanes
+        ids |= set(submit_many(conn, f"{name}_t{t}", queue, 5000))
+    assert len(ids) == 20000
+    barrier = mp.Barrier(8)
+    outs = [str(tmp_path / f"claims{i}.json") for i in range(8)]
+    run_parallel(_claimer, [(conn.info.dsn, queue, out, barrier, 7) for out in outs])
+
+    per_worker = [json.load(open(o)) for o in outs]
+    claimed = [job for w in per_worker for job, _ in w]
+    dupes = [j for j, n in collections.Counter(claimed).items() if n > 1]
+    assert dupes == [], f"{len(dupes)} jobs claimed twice"
+    assert set(claimed) == ids
+    assert all(len(w) > 0 for w in per_worker), "every process got work"
+    states = dict(conn.execute(
+        "select state, count(*) from jobctl.job where queue = %s group by state", (queue,)
+    ).fetchall())
+    assert states == {"completed": 20000}
+
+
+def _submitter(dsn: str, tenant: str, barrier: object, out: str) -> None:
+    with psycopg.connect(dsn, autocommit=True) as c:
+        barrier.wait()  # type: ignore[attr-defined]
+        row = c.execute(
+            "select job_id, duplicate from jobctl.submit_job(%s, 'q', %s::jsonb, dedup_key => 'same')",
+            (tenant, json.dumps({"pid": os.getpid()})),
+        ).fetchone()
+    with open(out, "w") as f:
+        json.dump(row, f)
+
+
+def test_concurrent_submits_with_one_dedup_key_make_one_job(conn: Conn, name: str, tmp_path) -> None:
+    for round_ in range(5):
+        tenant = f"{name}_{round_}"
+        barrier = mp.Barrier(8)
+        outs = [str(tmp_path / f"s{round_}_{i}.json") for i in range(8)]
+        run_parallel(_submitter, [(conn.info.dsn, tenant, barrier, o) for o in outs])
+        results = [json.load(open(o)) for o in outs]
+        assert len({r[0] for r in results}) == 1, results
+        assert sorted(r[1] for r in results) == [False] + [True] * 7
+        count = conn.execute("select count(*) from jobctl.job where tenant_id = %s", (tenant,)).fetchone()
+        assert count == (1,)
+
+
+def test_zombie_completion_is_fenced_and_its_writes_roll_back(conn: Conn, name: str, dsn: str) -> None:
+    queue = name + "_q"
+    conn.execute(f"create table if not exists public.{name}_ledger (job_id bigint, worker text)")
+    conn.execute("select jobctl.submit_job(%s, %s, '{}')", (name, queue))
+    zombie = psycopg.connect(dsn)
+    healthy = psycopg.connect(dsn, autocommit=True)
+    try:
+        job_id, epoch1 = zombie.execute(
+            "select job_id, lease_epoch from jobctl.claim_job('zombie', array[%s], 1, '1 second')", (queue,)
+        ).fetchone()
+        zombie.commit()
+        # The zombie starts its transaction and does its own writes, then stalls past its lease.
+        zombie.execute(f"insert into public.{name}_ledger values (%s, 'zombie')", (job_id,))
+        time.sleep(1.2)
+        assert healthy.execute("select jobctl.reap_expired_leases()").fetchone()[0] >= 1
+        row = healthy.execute(
+            "select job_id, lease_epoch from jobctl.claim_job('healthy', array[%s])", (queue,)
+        ).fetchone()
+        assert row is not None and row[0] == job_id and row[1] > epoch1
+        with healthy.transaction():
+            healthy.execute(f"insert into public.{name}_ledger values (%s, 'healthy')", (job_id,))
+            assert healthy.execute("select jobctl.complete_job(%s, %s)", row).fetchone() == (True,)
+        # The zombie wakes up: heartbeat says lost, completion is fenced, so it rolls back its writes.
+        assert zombie.execute("select jobctl.heartbeat(%s, %s)", (job_id, epoch1)).fetchone() == ("lost",)
+        assert zombie.execute("select jobctl.complete_job(%s, %s)", (job_id, epoch1)).fetchone() == (False,)
+        zombie.rollback()
+        ledger = conn.execute(f"select worker from public.{name}_ledger").fetchall()
+        assert ledger == [("healthy",)]
+        assert conn.execute("select state, attempt from jobctl.get_job(%s)", (job_id,)).fetchone() == (
+            "completed", 2,
+        )
+    finally:
+        zombie.close()
+        healthy.close()
+        conn.execute(f"drop table if exists public.{name}_ledger")
+
+
+HOLDER = r"""
+import sys, time, psycopg
+dsn, queue = sys.argv[1], sys.argv[2]
+with psycopg.connect(dsn, autocommit=True) as c:
+    rows = c.execute("select job_id from jobctl.claim_job('doomed', array[%s], 50)", (queue,)).fetchall()
+    print(len(rows), flush=True)
+    time.sleep(600)
+"""
+
+
+def test_jobs_of_a_killed_worker_run_again_within_sixty_seconds(conn: Conn, name: str, dsn: str) -> None:
+    queue = name + "_q"
+    ids = set(submit_many(conn, name, queue, 50))
+    holder = subprocess.Popen([sys.executable, "-c", HOLDER, dsn, queue], stdout=subprocess.PIPE, text=True)
+    assert holder.stdout is not None
+    assert holder.stdout.readline().strip() == "50"
+    os.kill(holder.pid, signal.SIGKILL)
+    holder.wait()
+    killed_at = time.monotonic()
+    seen: set[int] = set()
+    while seen != ids and time.monotonic() - killed_at < 75:
+        rows = conn.execute(
+            "select job_id, lease_epoch from jobctl.claim_job('rescuer', array[%s], 50)", (queue,)
+        ).fetchall()
+        seen |= {int(r[0]) for r in rows}
+        if rows:
+            conn.execute("select jobctl.complete_jobs(%s, %s)", ([r[0] for r in rows], [r[1] for r in rows]))
+        time.sleep(0.5)
+    elapsed = time.monotonic() - killed_at
+    assert seen == ids, f"{len(ids - seen)} jobs were not claimable again after {elapsed:.0f} s"
+    assert elapsed < 60
+    attempts = conn.execute(
+        "select min(attempt), max(attempt) from jobctl.job where queue = %s", (queue,)
+    ).fetchone()
+    assert attempts == (2, 2)
+
+
+def _fair_claimer(dsn: str, queue: str, barrier: object, n_claims: int, out: str) -> None:
+    got: list[str] = []
+    with psycopg.connect(dsn, autocommit=True) as c:
+        barrier.wait()  # type: ignore[attr-defined]
+        while len(got) < n_claims:
+            rows = c.execute(
+                "select tenant_id, job_id, lease_epoch from jobctl.claim_job('fair', array[%s], 5)", (queue,)
+            ).fetchall()
+            got += [str(r[0]) for r in rows]
+            c.execute("select jobctl.complete_jobs(%s, %s)", ([r[1] for r in rows], [r[2] for r in rows]))
+    with open(out, "w") as f:
+        json.dump(got, f)
+
+
+def test_weighted_fairness_three_to_two_to_one(conn: Conn, name: str, tmp_path) -> None:
+    queue = name + "_q"
+    weights = {f"{name}_a": 3, f"{name}_b": 2, f"{name}_c": 1}
+    for tenant, w in weights.items():
+        conn.execute("select jobctl.put_tenant(%s, weight => %s)", (tenant, w))
+        submit_many(conn, tenant, queue, 4000)  # every tenant stays saturated for 6,000 claims
+    barrier = mp.Barrier(4)
+    outs = [str(tmp_path / f"f{i}.json") for i in range(4)]
+    run_parallel(_fair_claimer, [(conn.info.dsn, queue, barrier, 1500, o) for o in outs])
+    claims = [t for o in outs for t in json.load(open(o))]
+    counts = collections.Counter(claims)
+    total = sum(counts.values())
+    assert total >= 6000
+    for tenant, w in weights.items():
+        share, want = counts[tenant] / total, w / 6
+        assert abs(share - want) <= 0.1 * want, f"{tenant}: share {share:.3f}, want {want:.3f} ± 10%"
+
+
+def _greedy_claimer(dsn: str, queue: str, barrier: object, out: str) -> None:
+    held = 0
+    with psycopg.connect(dsn, autocommit=True) as c:
+        barrier.wait()  # type: ignore[attr-defined]
+        for _ in range(30):
+            held += len(c.execute("select job_id from jobctl.claim_job('greedy', array[%s], 3)", (queue,)).fetchall())
+    with open(out, "w") as f:
+        json.dump(held, f)
+
+
+def test_max_running_holds_under_concurrent_claimers(conn: Conn, name: str, tmp_path) -> None:
+    queue = name + "_q"
+    conn.execute("select jobctl.put_tenant(%s, max_running => 4)", (name,))
+    submit_many(conn, name, queue, 200)
+    barrier = mp.Barrier(8)
+    outs = [str(tmp_path / f"g{i}.json") for i in range(8)]
+    run_parallel(_greedy_claimer, [(conn.info.dsn, queue, barrier, o) for o in outs])
+    assert sum(json.load(open(o)) for o in outs) == 4
+    assert conn.execute("select count(*) from jobctl._running where tenant_id = %s", (name,)).fetchone() == (4,)

@@ -1,0 +1,140 @@
+"""Migrations: a second run changes nothing, validate tells when the database is behind."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import psycopg
+import pytest
+from psycopg.conninfo import conninfo_to_dict, make_conninfo
+
+JOBCTL = [sys.executable, "-m", "jobctl.cli"]
+
+
+def run(dsn: str, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "JOBCTL_DSN": dsn}
+    return subprocess.run([*JOBCTL, *args], env=env, capture_output=True, text=True, timeout=120)
+
+
+def schema_dump(dsn: str) -> str:
+    params = conninfo_to_dict(dsn)
+    pg_dump = shutil.which("pg_dump") or "pg_dump"
+    out = subprocess.run(
+        [pg_dump, "--schema-only", "--no-owner", "-d", make_conninfo(**params)],
+        capture_output=True, text=True, check=True,
+    ).stdout
+    return "\n".join(line for line in out.splitlines() if not line.startswith(("-- Dumped", "\\restrict", "\\unrestrict")))
+
+
+def state_rows(dsn: str) -> list[tuple[object, ...]]:
+    with psycopg.connect(dsn) as c:
+        rows = c.execute("select kind, name, checksum, applied_at from jobctl._applied order by 1, 2").fetchall()
+        parts = c.execute(
+            "select parent_table, partition_interval, premake from partman.part_config order by 1"
+        ).fetchall()
+        return rows + parts
+
+
+@pytest.fixture
+def scratch_dsn(dsn: str) -> Iterator[str]:
+    """A new, empty database on the same cluster (no pg_cron there: the manual-mode install)."""
+    dbname = "jobctl_scratch_" + uuid.uuid4().hex[:8]
+    with psycopg.connect(dsn, autocommit=True) as c:
+        c.execute(f'create database "{dbname}"')
+    params = conninfo_to_dict(dsn)
+    params["dbname"] = dbname
+    try:
+        yield make_conninfo(**params)
+    finally:
+        with psycopg.connect(dsn, autocommit=True) as c:
+            c.execute(f'drop database "{dbname}" with (force)')
+
+
+def test_fresh_install_then_second_run_changes_nothing(scratch_dsn: str) -> None:
+    first = run(scratch_dsn, "migrate")
+    assert first.returncode == 0, first.stderr
+    assert "0001_core.sql" in first.stdout
+    before_schema, before_state = schema_dump(scratch_dsn), state_rows(scratch_dsn)
+    assert "CREATE FUNCTION jobctl.claim_job" in before_schema
+
+    second = run(scratch_dsn, "migrate")
+    assert second.returncode == 0, second.stderr
+    assert "nothing new" in second.stdout
+    assert schema_dump(scratch_dsn) == before_schema
+    assert state_rows(scratch_dsn) == before_state
+
+
+def test_rerun_on_the_cron_database_keeps_cron_jobs(dsn: str) -> None:
+    def cron_jobs() -> list[tuple[object, ...]]:
+        with psycopg.connect(dsn) as c:
+            return c.execute(
+                "select jobname, schedule, command from cron.job where jobname like 'jobctl-%' order by 1"
+            ).fetchall()
+
+    before_schema, before_cron = schema_dump(dsn), cron_jobs()
+    assert [j[0] for j in before_cron] == ["jobctl-cron-history", "jobctl-partitions", "jobctl-tick"]
+    assert run(dsn, "migrate").returncode == 0
+    assert schema_dump(dsn) == before_schema
+    assert cron_jobs() == before_cron
+
+
+def test_validate_and_print(scratch_dsn: str) -> None:
+    behind = run(scratch_dsn, "validate")
+    assert behind.returncode == 1
+    assert "migration 0001_core.sql is not applied" in behind.stderr
+
+    printed = run(scratch_dsn, "migrate", "--print")
+    assert printed.returncode == 0
+    assert "pg_advisory_xact_lock" in printed.stdout and "create table jobctl.job" in printed.stdout
+    assert run(scratch_dsn, "validate").returncode == 1, "--print must not change the database"
+
+    assert run(scratch_dsn, "migrate").returncode == 0
+    ok = run(scratch_dsn, "validate")
+    assert ok.returncode == 0 and "current" in ok.stdout
+
+    with psycopg.connect(scratch_dsn, autocommit=True) as c:
+        c.execute("update jobctl._applied set checksum = 'edited' where kind = 'migration'")
+    edited = run(scratch_dsn, "validate")
+    assert edited.returncode == 1 and "changed after it was applied" in edited.stderr
+    refused = run(scratch_dsn, "migrate")
+    assert refused.returncode == 1
+    assert refused.stderr.startswith("Error: migration 0001_core.sql changed")
+    assert "Traceback" not in refused.stderr
+
+
+def test_cli_error_is_one_line_without_traceback() -> None:
+    out = run("host=/nonexistent port=1 dbname=x connect_timeout=2", "validate")
+    assert out.returncode == 1
+    assert "Traceback" not in out.stderr
+    assert len(out.stderr.strip().splitlines()) == 1
+
+
+def test_concurrent_migrations_serialise(scratch_dsn: str) -> None:
+    procs = [
+        subprocess.Popen(
+            [*JOBCTL, "migrate"], env={**os.environ, "JOBCTL_DSN": scratch_dsn},
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        )
+        for _ in range(3)
+    ]
+    results = [p.communicate(timeout=120) + (p.returncode,) for p in procs]
+    assert all(rc == 0 for _, _, rc in results), results
+    assert sum("0001_core.sql" in out for out, _, _ in results) == 1
+
+
+def test_migration_files_are_named_and_ordered() -> None:
+    root = Path(__file__).resolve().parents[1]
+    names = sorted(p.name for p in (root / "migrations").glob("*.sql"))
+    assert names and names[0] == "0001_core.sql"
+    listed = [
+        line.strip() for line in (root / "sql" / "functions.list").read_text().splitlines()
+        if line.strip() and not line.startswith("#")
+    ]
+    on_disk = sorted(p.name for p in (root / "sql" / "functions").glob("*.sql"))
+    assert sorted(listed) == on_disk, "every function file is listed exactly once in sql/functions.list"
