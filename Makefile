@@ -32,6 +32,7 @@ test: db lint pgtap pytest ## Run sqlfluff, ruff, mypy, pgTAP (pg_prove) and pyt
 
 lint: setup sqlfluff ## Run sqlfluff, ruff and mypy
 	@$(BIN)/ruff check python tests benchmarks
+	@$(BIN)/ruff format --check python tests benchmarks
 	@$(BIN)/mypy
 
 sqlfluff: setup ## Lint the SQL files

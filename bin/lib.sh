@@ -2,6 +2,14 @@
 # shellcheck shell=bash
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 PGDIR="$ROOT/.pg"
+# As root the server runs as the OS user postgres, which may be unable to reach a checkout under a
+# private directory: then the cluster lives under postgres's home and .pg is a link to it.
+if [ "$(id -u)" = 0 ] && [ ! -e "$PGDIR" ] && id postgres >/dev/null 2>&1 \
+   && ! runuser -u postgres -- test -x "$ROOT"; then
+  far="$(getent passwd postgres | cut -d: -f6)/jobctl-$(echo "$ROOT" | md5sum | cut -c1-12)"
+  mkdir -p "$far" && chown postgres:postgres "$far" && ln -s "$far" "$PGDIR"
+fi
+[ -L "$PGDIR" ] && PGDIR=$(readlink -f "$PGDIR")
 
 # The highest PostgreSQL major whose server binaries are installed (empty when none is).
 pg_major() {

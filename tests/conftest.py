@@ -7,7 +7,6 @@ from collections.abc import Iterator
 
 import psycopg
 import pytest
-
 from jobctl import db
 
 

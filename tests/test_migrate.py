@@ -27,14 +27,18 @@ def schema_dump(dsn: str) -> str:
     pg_dump = shutil.which("pg_dump") or "pg_dump"
     out = subprocess.run(
         [pg_dump, "--schema-only", "--no-owner", "-d", make_conninfo(**params)],
-        capture_output=True, text=True, check=True,
+        capture_output=True,
+        text=True,
+        check=True,
     ).stdout
-    return "\n".join(line for line in out.splitlines() if not line.startswith(("-- Dumped", "\\restrict", "\\unrestrict")))
+    volatile = ("-- Dumped", "\\restrict", "\\unrestrict")  # versions and pg_dump's random per-run token
+    return "\n".join(line for line in out.splitlines() if not line.startswith(volatile))
 
 
 def state_rows(dsn: str) -> list[tuple[object, ...]]:
     with psycopg.connect(dsn) as c:
-        rows = c.execute("select kind, name, checksum, applied_at from jobctl._applied order by 1, 2").fetchall()
+        rows = c.execute("select kind, name, checksum, applied_at from jobctl._applied order by 1, 2")
+        rows = rows.fetchall()
         parts = c.execute(
             "select parent_table, partition_interval, premake from partman.part_config order by 1"
         ).fetchall()
@@ -118,8 +122,11 @@ def test_cli_error_is_one_line_without_traceback() -> None:
 def test_concurrent_migrations_serialise(scratch_dsn: str) -> None:
     procs = [
         subprocess.Popen(
-            [*JOBCTL, "migrate"], env={**os.environ, "JOBCTL_DSN": scratch_dsn},
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            [*JOBCTL, "migrate"],
+            env={**os.environ, "JOBCTL_DSN": scratch_dsn},
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
         )
         for _ in range(3)
     ]
@@ -133,7 +140,8 @@ def test_migration_files_are_named_and_ordered() -> None:
     names = sorted(p.name for p in (root / "migrations").glob("*.sql"))
     assert names and names[0] == "0001_core.sql"
     listed = [
-        line.strip() for line in (root / "sql" / "functions.list").read_text().splitlines()
+        line.strip()
+        for line in (root / "sql" / "functions.list").read_text().splitlines()
         if line.strip() and not line.startswith("#")
     ]
     on_disk = sorted(p.name for p in (root / "sql" / "functions").glob("*.sql"))

@@ -49,6 +49,8 @@ declare
     v_short_t text[];
     v_round integer := 0;
     v_offset float8;
+    v_cached boolean := false;
+    v_short_before integer := 0;
 begin
     if v_worker is null or v_worker = '' or length(v_worker) > 200 then
         raise exception using errcode = 'JC001', message = 'worker_id must be a non-empty string of at most 200 characters';
@@ -65,19 +67,21 @@ begin
 
     perform jobctl._housekeep(v_left);
 
-    select array_agg(l.queue), array_agg(l.tenant_id), array_agg(t.weight), array_agg(t.max_running is not null)
-    into v_lane_q, v_lane_t, v_lane_w, v_lane_limited
-    from jobctl._ready_lanes(v_queues) as l
-    join jobctl.tenant as t on t.tenant_id = l.tenant_id
-    where not t.paused
-        and coalesce(t.max_running, 1) > 0
-        and (t.max_running is null or pg_try_advisory_xact_lock(19013, hashtext(t.tenant_id)));
-    if v_lane_q is null then
-        return;
-    end if;
-
     loop
         v_round := v_round + 1;
+        if v_round = 1 or v_cached then
+            -- the session's recent lanes first; a fresh list once they come up short
+            select l.queues, l.tenants, l.weights, l.limited, l.cached
+            into v_lane_q, v_lane_t, v_lane_w, v_lane_limited, v_cached
+            from jobctl._lanes(v_queues, v_round > 1) as l;
+            if cardinality(v_lane_q) = 0 then
+                return;
+            end if;
+            -- Lanes of limited tenants whose lock another claimer holds sit this claim out.
+            select v_short_q || array_agg(x.queue), v_short_t || array_agg(x.tenant_id) into v_short_q, v_short_t
+            from unnest(v_lane_q, v_lane_t, v_lane_limited) as x (queue, tenant_id, limited)
+            where case when x.limited then not pg_try_advisory_xact_lock(19013, hashtext(x.tenant_id)) else false end;
+        end if;
         v_offset := random();
         with lane as (
             select
@@ -178,9 +182,9 @@ begin
             v_left := v_left - cardinality(v_ids);
         end if;
         -- another round only for the share of lanes that ran dry or were taken by other claimers
-        exit when v_left = 0 or v_round >= 3
-            or coalesce(cardinality(v_short_q), 0) = 0
-            or coalesce(cardinality(v_short_q), 0) >= cardinality(v_lane_q);
+        exit when v_left = 0 or v_round >= 3 or coalesce(cardinality(v_short_q), 0) = v_short_before
+            or (coalesce(cardinality(v_short_q), 0) >= cardinality(v_lane_q) and not v_cached);
+        v_short_before := coalesce(cardinality(v_short_q), 0);
     end loop;
 end
 $$;

@@ -1,0 +1,224 @@
+"""Claim cost at depth: jobctl's lane claim against a naive single-table SKIP LOCKED queue.
+
+For each design, in one run on one cluster: N jobs pending across T tenants, claim latency
+(one job per call from C concurrent claimers), EXPLAIN (ANALYZE, BUFFERS) of the claim; then
+claim and complete N more jobs (with --no-autovacuum, their dead tuples stay in place, as
+before autovacuum catches up) and measure again. Prints JSON lines and a table;
+writes the plans to benchmarks/results/.
+
+    .venv/bin/python benchmarks/claim_depth.py --jobs 1000000 --tenants 1000
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing as mp
+import statistics
+import time
+from pathlib import Path
+
+import psycopg
+from psycopg.conninfo import conninfo_to_dict, make_conninfo
+
+from jobctl import db, migrate
+
+RESULTS = Path(__file__).resolve().parent / "results"
+NAIVE_SCHEMA = """
+create table naive_job (
+    id bigserial primary key, tenant_id text not null, queue text not null, priority int not null default 0,
+    run_at timestamptz not null default now(), state text not null default 'pending', payload jsonb not null,
+    locked_by text, locked_at timestamptz
+);
+create index naive_job_claim_idx on naive_job (queue, priority desc, run_at) where state = 'pending';
+"""
+NAIVE_CLAIM = """
+update naive_job set state = 'running', locked_by = %s, locked_at = now()
+where id in (select id from naive_job where state = 'pending' and queue = 'bench' and run_at <= now()
+             order by priority desc, run_at limit %s for update skip locked)
+returning id
+"""
+NAIVE_DONE = "update naive_job set state = 'completed' where id = any(%s)"
+JOBCTL_CLAIM = "select job_id, lease_epoch from jobctl.claim_job(%s, array['bench'], %s)"
+JOBCTL_DONE = "select jobctl.complete_jobs(%s, %s)"
+
+
+def bench_dsn(base: str, name: str) -> str:
+    params = conninfo_to_dict(base)
+    params["dbname"] = name
+    return make_conninfo(**params)
+
+
+def fresh_database(base: str, name: str) -> str:
+    with psycopg.connect(base, autocommit=True) as c:
+        c.execute(f'drop database if exists "{name}" with (force)')
+        c.execute(f'create database "{name}"')
+    dsn = bench_dsn(base, name)
+    with psycopg.connect(dsn) as c:
+        migrate.migrate(c)
+        c.execute(NAIVE_SCHEMA)
+        c.commit()
+    return dsn
+
+
+def load(dsn: str, design: str, jobs: int, tenants: int) -> float:
+    """Submit `jobs` jobs round-robin over `tenants`; returns jobs/s."""
+    started = time.perf_counter()
+    with psycopg.connect(dsn, autocommit=True) as c:
+        for start in range(0, jobs, 10000):
+            n = min(10000, jobs - start)
+            if design == "jobctl":
+                c.execute(
+                    """select count(*) from jobctl.submit_jobs((
+                         select jsonb_agg(jsonb_build_object('tenant_id', 'tenant' || (i %% %s), 'queue', 'bench',
+                                                             'payload', jsonb_build_object('i', i)))
+                         from generate_series(%s::bigint, %s::bigint) as i))""",
+                    (tenants, start, start + n - 1),
+                )
+            else:
+                c.execute(
+                    """insert into naive_job (tenant_id, queue, payload)
+                       select 'tenant' || (i %% %s), 'bench', jsonb_build_object('i', i)
+                       from generate_series(%s::bigint, %s::bigint) as i""",
+                    (tenants, start, start + n - 1),
+                )
+    return jobs / (time.perf_counter() - started)
+
+
+def drain(dsn: str, design: str, jobs: int) -> float:
+    """Claim and complete `jobs` jobs in batches of 1,000; returns jobs/s."""
+    done = 0
+    started = time.perf_counter()
+    with psycopg.connect(dsn, autocommit=True) as c:
+        while done < jobs:
+            n = min(1000, jobs - done)
+            if design == "jobctl":
+                rows = c.execute(JOBCTL_CLAIM, ("drainer", n)).fetchall()
+                c.execute(JOBCTL_DONE, ([r[0] for r in rows], [r[1] for r in rows]))
+            else:
+                rows = c.execute(NAIVE_CLAIM, ("drainer", n)).fetchall()
+                c.execute(NAIVE_DONE, ([r[0] for r in rows],))
+            if not rows:
+                break
+            done += len(rows)
+    return done / (time.perf_counter() - started)
+
+
+def _claimer(dsn: str, design: str, calls: int, barrier: object, out: mp.Queue) -> None:  # type: ignore[type-arg]
+    lat: list[float] = []
+    with psycopg.connect(dsn, autocommit=True) as c:
+        barrier.wait()  # type: ignore[attr-defined]
+        for _ in range(calls):
+            t = time.perf_counter()
+            if design == "jobctl":
+                rows = c.execute(JOBCTL_CLAIM, ("claimer", 1)).fetchall()
+                lat.append(time.perf_counter() - t)
+                c.execute(JOBCTL_DONE, ([r[0] for r in rows], [r[1] for r in rows]))
+            else:
+                rows = c.execute(NAIVE_CLAIM, ("claimer", 1)).fetchall()
+                lat.append(time.perf_counter() - t)
+                c.execute(NAIVE_DONE, ([r[0] for r in rows],))
+    out.put(lat)
+
+
+def latency(dsn: str, design: str, claimers: int, calls: int) -> dict[str, float]:
+    barrier = mp.Barrier(claimers)
+    out: mp.Queue = mp.Queue()  # type: ignore[type-arg]
+    procs = [mp.Process(target=_claimer, args=(dsn, design, calls, barrier, out)) for _ in range(claimers)]
+    started = time.perf_counter()
+    for p in procs:
+        p.start()
+    lat = [x for _ in procs for x in out.get()]
+    for p in procs:
+        p.join()
+    wall = time.perf_counter() - started
+    lat.sort()
+    return {
+        "claim_p50_ms": round(1000 * statistics.median(lat), 2),
+        "claim_p99_ms": round(1000 * lat[int(0.99 * (len(lat) - 1))], 2),
+        "claims_per_s": round(len(lat) / wall),
+    }
+
+
+def plan(dsn: str, design: str) -> tuple[str, int]:
+    """The claim's plan with buffers; returns (text, shared buffers touched by the claim statement)."""
+    with psycopg.connect(dsn) as c:
+        notices: list[str] = []
+        c.add_notice_handler(lambda d: notices.append(d.message_primary or ""))
+        if design == "jobctl":
+            for s in (
+                "load 'auto_explain'", "set auto_explain.log_min_duration = 0", "set auto_explain.log_analyze = on",
+                "set auto_explain.log_buffers = on", "set auto_explain.log_nested_statements = on",
+                "set auto_explain.log_level = notice", "set client_min_messages = notice",
+            ):
+                c.execute(s)
+            c.execute(JOBCTL_CLAIM, ("explain", 1)).fetchall()
+            text = "\n\n".join(n for n in notices if "_ready_lanes" in n or "taken as" in n or "claimed as" in n)
+        else:
+            rows = c.execute("explain (analyze, buffers) " + NAIVE_CLAIM, ("explain", 1)).fetchall()
+            text = "\n".join(str(r[0]) for r in rows)
+        c.rollback()
+    hits = 0
+    for block in text.split("\n\n"):
+        first = next((ln for ln in block.splitlines() if "Buffers: shared" in ln), "")
+        for part in first.replace(",", " ").split():
+            if part.startswith(("hit=", "read=")):
+                hits += int(part.split("=")[1])
+    return text, hits
+
+
+def sizes(dsn: str, design: str) -> dict[str, int]:
+    rels = ["jobctl._ready"] if design == "jobctl" else ["naive_job"]
+    with psycopg.connect(dsn) as c:
+        return {
+            rel: int(c.execute("select pg_total_relation_size(%s)", (rel,)).fetchone()[0])  # type: ignore[index]
+            for rel in rels
+        }
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--jobs", type=int, default=1_000_000)
+    ap.add_argument("--tenants", type=int, default=1000)
+    ap.add_argument("--claimers", type=int, default=8)
+    ap.add_argument("--calls", type=int, default=250, help="claims per claimer per measurement")
+    ap.add_argument("--no-autovacuum", action="store_true", help="leave the dead tuples of the drain in place")
+    args = ap.parse_args()
+    RESULTS.mkdir(exist_ok=True)
+    base = db.dsn()
+    results = []
+    for design in ("jobctl", "naive"):
+        dsn = fresh_database(base, "jobctl_bench")
+        rate = load(dsn, design, 2 * args.jobs, args.tenants)
+        with psycopg.connect(dsn, autocommit=True) as c:
+            c.execute("vacuum analyze")
+        for phase in ("pending", "after_claimed"):
+            if phase == "after_claimed":
+                if args.no_autovacuum:
+                    with psycopg.connect(dsn, autocommit=True) as c:
+                        for rel in ("jobctl._ready", "jobctl._running", "naive_job"):
+                            c.execute(f"alter table {rel} set (autovacuum_enabled = false)")
+                drained = drain(dsn, design, args.jobs)
+            text, buffers = plan(dsn, design)
+            (RESULTS / f"claim_plan_{design}_{phase}.txt").write_text(text + "\n")
+            row = {
+                "design": design, "phase": phase, "jobs": args.jobs, "tenants": args.tenants,
+                "claimers": args.claimers, "autovacuum": not args.no_autovacuum, "claim_buffers": buffers,
+                **latency(dsn, design, args.claimers, args.calls),
+                **({"submit_per_s": round(rate)} if phase == "pending" else {"drain_per_s": round(drained)}),
+                "queue_bytes": sizes(dsn, design),
+            }
+            print(json.dumps(row), flush=True)
+            results.append(row)
+    with psycopg.connect(base, autocommit=True) as c:
+        c.execute('drop database if exists "jobctl_bench" with (force)')
+    print(f"\n{'design':8} {'phase':14} {'buffers/claim':>13} {'p50 ms':>8} {'p99 ms':>8} {'claims/s':>9}")
+    for r in results:
+        print(
+            f"{r['design']:8} {r['phase']:14} {r['claim_buffers']:>13} {r['claim_p50_ms']:>8} "
+            f"{r['claim_p99_ms']:>8} {r['claims_per_s']:>9}"
+        )
+
+
+if __name__ == "__main__":
+    main()
