@@ -133,6 +133,18 @@ create table jobctl._running (
 
 create index _running_tenant_idx on jobctl._running (tenant_id);
 
+-- The claimable lanes per queue filter, shared by all claimers and refreshed at most ten times a
+-- second (see jobctl._lanes): enumerating lanes costs a descent of _ready_lane_idx per lane.
+create table jobctl._lane_cache (
+    queues_key text primary key,
+    refreshed_at timestamptz not null,
+    queues text [] not null,
+    tenants text [] not null,
+    limited boolean [] not null,
+    lows float8 [] not null,
+    total float8 not null
+) with (fillfactor = 50);
+
 -- What get_job / list_jobs return (a composite keeps parameter names free of output-column clashes).
 create type jobctl.job_info as (
     job_id bigint,

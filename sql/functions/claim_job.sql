@@ -1,10 +1,11 @@
 -- jobctl.claim_job: claim up to max_jobs due jobs under a lease.
 --
 -- Fairness without shared counters (systematic sampling): the lanes (queue, tenant) with due work
--- are laid end to end in random order, each as long as its tenant's weight, and max_jobs points
--- spaced evenly from a random offset fall on them. A lane gets the points on it: in expectation
--- exactly max_jobs * weight / total, never more than one away from it, and a single claim picks a
--- lane with probability weight / total. Nothing is updated to keep score, so no hot row.
+-- are laid end to end, each as long as its tenant's weight, and max_jobs points spaced evenly from
+-- a random offset fall on them; width_bucket finds each point's lane by binary search. A lane gets
+-- the points on it: in expectation exactly max_jobs * weight / total, never more than one away
+-- from it, and a single claim picks a lane with probability weight / total. The work is
+-- O(max_jobs * log lanes), and nothing is updated to keep score, so there is no hot row.
 -- Within a lane: higher priority, then earlier run_at, then lower id.
 -- max_running: a claimer takes a transaction-level advisory lock per limited tenant (skipping
 -- the tenant if another claimer holds it) and then counts that tenant's running jobs in a later
@@ -41,16 +42,20 @@ declare
     v_now timestamptz := clock_timestamp();
     v_lane_q text[];
     v_lane_t text[];
-    v_lane_w integer[];
     v_lane_limited boolean[];
+    v_lane_lows float8[];   -- each lane's lower bound when all are in play
+    v_lane_total float8;
+    v_lows float8[];        -- lower bound of each lane in play, for width_bucket
+    v_total float8;
+    v_offset float8;
+    v_idx integer[];        -- lane numbers in play, parallel to v_lows (NULL: all, in order)
+    v_cached boolean := true;
+    v_skip integer[] := '{}';   -- lanes that came up short or whose tenant is busy: out of play
+    v_pick integer[];
+    v_n integer[];
     v_ids bigint[];
     v_cas timestamptz[];
-    v_short_q text[];
-    v_short_t text[];
     v_round integer := 0;
-    v_offset float8;
-    v_cached boolean := false;
-    v_short_before integer := 0;
 begin
     if v_worker is null or v_worker = '' or length(v_worker) > 200 then
         raise exception using errcode = 'JC001', message = 'worker_id must be a non-empty string of at most 200 characters';
@@ -69,66 +74,67 @@ begin
 
     loop
         v_round := v_round + 1;
-        if v_round = 1 or v_cached then
+        if v_round = 1 or (v_cached and cardinality(v_skip) > 0) then
             -- the session's recent lanes first; a fresh list once they come up short
-            select l.queues, l.tenants, l.weights, l.limited, l.cached
-            into v_lane_q, v_lane_t, v_lane_w, v_lane_limited, v_cached
+            select l.queues, l.tenants, l.limited, l.lows, l.total, l.cached
+            into v_lane_q, v_lane_t, v_lane_limited, v_lane_lows, v_lane_total, v_cached
             from jobctl._lanes(v_queues, v_round > 1) as l;
-            if cardinality(v_lane_q) = 0 then
-                return;
-            end if;
-            -- Lanes of limited tenants whose lock another claimer holds sit this claim out.
-            select v_short_q || array_agg(x.queue), v_short_t || array_agg(x.tenant_id) into v_short_q, v_short_t
-            from unnest(v_lane_q, v_lane_t, v_lane_limited) as x (queue, tenant_id, limited)
-            where case when x.limited then not pg_try_advisory_xact_lock(19013, hashtext(x.tenant_id)) else false end;
-        end if;
-        v_offset := random();
-        with lane as (
-            select
-                x.queue, x.tenant_id, x.weight,
-                case when x.limited then (
-                    select t.max_running - (select count(*) from jobctl._running as r where r.tenant_id = x.tenant_id)
-                    from jobctl.tenant as t where t.tenant_id = x.tenant_id
-                ) end as room,
-                random() as shuffle
-            from unnest(v_lane_q, v_lane_t, v_lane_w, v_lane_limited) as x (queue, tenant_id, weight, limited)
-            where (x.queue, x.tenant_id) not in (select * from unnest(v_short_q, v_short_t))
-        ),
-        spread as (
-            -- lanes laid end to end in random order, each as long as its weight
-            select
-                l.*,
-                sum(l.weight) over (order by l.shuffle rows unbounded preceding) as upto,
-                sum(l.weight) over () as total
-            from lane as l
-        ),
-        share as (
-            -- v_left points spaced total / v_left apart from a random offset: the points in a lane
-            select
-                s.queue, s.tenant_id, s.room,
-                (ceil(s.upto::float8 * v_left / s.total - v_offset)
-                 - ceil((s.upto - s.weight)::float8 * v_left / s.total - v_offset))::integer as n
-            from spread as s
-        ),
-        winner as (
-            -- a tenant with max_running gets no more than its room, across all its lanes
-            select c.queue, c.tenant_id, c.n
+            v_lows := v_lane_lows;
+            v_total := v_lane_total;
+            v_idx := null;
+            v_skip := '{}';
+        elsif cardinality(v_skip) > 0 then
+            -- take the skipped lanes out and lay the rest end to end again
+            select array_agg(x.i order by x.i), array_agg(x.upto - x.w order by x.i), max(x.upto)
+            into v_idx, v_lows, v_total
             from (
-                select
-                    h.queue, h.tenant_id,
-                    case when h.room is null then h.n else least(h.n, greatest(h.room - coalesce(sum(h.n) over (
-                        partition by h.tenant_id order by h.queue rows between unbounded preceding and 1 preceding
+                select y.i, y.w, sum(y.w) over (order by y.i rows unbounded preceding) as upto
+                from (
+                    select u.i, coalesce(v_lane_lows[u.i + 1], v_lane_total) - v_lane_lows[u.i] as w
+                    from generate_subscripts(v_lane_q, 1) as u (i)
+                    where u.i <> all(v_skip)
+                ) as y
+            ) as x;
+        end if;
+        exit when coalesce(v_total, 0) = 0;
+
+        -- where the v_left evenly spaced points fall
+        v_offset := random();
+        select array_agg(p.lane order by p.lane), array_agg(p.n order by p.lane) into v_pick, v_n
+        from (
+            select coalesce(v_idx[b.bucket], b.bucket) as lane, count(*)::integer as n
+            from generate_series(0, v_left - 1) as j (j)
+            cross join lateral (select width_bucket((v_offset + j.j) * v_total / v_left, v_lows) as bucket) as b
+            group by 1
+        ) as p;
+
+        -- max_running: lock each picked limited tenant (skip it if another claimer holds it), then,
+        -- in a later statement that therefore sees every earlier claim, cap its picks by its room
+        if exists (select from unnest(v_pick) as x (lane) where v_lane_limited[x.lane]) then
+            v_skip := v_skip || array(
+                select x.lane from unnest(v_pick) as x (lane)
+                where v_lane_limited[x.lane] and not pg_try_advisory_xact_lock(19013, hashtext(v_lane_t[x.lane]))
+            );
+            select array_agg(c.lane order by c.lane), array_agg(c.n order by c.lane) into v_pick, v_n
+            from (
+                select p.lane, case when not v_lane_limited[p.lane] then p.n else least(p.n, greatest(
+                    (select t.max_running from jobctl.tenant as t where t.tenant_id = v_lane_t[p.lane])
+                    - (select count(*) from jobctl._running as r where r.tenant_id = v_lane_t[p.lane])
+                    - coalesce(sum(p.n) over (
+                        partition by v_lane_t[p.lane] order by p.lane rows between unbounded preceding and 1 preceding
                     ), 0), 0)) end as n
-                from share as h
+                from unnest(v_pick, v_n) as p (lane, n)
+                where p.lane <> all(v_skip)
             ) as c
-            where c.n > 0
-        ),
-        taken as (
-            select w.queue, w.tenant_id, w.n, r.rid, r.job_id, r.created_at
-            from winner as w
+            where c.n > 0;
+        end if;
+
+        with taken as (
+            select w.lane, r.rid, r.job_id, r.created_at
+            from unnest(v_pick, v_n) as w (lane, n)
             cross join lateral (
                 select r.ctid as rid, r.job_id, r.created_at from jobctl._ready as r
-                where r.queue = w.queue and r.tenant_id = w.tenant_id
+                where r.queue = v_lane_q[w.lane] and r.tenant_id = v_lane_t[w.lane]
                 order by r.priority desc, r.run_at, r.job_id
                 limit w.n
                 for update skip locked
@@ -138,20 +144,15 @@ begin
             delete from jobctl._ready as r
             where r.ctid = any(array(select t.rid from taken as t))
             returning r.job_id, r.created_at
-        ),
-        short as (
-            select w.queue, w.tenant_id
-            from winner as w
-            left join (select t.queue, t.tenant_id, count(*) as got from taken as t group by 1, 2) as g
-                using (queue, tenant_id)
-            where coalesce(g.got, 0) < w.n
         )
         select
             (select array_agg(g.job_id) from gone as g),
             (select array_agg(g.created_at) from gone as g),
-            v_short_q || (select array_agg(s.queue) from short as s),
-            v_short_t || (select array_agg(s.tenant_id) from short as s)
-        into v_ids, v_cas, v_short_q, v_short_t;
+            v_skip || array(
+                select w.lane from unnest(v_pick, v_n) as w (lane, n)
+                where w.n > (select count(*) from taken as t where t.lane = w.lane)
+            )
+        into v_ids, v_cas, v_skip;
 
         if v_ids is not null then
             return query
@@ -181,10 +182,9 @@ begin
             from claimed as c;
             v_left := v_left - cardinality(v_ids);
         end if;
-        -- another round only for the share of lanes that ran dry or were taken by other claimers
-        exit when v_left = 0 or v_round >= 3 or coalesce(cardinality(v_short_q), 0) = v_short_before
-            or (coalesce(cardinality(v_short_q), 0) >= cardinality(v_lane_q) and not v_cached);
-        v_short_before := coalesce(cardinality(v_short_q), 0);
+        -- another round only for the share of lanes that ran dry, were taken by other claimers or
+        -- belong to a busy tenant
+        exit when v_left = 0 or v_round >= 3 or cardinality(v_skip) = 0;
     end loop;
 end
 $$;
