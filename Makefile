@@ -40,7 +40,7 @@ sqlfluff: setup ## Lint the SQL files
 
 pgtap: db ## Run the pgTAP suites with pg_prove
 	@psql "$(DSN)" -qX -v ON_ERROR_STOP=1 -c 'create extension if not exists pgtap'
-	@set -o pipefail; PGOPTIONS='--client-min-messages=warning' pg_prove --dbname "$(DSN)" --ext .sql sql/tests/ | tee .pg/pg_prove.log
+	@set -o pipefail; PGOPTIONS='--client-min-messages=warning' pg_prove --dbname "$$(echo "$(DSN)" | sed 's/=/\\=/g')" --ext .sql sql/tests/ | tee .pg/pg_prove.log
 	@grep -q '^Result: PASS' .pg/pg_prove.log
 
 pytest: db ## Run the pytest suites (real concurrency, real processes)

@@ -19,9 +19,8 @@ import time
 from pathlib import Path
 
 import psycopg
-from psycopg.conninfo import conninfo_to_dict, make_conninfo
-
 from jobctl import db, migrate
+from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 RESULTS = Path(__file__).resolve().parent / "results"
 NAIVE_SCHEMA = """
@@ -70,8 +69,8 @@ def load(dsn: str, design: str, jobs: int, tenants: int) -> float:
             if design == "jobctl":
                 c.execute(
                     """select count(*) from jobctl.submit_jobs((
-                         select jsonb_agg(jsonb_build_object('tenant_id', 'tenant' || (i %% %s), 'queue', 'bench',
-                                                             'payload', jsonb_build_object('i', i)))
+                         select jsonb_agg(jsonb_build_object(
+                             'tenant_id', 'tenant' || (i %% %s), 'queue', 'bench', 'payload', jsonb_build_object('i', i)))
                          from generate_series(%s::bigint, %s::bigint) as i))""",
                     (tenants, start, start + n - 1),
                 )
@@ -147,13 +146,19 @@ def plan(dsn: str, design: str) -> tuple[str, int]:
         c.add_notice_handler(lambda d: notices.append(d.message_primary or ""))
         if design == "jobctl":
             for s in (
-                "load 'auto_explain'", "set auto_explain.log_min_duration = 0", "set auto_explain.log_analyze = on",
-                "set auto_explain.log_buffers = on", "set auto_explain.log_nested_statements = on",
-                "set auto_explain.log_level = notice", "set client_min_messages = notice",
+                "load 'auto_explain'",
+                "set auto_explain.log_min_duration = 0",
+                "set auto_explain.log_analyze = on",
+                "set auto_explain.log_buffers = on",
+                "set auto_explain.log_nested_statements = on",
+                "set auto_explain.log_level = notice",
+                "set client_min_messages = notice",
             ):
                 c.execute(s)
             c.execute(JOBCTL_CLAIM, ("explain", 1)).fetchall()
-            text = "\n\n".join(n for n in notices if "_ready_lanes" in n or "taken as" in n or "claimed as" in n)
+            text = "\n\n".join(
+                n for n in notices if "_ready_lanes" in n or "taken as" in n or "claimed as" in n
+            )
         else:
             rows = c.execute("explain (analyze, buffers) " + NAIVE_CLAIM, ("explain", 1)).fetchall()
             text = "\n".join(str(r[0]) for r in rows)
@@ -182,7 +187,9 @@ def main() -> None:
     ap.add_argument("--tenants", type=int, default=1000)
     ap.add_argument("--claimers", type=int, default=8)
     ap.add_argument("--calls", type=int, default=250, help="claims per claimer per measurement")
-    ap.add_argument("--no-autovacuum", action="store_true", help="leave the dead tuples of the drain in place")
+    ap.add_argument(
+        "--no-autovacuum", action="store_true", help="leave the dead tuples of the drain in place"
+    )
     args = ap.parse_args()
     RESULTS.mkdir(exist_ok=True)
     base = db.dsn()
@@ -202,8 +209,13 @@ def main() -> None:
             text, buffers = plan(dsn, design)
             (RESULTS / f"claim_plan_{design}_{phase}.txt").write_text(text + "\n")
             row = {
-                "design": design, "phase": phase, "jobs": args.jobs, "tenants": args.tenants,
-                "claimers": args.claimers, "autovacuum": not args.no_autovacuum, "claim_buffers": buffers,
+                "design": design,
+                "phase": phase,
+                "jobs": args.jobs,
+                "tenants": args.tenants,
+                "claimers": args.claimers,
+                "autovacuum": not args.no_autovacuum,
+                "claim_buffers": buffers,
                 **latency(dsn, design, args.claimers, args.calls),
                 **({"submit_per_s": round(rate)} if phase == "pending" else {"drain_per_s": round(drained)}),
                 "queue_bytes": sizes(dsn, design),

@@ -138,10 +138,10 @@ create index _running_tenant_idx on jobctl._running (tenant_id);
 create table jobctl._lane_cache (
     queues_key text primary key,
     refreshed_at timestamptz not null,
-    queues text [] not null,
-    tenants text [] not null,
-    limited boolean [] not null,
-    lows float8 [] not null,
+    queues text[] not null,
+    tenants text[] not null,
+    limited boolean[] not null,
+    lows float8[] not null,
     total float8 not null
 ) with (fillfactor = 50);
 

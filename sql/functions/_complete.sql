@@ -8,6 +8,7 @@ as $$
 declare
     v_now timestamptz := clock_timestamp();
     v_ids bigint[];
+    v_epochs bigint[];
     v_cas timestamptz[];
     v_results jsonb[];
 begin
@@ -21,10 +22,10 @@ begin
         delete from jobctl._running as r
         using arg as a
         where r.job_id = a.job_id and r.lease_epoch = a.lease_epoch
-        returning r.job_id, r.created_at, a.result
+        returning r.job_id, r.lease_epoch, r.created_at, a.result
     )
-    select array_agg(g.job_id), array_agg(g.created_at), array_agg(g.result)
-    into v_ids, v_cas, v_results
+    select array_agg(g.job_id), array_agg(g.lease_epoch), array_agg(g.created_at), array_agg(g.result)
+    into v_ids, v_epochs, v_cas, v_results
     from gone as g;
 
     if v_ids is not null then
@@ -35,8 +36,9 @@ begin
     end if;
 
     return query
-    select a.job_id, a.job_id = any(coalesce(v_ids, '{}'))
-    from unnest(p_ids) with ordinality as a (job_id, ord)
+    select a.job_id, exists (select from unnest(v_ids, v_epochs) as d (job_id, lease_epoch)
+                             where d.job_id = a.job_id and d.lease_epoch = a.lease_epoch)
+    from unnest(p_ids, p_epochs) with ordinality as a (job_id, lease_epoch, ord)
     order by a.ord;
 end
 $$;

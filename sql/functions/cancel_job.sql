@@ -43,8 +43,10 @@ begin
         if found then
             update jobctl.job as j set state = 'cancelled', finished_at = v_now
             where j.job_id = v_job.job_id and j.created_at = v_job.created_at;
+            -- the event names a lease epoch only when the cancel revoked that (running) lease
             insert into jobctl._event (job_id, job_created_at, at, event, attempt, lease_epoch, worker_id)
-            values (v_job.job_id, v_job.created_at, v_now, 'cancelled', v_job.attempt, v_job.lease_epoch, v_job.worker_id);
+            values (v_job.job_id, v_job.created_at, v_now, 'cancelled', v_job.attempt,
+                case when v_run.job_id is not null then v_run.lease_epoch end, v_run.worker_id);
             return 'cancelled';
         end if;
         -- the job moved on between our read and our delete (claimed, completed, reaped): look again

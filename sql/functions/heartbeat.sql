@@ -18,9 +18,10 @@ begin
     if found then
         return 'ok';
     end if;
+    -- a cancel that revoked a running lease records that epoch on its event (see cancel_job)
     if exists (
-        select from jobctl.job as j
-        where j.job_id = heartbeat.job_id and j.lease_epoch = heartbeat.lease_epoch and j.state = 'cancelled'
+        select from jobctl._event as e
+        where e.job_id = heartbeat.job_id and e.event = 'cancelled' and e.lease_epoch = heartbeat.lease_epoch
     ) then
         return 'cancelled';
     end if;

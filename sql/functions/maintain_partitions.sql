@@ -4,12 +4,12 @@
 create or replace function jobctl.maintain_partitions()
 returns integer
 language plpgsql
+set lock_timeout = '200ms'
 as $$
 begin
     if pg_is_in_recovery() or not pg_try_advisory_xact_lock(19011, 2) then
         return 0;
     end if;
-    perform set_config('lock_timeout', '200ms', true);
     perform partman.run_maintenance(p_jobmon => false);
     return 1;
 exception when lock_not_available then

@@ -2,7 +2,7 @@
 -- DEFINER function without a pinned search_path; private (_-prefixed) functions are not executable
 -- by PUBLIC; the contract's functions exist with its parameter names. Failures list the offenders.
 begin;
-select plan(8);
+select plan(7);
 
 -- (a) a COMMENT on every public function and procedure (it shows in \df+ and feeds docs/)
 select is(
@@ -145,19 +145,6 @@ select is(
     ),
     '{}'::text[],
     'the contract''s job and tenant functions exist with its argument types and names (listed: the ones that do not)'
-);
-select todo('schedules and API tokens are not implemented yet', 1);
-select is(
-    array(
-        select c.signature || ' ' || coalesce(pg_temp.in_arg_names(to_regprocedure(c.signature))::text, 'missing')
-        from contract as c
-        where
-            c.signature ~ 'schedule|cron_next|api_token'
-            and pg_temp.in_arg_names(to_regprocedure(c.signature)) is distinct from c.arg_names
-        order by 1
-    ),
-    '{}'::text[],
-    'the contract''s schedule and token functions exist with its argument types and names'
 );
 
 select * from finish();

@@ -105,7 +105,6 @@ from c5 cross join jobctl.complete_jobs(
 ) with ordinality as r (job_id, completed, ord);
 select is((select count(*) from twice), 2::bigint, 'a job listed twice: two rows');
 select is((select j.state from c5 cross join jobctl.get_job(c5.job_id) as j), 'completed', 'the job is completed once');
-select todo('complete_jobs reports completed per job_id, not per (job_id, lease_epoch)', 1);
 select is(
     (select array_agg(completed order by ord) from twice), array[false, true],
     'the row with the stale epoch says false, the one with the current epoch true'

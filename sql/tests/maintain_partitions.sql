@@ -66,7 +66,6 @@ select
     end;
 
 -- the 200 ms lock_timeout is meant for the maintenance run only
-select todo('maintain_partitions sets lock_timeout with set_config(..., true): it stays for the caller''s transaction', 1);
 select is(
     current_setting('lock_timeout'), (select lock_timeout from before_call),
     'the caller''s lock_timeout is unchanged after maintain_partitions()'
