@@ -70,7 +70,8 @@ def load(dsn: str, design: str, jobs: int, tenants: int) -> float:
                 c.execute(
                     """select count(*) from jobctl.submit_jobs((
                          select jsonb_agg(jsonb_build_object(
-                             'tenant_id', 'tenant' || (i %% %s), 'queue', 'bench', 'payload', jsonb_build_object('i', i)))
+                             'tenant_id', 'tenant' || (i %% %s), 'queue', 'bench',
+                             'payload', jsonb_build_object('i', i)))
                          from generate_series(%s::bigint, %s::bigint) as i))""",
                     (tenants, start, start + n - 1),
                 )
