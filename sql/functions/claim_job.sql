@@ -51,8 +51,11 @@ declare
     v_idx integer[];        -- lane numbers in play, parallel to v_lows (NULL: all, in order)
     v_cached boolean := true;
     v_skip integer[] := '{}';   -- lanes that came up short or whose tenant is busy: out of play
-    v_pick integer[];
+    v_pick integer[];       -- picked lanes: number, jobs wanted, queue, tenant, limited
     v_n integer[];
+    v_pick_q text[];
+    v_pick_t text[];
+    v_pick_limited boolean[];
     v_ids bigint[];
     v_cas timestamptz[];
     v_round integer := 0;
@@ -98,32 +101,40 @@ begin
         end if;
         exit when coalesce(v_total, 0) = 0;
 
-        -- where the v_left evenly spaced points fall
+        -- where the v_left evenly spaced points fall, joined to the lanes' names in one pass
+        -- (subscripting a text array is O(length), so no v_lane_q[i] per row)
         v_offset := random();
-        select array_agg(p.lane order by p.lane), array_agg(p.n order by p.lane) into v_pick, v_n
+        select array_agg(p.lane order by p.lane), array_agg(p.n order by p.lane),
+            array_agg(l.queue order by p.lane), array_agg(l.tenant_id order by p.lane),
+            array_agg(l.limited order by p.lane)
+        into v_pick, v_n, v_pick_q, v_pick_t, v_pick_limited
         from (
             select coalesce(v_idx[b.bucket], b.bucket) as lane, count(*)::integer as n
             from generate_series(0, v_left - 1) as j (j)
             cross join lateral (select width_bucket((v_offset + j.j) * v_total / v_left, v_lows) as bucket) as b
             group by 1
-        ) as p;
+        ) as p
+        join unnest(v_lane_q, v_lane_t, v_lane_limited) with ordinality as l (queue, tenant_id, limited, lane)
+            on l.lane = p.lane;
 
         -- max_running: lock each picked limited tenant (skip it if another claimer holds it), then,
         -- in a later statement that therefore sees every earlier claim, cap its picks by its room
-        if exists (select from unnest(v_pick) as x (lane) where v_lane_limited[x.lane]) then
+        if true = any(v_pick_limited) then
             v_skip := v_skip || array(
-                select x.lane from unnest(v_pick) as x (lane)
-                where v_lane_limited[x.lane] and not pg_try_advisory_xact_lock(19013, hashtext(v_lane_t[x.lane]))
+                select x.lane from unnest(v_pick, v_pick_t, v_pick_limited) as x (lane, tenant_id, limited)
+                where x.limited and not pg_try_advisory_xact_lock(19013, hashtext(x.tenant_id))
             );
-            select array_agg(c.lane order by c.lane), array_agg(c.n order by c.lane) into v_pick, v_n
+            select array_agg(c.lane order by c.lane), array_agg(c.n order by c.lane),
+                array_agg(c.queue order by c.lane), array_agg(c.tenant_id order by c.lane)
+            into v_pick, v_n, v_pick_q, v_pick_t
             from (
-                select p.lane, case when not v_lane_limited[p.lane] then p.n else least(p.n, greatest(
-                    (select t.max_running from jobctl.tenant as t where t.tenant_id = v_lane_t[p.lane])
-                    - (select count(*) from jobctl._running as r where r.tenant_id = v_lane_t[p.lane])
+                select p.lane, p.queue, p.tenant_id, case when not p.limited then p.n else least(p.n, greatest(
+                    (select t.max_running from jobctl.tenant as t where t.tenant_id = p.tenant_id)
+                    - (select count(*) from jobctl._running as r where r.tenant_id = p.tenant_id)
                     - coalesce(sum(p.n) over (
-                        partition by v_lane_t[p.lane] order by p.lane rows between unbounded preceding and 1 preceding
+                        partition by p.tenant_id order by p.lane rows between unbounded preceding and 1 preceding
                     ), 0), 0)) end as n
-                from unnest(v_pick, v_n) as p (lane, n)
+                from unnest(v_pick, v_n, v_pick_q, v_pick_t, v_pick_limited) as p (lane, n, queue, tenant_id, limited)
                 where p.lane <> all(v_skip)
             ) as c
             where c.n > 0;
@@ -131,10 +142,10 @@ begin
 
         with taken as (
             select w.lane, r.rid, r.job_id, r.created_at
-            from unnest(v_pick, v_n) as w (lane, n)
+            from unnest(v_pick, v_n, v_pick_q, v_pick_t) as w (lane, n, queue, tenant_id)
             cross join lateral (
                 select r.ctid as rid, r.job_id, r.created_at from jobctl._ready as r
-                where r.queue = v_lane_q[w.lane] and r.tenant_id = v_lane_t[w.lane]
+                where r.queue = w.queue and r.tenant_id = w.tenant_id
                 order by r.priority desc, r.run_at, r.job_id
                 limit w.n
                 for update skip locked
@@ -149,8 +160,10 @@ begin
             (select array_agg(g.job_id) from gone as g),
             (select array_agg(g.created_at) from gone as g),
             v_skip || array(
-                select w.lane from unnest(v_pick, v_n) as w (lane, n)
-                where w.n > (select count(*) from taken as t where t.lane = w.lane)
+                select w.lane
+                from unnest(v_pick, v_n) as w (lane, n)
+                left join (select t.lane, count(*) as got from taken as t group by t.lane) as g on g.lane = w.lane
+                where w.n > coalesce(g.got, 0)
             )
         into v_ids, v_cas, v_skip;
 
