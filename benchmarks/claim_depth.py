@@ -4,7 +4,7 @@ For each design, in one run on one cluster: N jobs pending across T tenants, cla
 (one job per call from C concurrent claimers), EXPLAIN (ANALYZE, BUFFERS) of the claim; then
 claim and complete N more jobs (with --no-autovacuum, their dead tuples stay in place, as
 before autovacuum catches up) and measure again. Prints JSON lines and a table;
-writes the plans to benchmarks/results/.
+writes them and the plans to benchmarks/results/.
 
     .venv/bin/python benchmarks/claim_depth.py --jobs 1000000 --tenants 1000
 """
@@ -223,6 +223,8 @@ def main() -> None:
             }
             print(json.dumps(row), flush=True)
             results.append(row)
+    with open(RESULTS / "claim_depth.jsonl", "w") as f:
+        f.writelines(json.dumps(r) + "\n" for r in results)
     with psycopg.connect(base, autocommit=True) as c:
         c.execute('drop database if exists "jobctl_bench" with (force)')
     print(f"\n{'design':8} {'phase':14} {'buffers/claim':>13} {'p50 ms':>8} {'p99 ms':>8} {'claims/s':>9}")
