@@ -1,7 +1,8 @@
 -- jobctl._backoff_delay: the delay before the retry that follows failed attempt p_attempt.
 -- base·2^(n−1), base·n or base, capped by max; with jitter drawn uniformly from [d/2, d].
--- p_backoff is NULL (the defaults) or the output of jobctl._normalize_backoff. Computed in seconds
--- so a large attempt number cannot overflow the interval type.
+-- p_backoff is NULL (the defaults: exponential, 5 s, 1 h, jitter; keep in step with
+-- jobctl._normalize_backoff) or that function's output. Computed in seconds, and base and max are
+-- at most 30 days, so no attempt number can overflow.
 create or replace function jobctl._backoff_delay(p_backoff jsonb, p_attempt integer)
 returns interval
 language sql
@@ -17,6 +18,9 @@ as $$
                 else power(2::numeric, least(greatest(p_attempt, 1) - 1, 60))
             end
         )::double precision as d
-        from (select coalesce(p_backoff, jobctl._normalize_backoff('{}'::jsonb)) as b) as x
+        from (
+            select coalesce(p_backoff, '{"strategy": "exponential", "base": "00:00:05", "max": "01:00:00", "jitter": true}')
+                as b
+        ) as x
     ) as y
 $$;

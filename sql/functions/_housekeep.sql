@@ -8,13 +8,14 @@ language plpgsql
 as $$
 declare
     v_now timestamptz := clock_timestamp();
+    v_epoch float8 := extract(epoch from v_now);
     v_last text := current_setting('jobctl.reaped_at', true);
 begin
     if exists (select from jobctl._delayed as d where d.run_at <= v_now) then
         perform jobctl._promote_due(greatest(p_batch * 4, 1000));
     end if;
-    if v_last is null or v_last = '' or v_now - v_last::timestamptz >= interval '1 second' then
-        perform set_config('jobctl.reaped_at', v_now::text, false);
+    if v_last is null or v_last = '' or v_epoch - v_last::float8 >= 1 then
+        perform set_config('jobctl.reaped_at', v_epoch::text, false);
         if exists (select from jobctl._running as r where r.lease_expires_at < v_now or r.deadline < v_now) then
             perform jobctl.reap_expired_leases();
         end if;

@@ -1,12 +1,14 @@
--- jobctl._lanes: the claimable lanes (queue, tenant) for a queue filter, with their tenants'
--- weights laid end to end as lower bounds (`lows`, ready for width_bucket) and whether each tenant
--- has max_running. Enumerating lanes costs one index descent per lane (about 8 µs each), so with
--- 16 lanes or more the answer is shared through jobctl._lane_cache: a claimer that finds it older than 100 ms + 0.2 ms
--- per lane (at most 1 s) and can take the refresh lock recomputes it; the others use it as it is.
--- claim_job asks for a fresh list (p_fresh) when the shared one comes up short. A new lane, or a
--- tenant's new weight or pause, is thus seen within that age (300 ms at 1,000 lanes; at once with
--- fewer than 16 lanes, which are listed afresh on every claim), refreshing
--- costs a bounded share of one core, and the cache row changes at most ten times a second.
+-- jobctl._lanes: the claimable lanes (queue, tenant) for a queue filter, each as wide as its
+-- tenant's weight divided by the tenant's lanes in the filter (so a tenant's share does not grow
+-- with its number of queues), laid end to end as lower bounds (`lows`, ready for width_bucket),
+-- and whether each tenant has max_running. Enumerating lanes costs one index descent per lane
+-- (about 8 µs each), so with 16 lanes or more the answer is shared through jobctl._lane_cache: a
+-- claimer that finds it older than 100 ms + 0.2 ms per lane (at most 1 s) and can take the
+-- refresh lock recomputes it; the others use it as it is. claim_job asks for a fresh list
+-- (p_fresh) when the shared one comes up short; that list is stored only if the row is stale
+-- too. A new lane, or a tenant's new weight or pause, is thus seen within that age (300 ms at
+-- 1,000 lanes; at once with fewer than 16 lanes, which are listed afresh on every claim), and the
+-- cache row changes at most about ten times a second.
 create or replace function jobctl._lanes(p_queues text[], p_fresh boolean)
 returns table (queues text[], tenants text[], limited boolean[], lows float8[], total float8, cached boolean)
 language plpgsql
@@ -15,17 +17,16 @@ declare
     v_now timestamptz := clock_timestamp();
     v_key text := coalesce(p_queues::text, '*');
     v_row jobctl._lane_cache;
+    v_stale boolean;
 begin
-    if not p_fresh then
-        select * into v_row from jobctl._lane_cache as c where c.queues_key = v_key;
-        -- refresh cost grows with the lanes, so does the age we accept: 100 ms + 0.2 ms a lane, <= 1 s
-        if found and cardinality(v_row.queues) >= 16 and (v_row.refreshed_at > v_now - least(
-                          interval '100 milliseconds' + cardinality(v_row.queues) * interval '0.2 milliseconds',
-                          interval '1 second')
-                      or not pg_try_advisory_xact_lock(19014, hashtext(v_key))) then
-            return query select v_row.queues, v_row.tenants, v_row.limited, v_row.lows, v_row.total, true;
-            return;
-        end if;
+    select * into v_row from jobctl._lane_cache as c where c.queues_key = v_key;
+    v_stale := not found or v_row.refreshed_at <= v_now - least(
+        interval '100 milliseconds' + cardinality(v_row.queues) * interval '0.2 milliseconds', interval '1 second'
+    );
+    if not p_fresh and found and cardinality(v_row.queues) >= 16
+       and (not v_stale or not pg_try_advisory_xact_lock(19014, hashtext(v_key))) then
+        return query select v_row.queues, v_row.tenants, v_row.limited, v_row.lows, v_row.total, true;
+        return;
     end if;
     select
         v_key, v_now,
@@ -33,17 +34,20 @@ begin
         coalesce(array_agg(x.tenant_id order by x.low), '{}'),
         coalesce(array_agg(x.limited order by x.low), '{}'),
         coalesce(array_agg(x.low order by x.low), '{}'),
-        coalesce(sum(x.weight), 0)
+        coalesce(sum(x.width), 0)
     into v_row
     from (
-        select l.queue, l.tenant_id, t.weight, t.max_running is not null as limited,
-            (sum(t.weight) over (order by l.queue, l.tenant_id rows unbounded preceding) - t.weight)::float8 as low
-        from jobctl._ready_lanes(p_queues) as l
-        join jobctl.tenant as t on t.tenant_id = l.tenant_id
-        where not t.paused and coalesce(t.max_running, 1) > 0
+        select y.*, sum(y.width) over (order by y.queue, y.tenant_id rows unbounded preceding) - y.width as low
+        from (
+            select l.queue, l.tenant_id, t.max_running is not null as limited,
+                t.weight::float8 / count(*) over (partition by l.tenant_id) as width
+            from jobctl._ready_lanes(p_queues) as l
+            join jobctl.tenant as t on t.tenant_id = l.tenant_id
+            where not t.paused and coalesce(t.max_running, 1) > 0
+        ) as y
     ) as x;
     -- few lanes are cheap to list every time: cache (and write the row) only when there are many
-    if cardinality(v_row.queues) >= 16 and (not p_fresh or pg_try_advisory_xact_lock(19014, hashtext(v_key))) then
+    if cardinality(v_row.queues) >= 16 and v_stale and pg_try_advisory_xact_lock(19014, hashtext(v_key)) then
         insert into jobctl._lane_cache as c values (v_row.*)
         on conflict (queues_key) do update
         set refreshed_at = excluded.refreshed_at, queues = excluded.queues, tenants = excluded.tenants,

@@ -30,12 +30,8 @@ begin
         raise exception using errcode = 'JC003',
             message = format('%s.strategy must be exponential, linear or fixed, not %s', p_field, v_strategy);
     end if;
-    begin
-        v_base := coalesce(jobctl._to_interval(p_backoff -> 'base', p_field || '.base'), interval '5 seconds');
-        v_max := coalesce(jobctl._to_interval(p_backoff -> 'max', p_field || '.max'), interval '1 hour');
-    exception when sqlstate 'JC001' then
-        raise exception using errcode = 'JC003', message = sqlerrm;
-    end;
+    v_base := coalesce(jobctl._to_interval(p_backoff -> 'base', p_field || '.base', 'JC003'), interval '5 seconds');
+    v_max := coalesce(jobctl._to_interval(p_backoff -> 'max', p_field || '.max', 'JC003'), interval '1 hour');
     if v_base < interval '0' then
         raise exception using errcode = 'JC003', message = format('%s.base must not be negative', p_field);
     end if;

@@ -36,7 +36,8 @@ begin
                 format('priority must be an integer from -100 to 100, not %s', coalesce(o.priority::text, 'NULL'))),
             (8, o.max_attempts not between 1 and 1000, 'JC001', 'max_attempts',
                 format('max_attempts must be from 1 to 1000, not %s', o.max_attempts)),
-            (9, o.timeout <= interval '0', 'JC001', 'timeout', 'timeout must be positive'),
+            (9, o.timeout <= interval '0' or o.timeout > interval '30 days', 'JC001', 'timeout',
+                'timeout must be positive and at most 30 days'),
             (10, o.dedup_key = '' or length(o.dedup_key) > 500, 'JC001', 'dedup_key',
                 'dedup_key must be NULL or a string of 1 to 500 characters')
         ) as v (n, bad, code, field, msg)
@@ -54,9 +55,11 @@ begin
             hint = 'Nothing was submitted.';
     end if;
 
+    -- in key order, so two batches registering the same new tenants cannot deadlock
     insert into jobctl.tenant (tenant_id)
     select distinct s.tenant_id from unnest(p_specs) as s
     where not exists (select from jobctl.tenant as t where t.tenant_id = s.tenant_id)
+    order by 1
     on conflict do nothing;
 
     v_has_keys := exists (select from unnest(p_specs) as s where s.dedup_key is not null);
@@ -67,12 +70,12 @@ begin
                 hint = 'Submit jobs with a dedup_key outside REPEATABLE READ transactions.';
         end if;
         -- Submits sharing a key wait for each other here; the next statement then sees the winner's
-        -- committed job (READ COMMITTED takes a new snapshot per statement). Keys hash into 1024
-        -- buckets, locked in order, so a batch of 10,000 keys takes at most 1,024 locks and two
-        -- batches cannot deadlock.
+        -- committed job (READ COMMITTED takes a new snapshot per statement). Keys hash into 256
+        -- buckets, locked in order: a batch holds at most 256 entries of the shared lock table
+        -- (its default size is 64 x max_connections), and two batches cannot deadlock.
         perform pg_advisory_xact_lock(19012, b.bucket)
         from (
-            select distinct hashtext(s.tenant_id || chr(31) || s.dedup_key) & 1023 as bucket
+            select distinct hashtext(s.tenant_id || chr(31) || s.dedup_key) & 255 as bucket
             from unnest(p_specs) as s where s.dedup_key is not null
             order by 1
         ) as b;

@@ -1,7 +1,8 @@
 -- jobctl.claim_job: claim up to max_jobs due jobs under a lease.
 --
 -- Fairness without shared counters (systematic sampling): the lanes (queue, tenant) with due work
--- are laid end to end, each as long as its tenant's weight, and max_jobs points spaced evenly from
+-- are laid end to end, each as long as its tenant's weight divided by the tenant's number of lanes
+-- (so shares go by tenant, not by queue), and max_jobs points spaced evenly from
 -- a random offset fall on them; width_bucket finds each point's lane by binary search. A lane gets
 -- the points on it: in expectation exactly max_jobs * weight / total, never more than one away
 -- from it, and a single claim picks a lane with probability weight / total. The work is
@@ -72,6 +73,13 @@ begin
     if v_queues is not null and array_position(v_queues, null) is not null then
         raise exception using errcode = 'JC001', message = 'queues must not contain NULL';
     end if;
+    -- max_running counts what earlier claims committed, and SKIP LOCKED meets rows other claimers
+    -- deleted: both need a fresh snapshot per statement
+    if current_setting('transaction_isolation') <> 'read committed' then
+        raise exception using errcode = 'JC007',
+            message = format('claim_job needs READ COMMITTED isolation, not %s', upper(current_setting('transaction_isolation'))),
+            hint = 'Claim in autocommit mode or in a short READ COMMITTED transaction.';
+    end if;
 
     perform jobctl._housekeep(v_left);
 
@@ -124,20 +132,23 @@ begin
                 select x.lane from unnest(v_pick, v_pick_t, v_pick_limited) as x (lane, tenant_id, limited)
                 where x.limited and not pg_try_advisory_xact_lock(19013, hashtext(x.tenant_id))
             );
-            select array_agg(c.lane order by c.lane), array_agg(c.n order by c.lane),
-                array_agg(c.queue order by c.lane), array_agg(c.tenant_id order by c.lane)
-            into v_pick, v_n, v_pick_q, v_pick_t
+            -- (a lane whose share was cut is out of play for the next rounds: its tenant is full)
+            select array_agg(c.lane order by c.lane) filter (where c.n > 0),
+                array_agg(c.n order by c.lane) filter (where c.n > 0),
+                array_agg(c.queue order by c.lane) filter (where c.n > 0),
+                array_agg(c.tenant_id order by c.lane) filter (where c.n > 0),
+                v_skip || coalesce(array_agg(c.lane) filter (where c.n < c.wanted), '{}')
+            into v_pick, v_n, v_pick_q, v_pick_t, v_skip
             from (
-                select p.lane, p.queue, p.tenant_id, case when not p.limited then p.n else least(p.n, greatest(
-                    (select t.max_running from jobctl.tenant as t where t.tenant_id = p.tenant_id)
+                select p.lane, p.queue, p.tenant_id, p.n as wanted, case when not p.limited then p.n else least(p.n, greatest(
+                    coalesce((select t.max_running from jobctl.tenant as t where t.tenant_id = p.tenant_id), p.n)
                     - (select count(*) from jobctl._running as r where r.tenant_id = p.tenant_id)
                     - coalesce(sum(p.n) over (
                         partition by p.tenant_id order by p.lane rows between unbounded preceding and 1 preceding
                     ), 0), 0)) end as n
                 from unnest(v_pick, v_n, v_pick_q, v_pick_t, v_pick_limited) as p (lane, n, queue, tenant_id, limited)
                 where p.lane <> all(v_skip)
-            ) as c
-            where c.n > 0;
+            ) as c;
         end if;
 
         with taken as (
@@ -205,5 +216,6 @@ $$;
 comment on function jobctl.claim_job(text, text[], integer, interval) is
 'Claim up to max_jobs (1..1000) due jobs from the given queues (NULL: all) under a lease; each comes back running
 with attempt + 1 and a new lease_epoch (fencing token) greater than any before. Never hands one job to two callers.
-Across tenants, claims are shared by weight (lottery over lanes); within a tenant''s queue, higher priority first.
-Paused tenants are skipped; max_running holds under concurrent claimers. Errors: JC001 bad argument.';
+Across tenants, claims are shared by weight (a tenant''s weight is split evenly over its queues in the filter);
+within a tenant''s queue, higher priority first. Paused tenants are skipped; max_running holds under concurrent
+claimers. Needs READ COMMITTED. Errors: JC001 bad argument, JC007 other isolation level.';

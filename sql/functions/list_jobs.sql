@@ -21,8 +21,8 @@ begin
         raise exception using errcode = 'JC001',
             message = format('state must be one of pending, running, completed, failed, dead, cancelled, not %s', list_jobs.state);
     end if;
-    if max_rows is null or max_rows not between 1 and 1000 then
-        raise exception using errcode = 'JC001', message = format('max_rows must be from 1 to 1000, not %s', coalesce(max_rows::text, 'NULL'));
+    if max_rows is null or max_rows < 1 then
+        raise exception using errcode = 'JC001', message = format('max_rows must be at least 1, not %s', coalesce(max_rows::text, 'NULL'));
     end if;
     return query
     select
@@ -36,10 +36,10 @@ begin
         and (list_jobs.queue is null or j.queue = list_jobs.queue)
         and (before_id is null or j.job_id < before_id)
     order by j.job_id desc
-    limit max_rows;
+    limit least(max_rows, 1000);
 end
 $$;
 
 comment on function jobctl.list_jobs(text, text, text, bigint, integer) is
 'A tenant''s jobs as jobctl.job_info, newest first (job_id descending), optionally filtered by state and queue.
-Pass the last job_id seen as before_id for the next page. max_rows 1..1000. Errors: JC001 bad argument.';
+Pass the last job_id seen as before_id for the next page. max_rows is capped at 1,000. Errors: JC001 bad argument.';

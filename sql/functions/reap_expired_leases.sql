@@ -24,7 +24,7 @@ begin
             limit 10000
             for update skip locked
         ))
-        returning r.job_id, r.created_at, r.attempt, r.lease_epoch, r.worker_id, r.started_at,
+        returning r.job_id, r.created_at, r.attempt, r.lease_epoch, r.worker_id, r.started_at, r.queue,
             r.deadline < v_now as timed_out
     )
     select
@@ -35,6 +35,8 @@ begin
     if v_expired is not null then
         v_count := v_count + jsonb_array_length(v_expired);
         perform jobctl._end_attempts(v_expired, 'lease expired: the worker stopped heartbeating', true, true);
+        -- those with attempts left are due at once: wake the workers of their queues
+        perform jobctl._notify(array(select distinct e ->> 'queue' from jsonb_array_elements(v_expired) as e));
     end if;
     if v_timed_out is not null then
         v_count := v_count + jsonb_array_length(v_timed_out);

@@ -2,7 +2,7 @@
 -- delayed jobs, paused tenants, max_running, sharing across tenants, lease epochs.
 -- Tenants tap_claim_*, queues tap_claim_*; every claim names its queues.
 begin;
-select plan(47);
+select plan(51);
 -- the tests join temp tables that have no statistics: keep JIT from compiling those plans
 set local jit = off;
 
@@ -300,6 +300,51 @@ select ok(
 select ok(
     (select min(f.lease_epoch) from pg_temp.claimed('fair') as f) > (select o.lease_epoch from pg_temp.claimed('one') as o),
     'later claims always carry greater epochs than earlier ones'
+);
+
+
+-- a tenant at its max_running does not make claims come back empty while others have work
+do $do$
+begin
+    perform jobctl.put_tenant('tap_claim_full', weight => 10000, max_running => 1);
+    perform jobctl.submit_job('tap_claim_full', 'tap_claim_fullq', '{}') from generate_series(1, 3);
+    perform jobctl.submit_job('tap_claim_other', 'tap_claim_fullq', '{}') from generate_series(1, 3);
+end
+$do$;
+select pg_temp.claim('full0', array['tap_claim_fullq'], 1);
+select is(
+    (
+        select count(*) from c
+        where tag = 'full0' and tenant_id = 'tap_claim_full'
+    ), 1::bigint,
+    'the heavy limited tenant gets the first claim'
+);
+select is(
+    pg_temp.claim('full1', array['tap_claim_fullq'], 3), 3::bigint,
+    'with that tenant full, a claim of 3 takes the other tenant''s 3 jobs'
+);
+select is(
+    (
+        select count(*) from c
+        where tag = 'full1' and tenant_id = 'tap_claim_other'
+    ), 3::bigint,
+    'all of them from the other tenant'
+);
+
+-- shares go by tenant, not by queue: 4 queues of one tenant against 1 of another, equal weights
+do $do$
+begin
+    perform jobctl.submit_job('tap_claim_wide', 'tap_claim_w' || (i % 4), '{}') from generate_series(1, 40) as i;
+    perform jobctl.submit_job('tap_claim_narrow', 'tap_claim_w0', '{}') from generate_series(1, 40);
+end
+$do$;
+select pg_temp.claim('wide', array['tap_claim_w0', 'tap_claim_w1', 'tap_claim_w2', 'tap_claim_w3'], 20);
+select ok(
+    (
+        select count(*) from c
+        where tag = 'wide' and tenant_id = 'tap_claim_narrow'
+    ) between 9 and 11,
+    'a tenant with one queue gets half of a 20-job claim against a tenant with four (systematic shares: 10 +- 1)'
 );
 
 select isnt(

@@ -2,7 +2,7 @@
 -- backoff normalisation, dedup. Tenants tap_submit_*, queues tap_submit_*.
 -- JC006 (dedup_key under REPEATABLE READ) needs its own transaction: submit_job_repeatable_read.sql.
 begin;
-select plan(68);
+select plan(70);
 -- the tests join temp tables that have no statistics: keep JIT from compiling those plans
 set local jit = off;
 
@@ -199,11 +199,11 @@ select throws_ok(
 );
 select throws_ok(
     $$select jobctl.submit_job('tap_submit_t1', 'tap_submit_q', '{}', timeout => '0 seconds')$$,
-    'JC001', 'timeout must be positive', 'timeout 0: JC001'
+    'JC001', 'timeout must be positive and at most 30 days', 'timeout 0: JC001'
 );
 select throws_ok(
     $$select jobctl.submit_job('tap_submit_t1', 'tap_submit_q', '{}', timeout => '-5 seconds')$$,
-    'JC001', 'timeout must be positive', 'negative timeout: JC001'
+    'JC001', 'timeout must be positive and at most 30 days', 'negative timeout: JC001'
 );
 select throws_ok(
     $$select jobctl.submit_job('tap_submit_t1', 'tap_submit_q', '{}', dedup_key => '')$$,
@@ -229,15 +229,22 @@ select throws_ok(
 );
 select throws_ok(
     $$select jobctl.submit_job('tap_submit_t1', 'tap_submit_q', '{}', backoff => '{"base": "soon"}')$$,
-    'JC003', 'backoff.base is not a valid interval: soon', 'unparsable backoff.base: JC003'
+    'JC003',
+    'backoff.base must be an interval of at most 30 days (a string such as ''30 seconds'' or a number of seconds), not "soon"',
+    'unparsable backoff.base: JC003'
 );
 select throws_ok(
     $$select jobctl.submit_job('tap_submit_t1', 'tap_submit_q', '{}', backoff => '{"base": true}')$$,
-    'JC003', 'backoff.base must be an interval string or a number of seconds', 'backoff.base of a wrong type: JC003'
+    'JC003',
+    'backoff.base must be an interval of at most 30 days (a string such as ''30 seconds'' or a number of seconds), not true',
+    'backoff.base of a wrong type: JC003'
 );
 select throws_ok(
     $$select jobctl.submit_job('tap_submit_t1', 'tap_submit_q', '{}', backoff => '{"max": "eventually"}')$$,
-    'JC003', 'backoff.max is not a valid interval: eventually', 'unparsable backoff.max: JC003'
+    'JC003',
+    'backoff.max must be an interval of at most 30 days (a string such as ''30 seconds'' or a number of seconds), '
+    || 'not "eventually"',
+    'unparsable backoff.max: JC003'
 );
 select throws_ok(
     $$select jobctl.submit_job('tap_submit_t1', 'tap_submit_q', '{}', backoff => '{"base": "-1 second"}')$$,
@@ -342,6 +349,16 @@ select results_eq(
 select is(
     (select state from pg_temp.job((select job_id from s_dedup1))), 'completed',
     'and leaves the completed job as it was'
+);
+
+-- bounds that keep lease and backoff arithmetic from overflowing
+select throws_ok(
+    $$select jobctl.submit_job('tap_submit_t1', 'tap_submit_q', '{}', timeout => '31 days')$$,
+    'JC001', 'timeout must be positive and at most 30 days', 'a timeout over 30 days: JC001'
+);
+select throws_ok(
+    $$select jobctl.submit_job('tap_submit_t1', 'tap_submit_q', '{}', backoff => '{"base": "300000 years"}')$$,
+    'JC003', null, 'a backoff base over 30 days: JC003'
 );
 
 select has_function('jobctl', 'submit_job', 'submit_job is installed');

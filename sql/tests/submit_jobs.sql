@@ -179,19 +179,23 @@ select throws_ok(
 );
 select throws_ok(
     $$select jobctl.submit_jobs('[{"tenant_id": "tap_batch_bad", "queue": "tap_batch_q", "payload": {}, "run_at": "soon"}]')$$,
-    'JC001', 'jobs[0].run_at is not a valid timestamp: soon', 'an unparsable run_at: JC001'
+    'JC001',
+    'jobs[0].run_at must be an ISO 8601 timestamp such as 2026-12-01T09:30:00Z, not "soon"',
+    'an unparsable run_at: JC001'
 );
 select throws_ok(
     $$select jobctl.submit_jobs('[{"tenant_id": "tap_batch_bad", "queue": "tap_batch_q", "payload": {}, "run_at": 5}]')$$,
-    'JC001', 'jobs[0].run_at must be an ISO 8601 string', 'a numeric run_at: JC001'
+    'JC001', 'jobs[0].run_at must be an ISO 8601 timestamp such as 2026-12-01T09:30:00Z, not 5', 'a numeric run_at: JC001'
 );
 select throws_ok(
     $$select jobctl.submit_jobs('[{"tenant_id": "tap_batch_bad", "queue": "tap_batch_q", "payload": {}, "timeout": "ages"}]')$$,
-    'JC001', 'jobs[0].timeout is not a valid interval: ages', 'an unparsable timeout: JC001'
+    'JC001',
+    'jobs[0].timeout must be an interval of at most 30 days (a string such as ''30 seconds'' or a number of seconds), not "ages"',
+    'an unparsable timeout: JC001'
 );
 select throws_ok(
     $$select jobctl.submit_jobs('[{"tenant_id": "tap_batch_bad", "queue": "tap_batch_q", "payload": {}, "timeout": -1}]')$$,
-    'JC001', 'jobs[0].timeout must be positive', 'a negative timeout: JC001'
+    'JC001', 'jobs[0].timeout must be positive and at most 30 days', 'a negative timeout: JC001'
 );
 select throws_ok(
     $$select jobctl.submit_jobs('[{"tenant_id": "tap_batch_bad", "queue": "tap_batch_q", "payload": {},
