@@ -10,6 +10,7 @@ as $$
 declare
     v_job jobctl.job;
     v_run jobctl._running;
+    v_owned boolean;
     v_now timestamptz := clock_timestamp();
 begin
     for i in 1..5 loop
@@ -25,28 +26,21 @@ begin
         end if;
         if v_job.state = 'running' then
             delete from jobctl._running as r where r.job_id = v_job.job_id returning * into v_run;
-            if found then
+            v_owned := found;
+            if v_owned then
                 insert into jobctl._event (job_id, job_created_at, at, event, attempt, lease_epoch, worker_id)
                 values (v_job.job_id, v_job.created_at, v_run.started_at, 'claimed', v_run.attempt, v_run.lease_epoch, v_run.worker_id);
-                v_job.attempt := v_run.attempt;
-                v_job.lease_epoch := v_run.lease_epoch;
-                v_job.worker_id := v_run.worker_id;
             end if;
         else
-            delete from jobctl._ready as r
-            where r.queue = v_job.queue and r.tenant_id = v_job.tenant_id and r.priority = v_job.priority
-                and r.run_at = v_job.run_at and r.job_id = v_job.job_id;
-            if not found then
-                delete from jobctl._delayed as d where d.run_at = v_job.run_at and d.job_id = v_job.job_id;
-            end if;
+            v_owned := jobctl._take_queue_row(v_job);
         end if;
-        if found then
+        if v_owned then
             update jobctl.job as j set state = 'cancelled', finished_at = v_now
             where j.job_id = v_job.job_id and j.created_at = v_job.created_at;
             -- the event names a lease epoch only when the cancel revoked that (running) lease
             insert into jobctl._event (job_id, job_created_at, at, event, attempt, lease_epoch, worker_id)
-            values (v_job.job_id, v_job.created_at, v_now, 'cancelled', v_job.attempt,
-                case when v_run.job_id is not null then v_run.lease_epoch end, v_run.worker_id);
+            values (v_job.job_id, v_job.created_at, v_now, 'cancelled', coalesce(v_run.attempt, v_job.attempt),
+                v_run.lease_epoch, v_run.worker_id);
             return 'cancelled';
         end if;
         -- the job moved on between our read and our delete (claimed, completed, reaped): look again

@@ -5,13 +5,7 @@ returns setof jobctl.job_info
 language sql
 stable
 as $$
-    select
-        j.job_id, j.tenant_id, j.queue, j.state, j.priority::integer, j.payload, j.run_at, j.attempt,
-        j.max_attempts, j.dedup_key, j.created_at, j.started_at, j.finished_at, j.last_error, j.result,
-        j.worker_id, r.lease_expires_at, j.lease_epoch, j.timeout, j.backoff
-    from jobctl.job as j
-    left join jobctl._running as r on r.job_id = j.job_id and r.lease_epoch = j.lease_epoch
-    where j.job_id = get_job.job_id
+    select v.* from jobctl._job_view as v where v.job_id = get_job.job_id
 $$;
 
 comment on function jobctl.get_job(bigint) is

@@ -25,17 +25,13 @@ begin
         raise exception using errcode = 'JC001', message = format('max_rows must be at least 1, not %s', coalesce(max_rows::text, 'NULL'));
     end if;
     return query
-    select
-        j.job_id, j.tenant_id, j.queue, j.state, j.priority::integer, j.payload, j.run_at, j.attempt,
-        j.max_attempts, j.dedup_key, j.created_at, j.started_at, j.finished_at, j.last_error, j.result,
-        j.worker_id, r.lease_expires_at, j.lease_epoch, j.timeout, j.backoff
-    from jobctl.job as j
-    left join jobctl._running as r on r.job_id = j.job_id and r.lease_epoch = j.lease_epoch
-    where j.tenant_id = list_jobs.tenant_id
-        and (list_jobs.state is null or j.state = list_jobs.state)
-        and (list_jobs.queue is null or j.queue = list_jobs.queue)
-        and (before_id is null or j.job_id < before_id)
-    order by j.job_id desc
+    select v.*
+    from jobctl._job_view as v
+    where v.tenant_id = list_jobs.tenant_id
+        and (list_jobs.state is null or v.state = list_jobs.state)
+        and (list_jobs.queue is null or v.queue = list_jobs.queue)
+        and (before_id is null or v.job_id < before_id)
+    order by v.job_id desc
     limit least(max_rows, 1000);
 end
 $$;

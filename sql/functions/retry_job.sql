@@ -24,14 +24,7 @@ begin
                 detail = 'field: job_id';
         end if;
         if v_job.state = 'failed' then
-            delete from jobctl._ready as r
-            where r.queue = v_job.queue and r.tenant_id = v_job.tenant_id and r.priority = v_job.priority
-                and r.run_at = v_job.run_at and r.job_id = v_job.job_id;
-            v_owned := found;
-            if not v_owned then
-                delete from jobctl._delayed as d where d.run_at = v_job.run_at and d.job_id = v_job.job_id;
-                v_owned := found;
-            end if;
+            v_owned := jobctl._take_queue_row(v_job);
         else
             perform from jobctl.job as j
             where j.job_id = v_job.job_id and j.created_at = v_job.created_at and j.state = v_job.state
