@@ -6,6 +6,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -146,3 +147,21 @@ def test_migration_files_are_named_and_ordered() -> None:
     ]
     on_disk = sorted(p.name for p in (root / "sql" / "functions").glob("*.sql"))
     assert sorted(listed) == on_disk, "every function file is listed exactly once in sql/functions.list"
+
+
+def test_manual_mode_without_pg_cron(scratch_dsn: str) -> None:
+    """A database without pg_cron gets no cron jobs; tick() and maintain_partitions() do the work by hand."""
+    assert run(scratch_dsn, "migrate").returncode == 0
+    with psycopg.connect(scratch_dsn, autocommit=True) as c:
+        assert c.execute("select count(*) from pg_extension where extname = 'pg_cron'").fetchone() == (0,)
+        (job_id,) = c.execute("select job_id from jobctl.submit_job('manual', 'q', '{}')").fetchone()
+        claimed = c.execute(
+            "select job_id, lease_epoch from jobctl.claim_job('w', array['q'], 1, '1 second')"
+        ).fetchone()
+        assert claimed is not None and claimed[0] == job_id
+        time.sleep(1.2)
+        assert c.execute("select jobctl.tick()").fetchone() == (1,)
+        assert c.execute("select state from jobctl.get_job(%s)", (job_id,)).fetchone() == ("failed",)
+        again = c.execute("select job_id, lease_epoch from jobctl.claim_job('w', array['q'])").fetchone()
+        assert again is not None and again[0] == job_id and again[1] > claimed[1]
+        assert c.execute("select jobctl.maintain_partitions()").fetchone() == (1,)
