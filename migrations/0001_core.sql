@@ -172,9 +172,26 @@ create type jobctl.job_info as (
 -- A job as jobctl.job_info, with its live lease: what get_job and list_jobs return.
 create view jobctl._job_view as
 select
-    j.job_id, j.tenant_id, j.queue, j.state, j.priority::integer as priority, j.payload, j.run_at, j.attempt,
-    j.max_attempts, j.dedup_key, j.created_at, j.started_at, j.finished_at, j.last_error, j.result,
-    j.worker_id, r.lease_expires_at, j.lease_epoch, j.timeout, j.backoff
+    j.job_id,
+    j.tenant_id,
+    j.queue,
+    j.state,
+    j.priority::integer as priority,
+    j.payload,
+    j.run_at,
+    j.attempt,
+    j.max_attempts,
+    j.dedup_key,
+    j.created_at,
+    j.started_at,
+    j.finished_at,
+    j.last_error,
+    j.result,
+    j.worker_id,
+    r.lease_expires_at,
+    j.lease_epoch,
+    j.timeout,
+    j.backoff
 from jobctl.job as j
 left join jobctl._running as r on r.job_id = j.job_id and r.lease_epoch = j.lease_epoch;
 
