@@ -7,8 +7,9 @@ PGDIR="$ROOT/.pg"
 if [ "$(id -u)" = 0 ] && [ ! -e "$PGDIR" ] && id postgres >/dev/null 2>&1 \
    && ! runuser -u postgres -- test -x "$ROOT"; then
   far="$(getent passwd postgres | cut -d: -f6)/jobctl-$(echo "$ROOT" | md5sum | cut -c1-12)"
-  mkdir -p "$far" && chown postgres:postgres "$far" && ln -s "$far" "$PGDIR"
+  mkdir -p "$far" && chown postgres:postgres "$far" && ln -sfn "$far" "$PGDIR"
 fi
+PGLINK="$ROOT/.pg"
 [ -L "$PGDIR" ] && PGDIR=$(readlink -f "$PGDIR")
 
 # The highest PostgreSQL major whose server binaries are installed (empty when none is).
