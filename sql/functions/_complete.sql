@@ -3,6 +3,7 @@
 create or replace function jobctl._complete(p_ids bigint[], p_epochs bigint[], p_results jsonb[])
 returns table (job_id bigint, completed boolean)
 language plpgsql
+set plan_cache_mode = force_generic_plan  -- planning costs more than running: docs/design.md §6
 as $$
 #variable_conflict use_column
 declare

@@ -5,6 +5,7 @@
 create or replace function jobctl.cancel_job(job_id bigint)
 returns text
 language plpgsql
+set plan_cache_mode = force_generic_plan  -- planning costs more than running: docs/design.md §6
 as $$
 #variable_conflict use_column
 declare

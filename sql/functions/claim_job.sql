@@ -33,6 +33,7 @@ returns table (
     timeout interval
 )
 language plpgsql
+set plan_cache_mode = force_generic_plan  -- planning costs more than running: docs/design.md §6
 as $$
 #variable_conflict use_column
 declare

@@ -3,6 +3,7 @@
 create or replace function jobctl.fail_job(job_id bigint, lease_epoch bigint, error text, retryable boolean default true)
 returns text
 language plpgsql
+set plan_cache_mode = force_generic_plan  -- planning costs more than running: docs/design.md §6
 as $$
 #variable_conflict use_column
 declare

@@ -3,6 +3,7 @@
 create or replace function jobctl.heartbeat(job_id bigint, lease_epoch bigint, extend interval default '30 seconds')
 returns text
 language plpgsql
+set plan_cache_mode = force_generic_plan  -- planning costs more than running: docs/design.md §6
 as $$
 #variable_conflict use_column
 begin

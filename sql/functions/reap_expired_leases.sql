@@ -6,6 +6,7 @@
 create or replace function jobctl.reap_expired_leases()
 returns integer
 language plpgsql
+set plan_cache_mode = force_generic_plan  -- planning costs more than running: docs/design.md §6
 as $$
 declare
     v_now timestamptz := clock_timestamp();

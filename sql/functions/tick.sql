@@ -7,6 +7,7 @@
 create or replace function jobctl.tick()
 returns integer
 language plpgsql
+set plan_cache_mode = force_generic_plan  -- planning costs more than running: docs/design.md §6
 as $$
 begin
     if pg_is_in_recovery() then
