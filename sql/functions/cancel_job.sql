@@ -15,11 +15,7 @@ declare
     v_now timestamptz := clock_timestamp();
 begin
     for i in 1..5 loop
-        select * into v_job from jobctl.job as j where j.job_id = cancel_job.job_id;
-        if not found then
-            raise exception using errcode = 'P0002', message = format('job %s not found', cancel_job.job_id),
-                detail = 'field: job_id';
-        end if;
+        v_job := jobctl._find_job(cancel_job.job_id);
         if v_job.state in ('completed', 'dead', 'cancelled') then
             raise exception using errcode = 'JC010',
                 message = format('job %s is %s; only pending, failed or running jobs can be cancelled', v_job.job_id, v_job.state),

@@ -14,11 +14,7 @@ declare
     v_owned boolean;
 begin
     for i in 1..5 loop
-        select * into v_job from jobctl.job as j where j.job_id = retry_job.job_id;
-        if not found then
-            raise exception using errcode = 'P0002', message = format('job %s not found', retry_job.job_id),
-                detail = 'field: job_id';
-        end if;
+        v_job := jobctl._find_job(retry_job.job_id);
         if v_job.state not in ('failed', 'dead', 'cancelled') then
             raise exception using errcode = 'JC010',
                 message = format('job %s is %s; only failed, dead or cancelled jobs can be retried', v_job.job_id, v_job.state),
