@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 DSN = $${JOBCTL_DSN:-$$(cat .pg/dsn)}
 
 .DEFAULT_GOAL := help
-.PHONY: help setup db db-stop db-destroy migrate validate test lint sqlfluff pgtap pytest psql clean
+.PHONY: help setup db db-stop db-destroy migrate validate test lint sqlfluff pgtap pytest bench-claim psql clean
 
 help: ## List the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -45,6 +45,9 @@ pgtap: db ## Run the pgTAP suites with pg_prove
 
 pytest: db ## Run the pytest suites (real concurrency, real processes)
 	@$(BIN)/pytest -q
+
+bench-claim: db ## Claim cost at depth, jobctl vs a naive SKIP LOCKED queue (JOBS=1000000 TENANTS=1000)
+	@$(BIN)/python benchmarks/claim_depth.py --jobs $${JOBS:-1000000} --tenants $${TENANTS:-1000}
 
 psql: db ## Open psql on the local database
 	@psql "$(DSN)"
