@@ -165,3 +165,19 @@ def test_manual_mode_without_pg_cron(scratch_dsn: str) -> None:
         again = c.execute("select job_id, lease_epoch from jobctl.claim_job('w', array['q'])").fetchone()
         assert again is not None and again[0] == job_id and again[1] > claimed[1]
         assert c.execute("select jobctl.maintain_partitions()").fetchone() == (1,)
+
+
+def test_pg_cron_runs_the_tick(dsn: str) -> None:
+    """pg_cron is preloaded, reaches the database and runs jobctl.tick() successfully every minute."""
+    query = """select r.status, r.return_message from cron.job_run_details as r
+               join cron.job as j using (jobid)
+               where j.jobname = 'jobctl-tick' and r.start_time > now() - interval '2 minutes'
+               order by r.start_time desc limit 1"""
+    deadline = time.monotonic() + 75
+    with psycopg.connect(dsn, autocommit=True) as c:
+        row = c.execute(query).fetchone()
+        while (row is None or row[0] in ("starting", "running")) and time.monotonic() < deadline:
+            time.sleep(2)
+            row = c.execute(query).fetchone()
+    assert row is not None, "no run of jobctl-tick within 75 s"
+    assert row[0] == "succeeded", row
