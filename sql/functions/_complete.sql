@@ -3,7 +3,8 @@
 create or replace function jobctl._complete(p_ids bigint[], p_epochs bigint[], p_results jsonb[])
 returns table (job_id bigint, completed boolean)
 language plpgsql
-set plan_cache_mode = force_generic_plan  -- planning costs more than running: docs/design.md §6
+set plan_cache_mode = force_generic_plan  -- plans made once per session: docs/design.md §6
+set enable_seqscan = off
 as $$
 #variable_conflict use_column
 declare

@@ -7,7 +7,8 @@
 create or replace function jobctl._submit(p_specs jobctl._job_spec[], p_batch boolean)
 returns table (job_id bigint, duplicate boolean)
 language plpgsql
-set plan_cache_mode = force_generic_plan  -- planning costs more than running: docs/design.md §6
+set plan_cache_mode = force_generic_plan  -- plans made once per session: docs/design.md §6
+set enable_seqscan = off
 as $$
 #variable_conflict use_column
 declare
