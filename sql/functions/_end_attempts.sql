@@ -11,6 +11,7 @@ create or replace function jobctl._end_attempts(
 )
 returns table (job_id bigint, state text)
 language plpgsql
+set enable_seqscan = off  -- the job update stays an index probe per hot partition: docs/design.md §6
 as $$
 #variable_conflict use_column
 declare

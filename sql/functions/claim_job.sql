@@ -12,8 +12,9 @@
 -- the tenant if another claimer holds it) and then counts that tenant's running jobs in a later
 -- statement, whose snapshot therefore includes every earlier claim.
 -- Before claiming it promotes due delayed jobs and, at most once a second, reaps expired leases.
--- Locks: _ready rows FOR UPDATE SKIP LOCKED, then the job rows. Writes: _ready (delete),
--- job (update), _running (insert), and through jobctl._housekeep _delayed, _ready, _event.
+-- Locks: _ready rows FOR UPDATE SKIP LOCKED, then the job rows. Writes: _ready (delete), and
+-- through jobctl._start_attempts job (update) and _running (insert), through jobctl._housekeep
+-- _delayed, _ready, _event.
 create or replace function jobctl.claim_job(
     worker_id text,
     queues text[] default null,
@@ -34,7 +35,6 @@ returns table (
 )
 language plpgsql
 set plan_cache_mode = force_generic_plan  -- plans made once per session: docs/design.md §6
-set enable_seqscan = off
 as $$
 #variable_conflict use_column
 declare
@@ -182,30 +182,7 @@ begin
 
         if v_ids is not null then
             return query
-            with claimed as (
-                update jobctl.job as j
-                set state = 'running',
-                    attempt = j.attempt + 1,
-                    lease_epoch = nextval('jobctl.lease_epoch_seq'),
-                    worker_id = v_worker,
-                    started_at = v_now,
-                    finished_at = null
-                where j.job_id = any(v_ids) and j.created_at = any(v_cas)
-                returning j.job_id, j.created_at, j.tenant_id, j.queue, j.payload, j.priority, j.attempt,
-                    j.max_attempts, j.lease_epoch, j.timeout
-            ),
-            leased as (
-                insert into jobctl._running (
-                    job_id, created_at, tenant_id, queue, attempt, lease_epoch, worker_id, started_at,
-                    lease_expires_at, deadline
-                )
-                select c.job_id, c.created_at, c.tenant_id, c.queue, c.attempt, c.lease_epoch, v_worker, v_now,
-                    v_now + v_lease, v_now + c.timeout
-                from claimed as c
-            )
-            select c.job_id, c.tenant_id, c.queue, c.payload, c.priority::integer, c.attempt, c.max_attempts,
-                c.lease_epoch, v_now + v_lease, c.timeout
-            from claimed as c;
+            select * from jobctl._start_attempts(v_ids, v_cas, v_worker, v_now, v_lease);
             v_left := v_left - cardinality(v_ids);
         end if;
         -- another round only for the share of lanes that ran dry, were taken by other claimers or

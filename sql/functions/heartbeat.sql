@@ -4,7 +4,6 @@ create or replace function jobctl.heartbeat(job_id bigint, lease_epoch bigint, e
 returns text
 language plpgsql
 set plan_cache_mode = force_generic_plan  -- plans made once per session: docs/design.md §6
-set enable_seqscan = off
 as $$
 #variable_conflict use_column
 begin

@@ -7,7 +7,6 @@ create or replace function jobctl.reap_expired_leases()
 returns integer
 language plpgsql
 set plan_cache_mode = force_generic_plan  -- plans made once per session: docs/design.md §6
-set enable_seqscan = off
 as $$
 declare
     v_now timestamptz := clock_timestamp();

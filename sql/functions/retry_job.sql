@@ -5,8 +5,6 @@
 create or replace function jobctl.retry_job(job_id bigint)
 returns text
 language plpgsql
-set plan_cache_mode = force_generic_plan  -- plans made once per session: docs/design.md §6
-set enable_seqscan = off
 as $$
 #variable_conflict use_column
 declare

@@ -8,7 +8,6 @@ create or replace function jobctl.tick()
 returns integer
 language plpgsql
 set plan_cache_mode = force_generic_plan  -- plans made once per session: docs/design.md §6
-set enable_seqscan = off
 as $$
 begin
     if pg_is_in_recovery() then

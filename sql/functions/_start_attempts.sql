@@ -1,0 +1,40 @@
+-- jobctl._start_attempts: the second half of a claim. The caller has deleted these jobs' _ready
+-- rows (so it owns them); each job becomes running with attempt + 1 and a new lease epoch, and its
+-- lease goes into _running. Writes: job (HOT update), _running (insert).
+-- A statement of its own so that it alone runs with enable_seqscan off (docs/design.md §6).
+create or replace function jobctl._start_attempts(
+    p_ids bigint[], p_cas timestamptz[], p_worker text, p_now timestamptz, p_lease interval
+)
+returns table (
+    job_id bigint, tenant_id text, queue text, payload jsonb, priority integer, attempt integer,
+    max_attempts integer, lease_epoch bigint, lease_expires_at timestamptz, timeout interval
+)
+language sql
+set plan_cache_mode = force_generic_plan
+set enable_seqscan = off
+as $$
+    with claimed as (
+        update jobctl.job as j
+        set state = 'running',
+            attempt = j.attempt + 1,
+            lease_epoch = nextval('jobctl.lease_epoch_seq'),
+            worker_id = p_worker,
+            started_at = p_now,
+            finished_at = null
+        where j.job_id = any(p_ids) and j.created_at = any(p_cas)
+        returning j.job_id, j.created_at, j.tenant_id, j.queue, j.payload, j.priority, j.attempt,
+            j.max_attempts, j.lease_epoch, j.timeout
+    ),
+    leased as (
+        insert into jobctl._running (
+            job_id, created_at, tenant_id, queue, attempt, lease_epoch, worker_id, started_at,
+            lease_expires_at, deadline
+        )
+        select c.job_id, c.created_at, c.tenant_id, c.queue, c.attempt, c.lease_epoch, p_worker, p_now,
+            p_now + p_lease, p_now + c.timeout
+        from claimed as c
+    )
+    select c.job_id, c.tenant_id, c.queue, c.payload, c.priority::integer, c.attempt, c.max_attempts,
+        c.lease_epoch, p_now + p_lease, c.timeout
+    from claimed as c
+$$;
