@@ -9,10 +9,13 @@ returns table (
     job_id bigint, tenant_id text, queue text, payload jsonb, priority integer, attempt integer,
     max_attempts integer, lease_epoch bigint, lease_expires_at timestamptz, timeout interval
 )
-language sql
+language plpgsql  -- not sql: a SQL function would plan its statement on every call
 set plan_cache_mode = force_generic_plan
 set enable_seqscan = off
 as $$
+#variable_conflict use_column
+begin
+    return query
     with claimed as (
         update jobctl.job as j
         set state = 'running',
@@ -36,5 +39,6 @@ as $$
     )
     select c.job_id, c.tenant_id, c.queue, c.payload, c.priority::integer, c.attempt, c.max_attempts,
         c.lease_epoch, p_now + p_lease, c.timeout
-    from claimed as c
+    from claimed as c;
+end
 $$;
