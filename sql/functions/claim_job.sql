@@ -88,7 +88,7 @@ begin
     loop
         v_round := v_round + 1;
         if v_round = 1 or (v_cached and cardinality(v_skip) > 0) then
-            -- the session's recent lanes first; a fresh list once they come up short
+            -- the shared lane list first; a fresh one once it comes up short
             select l.queues, l.tenants, l.limited, l.lows, l.total, l.cached
             into v_lane_q, v_lane_t, v_lane_limited, v_lane_lows, v_lane_total, v_cached
             from jobctl._lanes(v_queues, v_round > 1) as l;
