@@ -4,24 +4,9 @@ begin;
 select plan(37);
 -- the tests join temp tables that have no statistics: keep JIT from compiling those plans
 set local jit = off;
+\ir helpers.psql
 
 select has_function('jobctl', 'cancel_job', array['bigint'], 'cancel_job(job_id) exists');
-
-create function pg_temp.job(p_job_id bigint) returns setof jobctl.job
-language sql as $$
-    select * from jobctl.job where job_id = p_job_id
-$$;
-
--- where a job sits: ready, delayed, running (or nowhere)
-create function pg_temp.queued(p_job_id bigint) returns text
-language sql as $$
-    select coalesce(string_agg(w, ',' order by w), 'nowhere')
-    from (
-        select 'ready' as w from jobctl._ready where job_id = p_job_id
-        union all select 'delayed' from jobctl._delayed where job_id = p_job_id
-        union all select 'running' from jobctl._running where job_id = p_job_id
-    ) as x
-$$;
 
 -- the error cancel_job raises for a job, as 'SQLSTATE: message'
 create function pg_temp.cancel_error(p_job_id bigint) returns text

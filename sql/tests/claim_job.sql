@@ -5,6 +5,7 @@ begin;
 select plan(51);
 -- the tests join temp tables that have no statistics: keep JIT from compiling those plans
 set local jit = off;
+\ir helpers.psql
 
 select has_function(
     'jobctl', 'claim_job', array['text', 'text[]', 'integer', 'interval'],
@@ -52,13 +53,6 @@ $$;
 create function pg_temp.claimed(p_tag text) returns setof c
 language sql as $$
     select * from c where tag = p_tag order by seq
-$$;
-
--- make a delayed job due now by moving its rows into the past
-create function pg_temp.make_due(p_job_id bigint) returns void
-language sql as $$
-    update jobctl._delayed set run_at = now() - interval '1 second' where job_id = p_job_id;
-    update jobctl.job set run_at = now() - interval '1 second' where job_id = p_job_id;
 $$;
 
 -- argument errors

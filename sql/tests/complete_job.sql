@@ -4,6 +4,7 @@ begin;
 select plan(32);
 -- the tests join temp tables that have no statistics: keep JIT from compiling those plans
 set local jit = off;
+\ir helpers.psql
 
 select has_function(
     'jobctl', 'complete_job', array['bigint', 'bigint', 'jsonb'], 'complete_job(job_id, lease_epoch, result) exists'
@@ -11,11 +12,6 @@ select has_function(
 select function_returns('jobctl', 'complete_job', array['bigint', 'bigint', 'jsonb'], 'boolean', 'it returns boolean');
 
 select pg_advisory_xact_lock(19011, 1); -- keep pg_cron's reaper out of this transaction (see reap below)
-
-create function pg_temp.job(p_job_id bigint) returns setof jobctl.job
-language sql as $$
-    select * from jobctl.job where job_id = p_job_id
-$$;
 
 -- the happy path
 create temp table j1 as

@@ -4,22 +4,11 @@ begin;
 select plan(46);
 -- the tests join temp tables that have no statistics: keep JIT from compiling those plans
 set local jit = off;
+\ir helpers.psql
 
 select has_function(
     'jobctl', 'fail_job', array['bigint', 'bigint', 'text', 'boolean'], 'fail_job(job_id, lease_epoch, error, retryable)'
 );
-
-create function pg_temp.job(p_job_id bigint) returns setof jobctl.job
-language sql as $$
-    select * from jobctl.job where job_id = p_job_id
-$$;
-
--- make a job waiting for its retry due now, by moving its rows into the past
-create function pg_temp.make_due(p_job_id bigint) returns void
-language sql as $$
-    update jobctl._delayed set run_at = now() - interval '1 second' where job_id = p_job_id;
-    update jobctl.job set run_at = now() - interval '1 second' where job_id = p_job_id;
-$$;
 
 -- claim the next job of a queue and fail it; the delay is the new run_at minus the time of the
 -- failure (the `at` of the event it recorded)

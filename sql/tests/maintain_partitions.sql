@@ -4,6 +4,7 @@ begin;
 select plan(12);
 -- the tests join temp tables that have no statistics: keep JIT from compiling those plans
 set local jit = off;
+\ir helpers.psql
 
 select has_function('jobctl', 'maintain_partitions', array[]::text[], 'maintain_partitions() exists');
 select function_returns('jobctl', 'maintain_partitions', array[]::text[], 'integer', 'it returns integer');
@@ -47,15 +48,6 @@ select ok(
 );
 
 -- pg_cron runs it every 15 minutes (when pg_cron is installed in this database)
-create function pg_temp.cron_job(p_name text) returns text
-language plpgsql as $$
-declare
-    v_job text;
-begin
-    execute 'select schedule || '' '' || command from cron.job where jobname = $1' into v_job using p_name;
-    return v_job;
-end
-$$;
 select
     case
         when to_regclass('cron.job') is null then skip('pg_cron is not installed in this database', 1)

@@ -5,6 +5,7 @@ begin;
 select plan(32);
 -- the tests join temp tables that have no statistics: keep JIT from compiling those plans
 set local jit = off;
+\ir helpers.psql
 
 select has_function('jobctl', 'reap_expired_leases', array[]::text[], 'reap_expired_leases() exists');
 select function_returns('jobctl', 'reap_expired_leases', array[]::text[], 'integer', 'it returns integer');
@@ -12,11 +13,6 @@ select function_returns('jobctl', 'reap_expired_leases', array[]::text[], 'integ
 -- the reaper runs alone (a try-lock); wait for pg_cron's ticker to finish its pass and keep it out
 -- of this transaction, so the calls below do the work (the lock is re-entrant for this session)
 select pg_advisory_xact_lock(19011, 1);
-
-create function pg_temp.job(p_job_id bigint) returns setof jobctl.job
-language sql as $$
-    select * from jobctl.job where job_id = p_job_id
-$$;
 
 -- claim one job of each queue; each scenario has its own queue
 do $do$

@@ -5,16 +5,8 @@ begin;
 select plan(70);
 -- the tests join temp tables that have no statistics: keep JIT from compiling those plans
 set local jit = off;
+\ir helpers.psql
 
--- helpers (temporary, rolled back with the test)
-create function pg_temp.job(p_job_id bigint) returns setof jobctl.job
-language sql as $$
-    select * from jobctl.job where job_id = p_job_id
-$$;
-create function pg_temp.n_jobs(p_tenant_id text) returns bigint
-language sql as $$
-    select count(*) from jobctl.job where tenant_id = p_tenant_id
-$$;
 create function pg_temp.n_ready(p_tenant_id text) returns bigint
 language sql as $$
     select count(*) from jobctl._ready where tenant_id = p_tenant_id

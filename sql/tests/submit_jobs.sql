@@ -4,13 +4,9 @@ begin;
 select plan(43);
 -- the tests join temp tables that have no statistics: keep JIT from compiling those plans
 set local jit = off;
+\ir helpers.psql
 
 select has_function('jobctl', 'submit_jobs', array['jsonb'], 'submit_jobs(jobs jsonb) exists');
-
-create function pg_temp.n_jobs(p_tenant_id text) returns bigint
-language sql as $$
-    select count(*) from jobctl.job where tenant_id = p_tenant_id
-$$;
 
 -- a mixed batch
 create temp table b_mixed as
