@@ -239,7 +239,7 @@ end
 $$;
 
 -- Periodic work under pg_cron, when it is preloaded and this is its database. Without it, run the
--- same procedures by hand or from the worker (docs/operations.md, "Manual mode").
+-- same functions by hand or from the worker (docs/operations.md, "Manual mode").
 do $$
 begin
     if exists (select from pg_catalog.pg_available_extensions where name = 'pg_cron')

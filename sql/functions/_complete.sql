@@ -30,7 +30,13 @@ begin
     into v_ids, v_epochs, v_cas, v_results
     from gone as g;
 
-    if v_ids is not null then
+    -- Batches carry no results (complete_jobs): no join, which a generic plan would make a nested
+    -- loop over both arrays (1,000 jobs: 107 ms instead of a few).
+    if v_ids is not null and p_results is null then
+        update jobctl.job as j
+        set state = 'completed', finished_at = v_now, result = null, last_error = null
+        where j.job_id = any(v_ids) and j.created_at = any(v_cas);
+    elsif v_ids is not null then
         update jobctl.job as j
         set state = 'completed', finished_at = v_now, result = x.result, last_error = null
         from unnest(v_ids, v_results) as x (job_id, result)
@@ -38,9 +44,11 @@ begin
     end if;
 
     return query
-    select a.job_id, exists (select from unnest(v_ids, v_epochs) as d (job_id, lease_epoch)
-                             where d.job_id = a.job_id and d.lease_epoch = a.lease_epoch)
+    -- a join, not a per-row EXISTS over the completed list: batches of 1,000 stay linear
+    select a.job_id, d.job_id is not null
     from unnest(p_ids, p_epochs) with ordinality as a (job_id, lease_epoch, ord)
+    left join unnest(v_ids, v_epochs) as d (job_id, lease_epoch)
+        on d.job_id = a.job_id and d.lease_epoch = a.lease_epoch
     order by a.ord;
 end
 $$;
