@@ -14,8 +14,10 @@ declare
     v_cas timestamptz[];
     v_results jsonb[];
 begin
-    if p_ids is null or p_epochs is null or cardinality(p_ids) <> cardinality(p_epochs) then
-        raise exception using errcode = 'JC001', message = 'job_ids and lease_epochs must be arrays of the same length';
+    if p_ids is null or p_epochs is null or cardinality(p_ids) <> cardinality(p_epochs)
+       or cardinality(p_results) <> cardinality(p_ids) then
+        raise exception using errcode = 'JC001',
+            message = 'job_ids, lease_epochs (and results, when given) must be arrays of the same length';
     end if;
     with arg as (
         select * from unnest(p_ids, p_epochs, p_results) as a (job_id, lease_epoch, result)

@@ -1,11 +1,14 @@
 -- jobctl.complete_jobs: complete a batch of jobs. See jobctl._complete.
-create or replace function jobctl.complete_jobs(job_ids bigint[], lease_epochs bigint[])
+create or replace function jobctl.complete_jobs(
+    job_ids bigint[], lease_epochs bigint[], results jsonb[] default null
+)
 returns table (job_id bigint, completed boolean)
 language sql
 as $$
-    select c.job_id, c.completed from jobctl._complete(job_ids, lease_epochs, null) as c
+    select c.job_id, c.completed from jobctl._complete(job_ids, lease_epochs, results) as c
 $$;
 
-comment on function jobctl.complete_jobs(bigint[], bigint[]) is
-'Complete a batch: job_ids[i] under lease_epochs[i]. One row per input in input order; completed = false where
-fenced. Errors: JC001 when the arrays are NULL or differ in length.';
+comment on function jobctl.complete_jobs(bigint[], bigint[], jsonb[]) is
+'Complete a batch: job_ids[i] under lease_epochs[i], keeping results[i] as its result (results NULL: none). One row
+per input in input order; completed = false where fenced. Errors: JC001 when the arrays are NULL or differ in
+length.';

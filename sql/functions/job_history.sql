@@ -25,5 +25,5 @@ as $$
 $$;
 
 comment on function jobctl.job_history(bigint) is
-'Every transition of a job, oldest first: submitted, then claimed / completed / failed / dead / cancelled / retried
-events with the attempt, lease epoch and worker of each. Zero rows for an unknown id.';
+'Every transition of a job, oldest first: submitted, then claimed / completed / failed / dead / cancelled / retried /
+released events with the attempt, lease epoch and worker of each. Zero rows for an unknown id.';

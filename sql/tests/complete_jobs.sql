@@ -82,15 +82,15 @@ select is_empty(
 -- errors
 select throws_ok(
     $$select jobctl.complete_jobs(array[1, 2]::bigint[], array[1]::bigint[])$$,
-    'JC001', 'job_ids and lease_epochs must be arrays of the same length', 'arrays of different lengths: JC001'
+    'JC001', 'job_ids, lease_epochs (and results, when given) must be arrays of the same length', 'arrays of different lengths: JC001'
 );
 select throws_ok(
     $$select jobctl.complete_jobs(null, array[1]::bigint[])$$,
-    'JC001', 'job_ids and lease_epochs must be arrays of the same length', 'NULL job_ids: JC001'
+    'JC001', 'job_ids, lease_epochs (and results, when given) must be arrays of the same length', 'NULL job_ids: JC001'
 );
 select throws_ok(
     $$select jobctl.complete_jobs(array[1]::bigint[], null)$$,
-    'JC001', 'job_ids and lease_epochs must be arrays of the same length', 'NULL lease_epochs: JC001'
+    'JC001', 'job_ids, lease_epochs (and results, when given) must be arrays of the same length', 'NULL lease_epochs: JC001'
 );
 
 -- the same job twice, once under a stale epoch: only the current epoch's row completed it

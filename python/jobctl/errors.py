@@ -1,0 +1,89 @@
+"""SQLSTATEs raised by the jobctl functions (docs/errors.md), mapped to exception classes and HTTP
+statuses by code, never by message text."""
+
+from __future__ import annotations
+
+import psycopg
+
+
+class JobctlError(Exception):
+    """An error a jobctl function raised on purpose; `str()` is one readable line."""
+
+    sqlstate = ""
+    http_status = 400
+
+    def __init__(self, message: str, *, sqlstate: str = "", field: str | None = None, hint: str | None = None):
+        super().__init__(message)
+        self.sqlstate = sqlstate or self.sqlstate
+        self.field = field
+        self.hint = hint
+
+
+class InvalidInput(JobctlError):
+    http_status = 422
+
+
+class PayloadTooLarge(JobctlError):
+    http_status = 413
+
+
+class OverLimit(JobctlError):
+    """Over the tenant's quota (JC004) or rate (JC005): try again later."""
+
+    http_status = 429
+
+
+class IllegalTransition(JobctlError):
+    http_status = 409
+
+
+class NotFound(JobctlError):
+    http_status = 404
+
+
+class Unauthorized(JobctlError):
+    http_status = 401
+
+
+class Forbidden(JobctlError):
+    http_status = 403
+
+
+class TryAgain(JobctlError):
+    http_status = 503
+
+
+class WrongIsolation(JobctlError):
+    http_status = 500
+
+
+BY_SQLSTATE: dict[str, type[JobctlError]] = {
+    "JC001": InvalidInput,
+    "JC002": PayloadTooLarge,
+    "JC003": InvalidInput,
+    "JC004": OverLimit,
+    "JC005": OverLimit,
+    "JC006": WrongIsolation,
+    "JC007": WrongIsolation,
+    "JC010": IllegalTransition,
+    "JC020": Unauthorized,
+    "JC021": Forbidden,
+    "P0002": NotFound,
+    "40001": TryAgain,
+    "22P02": InvalidInput,  # a value that does not parse as its type (a cast in queries.py)
+    "22007": InvalidInput,  # a timestamp that does not parse
+    "22008": InvalidInput,  # a timestamp out of range
+    "22003": InvalidInput,  # a number out of range for its type
+}
+
+
+def from_db(e: psycopg.Error) -> JobctlError | None:
+    """The JobctlError for a database error with a known SQLSTATE, else None (a real failure)."""
+    diag = e.diag
+    cls = BY_SQLSTATE.get(diag.sqlstate or "")
+    if cls is None:
+        return None
+    message = (diag.message_primary or str(e)).strip().splitlines()[0]
+    detail = diag.message_detail or ""
+    field = detail.removeprefix("field: ").strip() if detail.startswith("field: ") else None
+    return cls(message, sqlstate=diag.sqlstate or "", field=field, hint=diag.message_hint)

@@ -1,0 +1,71 @@
+"""Every SQL statement the Python shell runs, by name: each is one call of a jobctl function.
+
+Statements are static text (their plans are cached per session) with explicit casts, and use
+named parameters. The CLI, the worker and the HTTP API import them from here and nowhere else.
+"""
+
+from __future__ import annotations
+
+# --- submitting: submit_jobs handles absent keys as the contract's defaults
+SUBMIT_JOBS = "select job_id, duplicate from jobctl.submit_jobs(%(jobs)s::jsonb)"
+
+# --- the worker's side
+CLAIM_JOB = """
+select job_id, tenant_id, queue, payload, priority, attempt, max_attempts, lease_epoch, lease_expires_at,
+    extract(epoch from timeout)::float8 as timeout_s
+from jobctl.claim_job(%(worker_id)s::text, %(queues)s::text[], %(max_jobs)s::int, %(lease)s::interval)
+"""
+HEARTBEATS = """
+select a.job_id, jobctl.heartbeat(a.job_id, a.lease_epoch, %(extend)s::interval) as status
+from unnest(%(job_ids)s::bigint[], %(lease_epochs)s::bigint[]) as a (job_id, lease_epoch)
+"""
+COMPLETE_JOB = "select jobctl.complete_job(%(job_id)s::bigint, %(lease_epoch)s::bigint, %(result)s::jsonb)"
+COMPLETE_JOBS = """
+select job_id, completed
+from jobctl.complete_jobs(%(job_ids)s::bigint[], %(lease_epochs)s::bigint[], %(results)s::jsonb[])
+"""
+FAIL_JOB = (
+    "select jobctl.fail_job(%(job_id)s::bigint, %(lease_epoch)s::bigint, %(error)s::text, %(retryable)s::boolean)"
+)
+RELEASE_JOB = "select jobctl.release_job(%(job_id)s::bigint, %(lease_epoch)s::bigint)"
+LISTEN = "listen jobctl"
+
+# --- operating. The *_OF forms act only on a job of %(tenant_id)s (NULL: any tenant): no row means
+# unknown or not yours, which the API answers with 404.
+GET_JOB = "select * from jobctl.get_job(%(job_id)s::bigint)"
+GET_JOB_OF = """
+select * from jobctl.get_job(%(job_id)s::bigint) as j
+where %(tenant_id)s::text is null or j.tenant_id = %(tenant_id)s::text
+"""
+LIST_JOBS = """
+select * from jobctl.list_jobs(%(tenant_id)s::text, %(state)s::text, %(queue)s::text, %(before_id)s::bigint,
+    %(max_rows)s::int)
+"""
+JOB_HISTORY = "select * from jobctl.job_history(%(job_id)s::bigint)"
+CANCEL_JOB = "select jobctl.cancel_job(%(job_id)s::bigint) as state"
+CANCEL_JOB_OF = """
+select jobctl.cancel_job(j.job_id) as state from jobctl.get_job(%(job_id)s::bigint) as j
+where %(tenant_id)s::text is null or j.tenant_id = %(tenant_id)s::text
+"""
+RETRY_JOB = "select jobctl.retry_job(%(job_id)s::bigint) as state"
+RETRY_JOB_OF = """
+select jobctl.retry_job(j.job_id) as state from jobctl.get_job(%(job_id)s::bigint) as j
+where %(tenant_id)s::text is null or j.tenant_id = %(tenant_id)s::text
+"""
+
+# --- tenants and tokens
+PUT_TENANT = """
+select jobctl.put_tenant(%(tenant_id)s::text, %(weight)s::int, %(max_pending)s::bigint, %(max_running)s::int,
+    %(submit_rate)s::numeric, %(submit_burst)s::int, %(claim_rate)s::numeric, %(claim_burst)s::int)
+"""
+LIST_TENANTS = "select * from jobctl.list_tenants()"
+CREATE_API_TOKEN = "select jobctl.create_api_token(%(tenant_id)s::text, %(scopes)s::text[], %(label)s::text) as token"
+REVOKE_API_TOKEN = "select jobctl.revoke_api_token(%(token_id)s::bigint) as revoked"
+LIST_API_TOKENS = "select * from jobctl.list_api_tokens(%(tenant_id)s::text)"
+AUTHENTICATE = "select token_id, tenant_id from jobctl.authenticate(%(token)s::text, %(scope)s::text)"
+
+# --- figures and health
+STATS = "select * from jobctl.stats(%(tenant_id)s::text, %(queue)s::text)"
+CLAIM_METRICS = "select * from jobctl.claim_metrics(%(window)s::interval)"
+HEALTH_CHECKS = "select * from jobctl.health_checks()"
+PING = "select 1"

@@ -1,0 +1,33 @@
+-- jobctl.claim_metrics: claims per tenant and queue over the last `window`, with the wait from due
+-- to claimed. It scans the hot job partitions (started_at is deliberately in no index: claims stay
+-- HOT updates), so it is an operator's query, not one to run every second on a large table.
+create or replace function jobctl.claim_metrics(window_length interval default '1 minute')
+returns table (
+    tenant_id text, queue text, claims bigint, claims_per_s double precision, wait_p50_s double precision,
+    wait_p99_s double precision
+)
+language plpgsql
+stable
+as $$
+#variable_conflict use_column
+begin
+    if window_length is null or window_length <= interval '0' or window_length > interval '1 day' then
+        raise exception using errcode = 'JC001', message = 'window_length must be positive and at most 1 day',
+            detail = 'field: window_length';
+    end if;
+    return query
+    select j.tenant_id, j.queue, count(*),
+        count(*) / extract(epoch from window_length)::double precision,
+        percentile_cont(0.5) within group (order by extract(epoch from j.started_at - j.run_at)::double precision),
+        percentile_cont(0.99) within group (order by extract(epoch from j.started_at - j.run_at)::double precision)
+    from jobctl.job as j
+    where j.started_at >= clock_timestamp() - window_length
+    group by j.tenant_id, j.queue
+    order by 1, 2;
+end
+$$;
+
+comment on function jobctl.claim_metrics(interval) is
+'Per tenant and queue, the jobs whose latest attempt was claimed in the last window_length: how many, the rate per
+second, and the p50 / p99 wait in seconds from due (run_at) to claimed. Scans the hot job partitions. Errors: JC001
+bad window_length.';

@@ -1,0 +1,172 @@
+-- jobctl.health_checks: what `jobctl doctor` reports, one row per check with a verdict (ok, warn,
+-- fail). Read-only; reads catalogs, pg_stat views and, when present, pg_cron's tables.
+create or replace function jobctl.health_checks()
+returns table (check_name text, verdict text, observed text, detail text)
+language plpgsql
+stable
+as $$
+#variable_conflict use_column
+declare
+    v_cron_db boolean := exists (select from pg_catalog.pg_extension where extname = 'pg_cron');
+    v_job text;
+    v_active boolean;
+    v_last_status text;
+    v_last_end timestamptz;
+    v_overdue interval;
+    v_n bigint;
+    v_age bigint;
+    v_ahead timestamptz;
+    v_parent text;
+    r record;
+begin
+    check_name := 'extension pg_partman';
+    select e.extversion into observed from pg_catalog.pg_extension as e where e.extname = 'pg_partman';
+    verdict := case when observed is null then 'fail' else 'ok' end;
+    detail := case when observed is null then 'pg_partman is missing: partitions are not made ahead' end;
+    return next;
+
+    check_name := 'extension pg_cron';
+    select e.extversion into observed from pg_catalog.pg_extension as e where e.extname = 'pg_cron';
+    verdict := case when observed is null then 'warn' else 'ok' end;
+    detail := case when observed is null
+        then 'pg_cron is not in this database: run jobctl.tick() and maintain_partitions() yourself (manual mode)' end;
+    return next;
+
+    if v_cron_db then
+        check_name := 'pg_cron launcher';
+        select count(*) into v_n from pg_catalog.pg_stat_activity as a where a.backend_type = 'pg_cron launcher';
+        observed := case when v_n > 0 then 'running' else 'not running' end;
+        verdict := case when v_n > 0 then 'ok' else 'fail' end;
+        detail := case when v_n = 0 then 'add pg_cron to shared_preload_libraries and restart PostgreSQL' end;
+        return next;
+
+        foreach v_job in array array['jobctl-tick', 'jobctl-partitions', 'jobctl-cron-history'] loop
+            check_name := 'cron job ' || v_job;
+            execute $q$
+                select j.active,
+                    (select d.status from cron.job_run_details as d where d.jobid = j.jobid order by d.runid desc limit 1),
+                    (select d.end_time from cron.job_run_details as d where d.jobid = j.jobid order by d.runid desc limit 1)
+                from cron.job as j where j.jobname = $1
+            $q$ into v_active, v_last_status, v_last_end using v_job;
+            observed := case
+                when v_active is null then 'missing'
+                when not v_active then 'inactive'
+                else coalesce(v_last_status || ' ' || to_char(v_last_end, 'YYYY-MM-DD HH24:MI:SS TZ'), 'not run yet')
+            end;
+            verdict := case
+                when v_active is null or not v_active or v_last_status = 'failed' then 'fail'
+                when v_job = 'jobctl-tick' and v_last_end < now() - interval '3 minutes' then 'warn'
+                else 'ok'
+            end;
+            detail := case verdict
+                when 'fail' then 'run jobctl migrate to register it; see cron.job_run_details for failures'
+                when 'warn' then 'the per-minute tick has not finished in 3 minutes: is the pg_cron launcher busy or stopped?'
+            end;
+            return next;
+        end loop;
+    end if;
+
+    check_name := 'reaper lag';
+    select max(now() - r.lease_expires_at), count(*) into v_overdue, v_n
+    from jobctl._running as r where r.lease_expires_at < now();
+    observed := format('%s expired leases, oldest %s s ago', v_n, coalesce(round(extract(epoch from v_overdue)), 0));
+    verdict := case
+        when v_overdue > interval '60 seconds' then 'fail'
+        when v_overdue > interval '30 seconds' then 'warn'
+        else 'ok'
+    end;
+    detail := case when verdict <> 'ok'
+        then 'expired leases are reaped by claims (once a second) and the per-minute tick: are workers and pg_cron running?' end;
+    return next;
+
+    for r in
+        select c.relname, s.n_live_tup, s.n_dead_tup, pg_catalog.pg_total_relation_size(c.oid) as bytes,
+            greatest(s.last_autovacuum, s.last_vacuum) as vacuumed
+        from pg_catalog.pg_class as c
+        join pg_catalog.pg_stat_user_tables as s on s.relid = c.oid
+        where c.relnamespace = 'jobctl'::regnamespace and c.relname in ('_ready', '_delayed', '_running', '_lane_cache')
+        order by c.relname
+    loop
+        check_name := 'dead tuples ' || r.relname;
+        observed := format('%s live, %s dead, %s', r.n_live_tup, r.n_dead_tup, pg_catalog.pg_size_pretty(r.bytes));
+        verdict := case
+            when r.n_dead_tup > greatest(100000, 10 * r.n_live_tup) then 'fail'
+            when r.n_dead_tup > greatest(20000, 2 * r.n_live_tup) then 'warn'
+            else 'ok'
+        end;
+        detail := case when verdict <> 'ok' then format(
+            'autovacuum last ran %s; an old snapshot (see below) keeps dead rows from being removed',
+            coalesce(to_char(r.vacuumed, 'YYYY-MM-DD HH24:MI:SS TZ'), 'never')
+        ) end;
+        return next;
+    end loop;
+
+    check_name := 'transaction ID age';
+    select age(d.datfrozenxid) into v_age from pg_catalog.pg_database as d where d.datname = current_database();
+    observed := format('age(datfrozenxid) = %s', v_age);
+    verdict := case
+        when v_age > 1000000000 then 'fail'
+        when v_age > current_setting('autovacuum_freeze_max_age')::bigint * 1.5 then 'warn'
+        else 'ok'
+    end;
+    detail := case when verdict <> 'ok'
+        then 'anti-wraparound vacuum is falling behind: look for old snapshots and long VACUUMs' end;
+    return next;
+
+    check_name := 'oldest snapshot';
+    select max(age(a.backend_xmin)), max(now() - a.xact_start) into v_age, v_overdue
+    from pg_catalog.pg_stat_activity as a
+    where a.backend_xmin is not null and a.pid <> pg_catalog.pg_backend_pid();
+    observed := format('oldest transaction %s s, xmin age %s',
+        coalesce(round(extract(epoch from v_overdue)), 0), coalesce(v_age, 0));
+    verdict := case
+        when v_overdue > interval '1 hour' then 'fail'
+        when v_overdue > interval '5 minutes' then 'warn'
+        else 'ok'
+    end;
+    detail := case when verdict <> 'ok'
+        then 'a long transaction holds back the xmin horizon: VACUUM cannot remove dead queue rows (pg_stat_activity)' end;
+    return next;
+
+    foreach v_parent in array array['jobctl.job', 'jobctl._event'] loop
+        check_name := 'partitions ahead ' || v_parent;
+        select max((regexp_match(pg_catalog.pg_get_expr(c.relpartbound, c.oid), 'TO \(''([^'']+)''\)'))[1]::timestamptz)
+        into v_ahead
+        from pg_catalog.pg_inherits as i
+        join pg_catalog.pg_class as c on c.oid = i.inhrelid
+        where i.inhparent = v_parent::regclass
+            and pg_catalog.pg_get_expr(c.relpartbound, c.oid) <> 'DEFAULT';
+        observed := format('partitions up to %s', coalesce(to_char(v_ahead, 'YYYY-MM-DD'), 'none'));
+        verdict := case
+            when v_ahead is null or v_ahead < now() + interval '1 day' then 'fail'
+            when v_ahead < now() + interval '3 days' then 'warn'
+            else 'ok'
+        end;
+        detail := case when verdict <> 'ok'
+            then 'run jobctl.maintain_partitions(); rows past the last partition land in the default partition' end;
+        return next;
+    end loop;
+
+    check_name := 'default partition rows';
+    select count(*) into v_n from (
+        select from jobctl.job_default limit 1000
+    ) as x;
+    observed := format('%s rows in jobctl.job_default', v_n);
+    verdict := case when v_n > 0 then 'warn' else 'ok' end;
+    detail := case when v_n > 0
+        then 'jobs created where no partition existed: run partman.partition_data_time for jobctl.job' end;
+    return next;
+
+    check_name := 'notification queue';
+    observed := format('%s%% used', round(pg_catalog.pg_notification_queue_usage()::numeric * 100, 1));
+    verdict := case when pg_catalog.pg_notification_queue_usage() > 0.5 then 'warn' else 'ok' end;
+    detail := case when verdict <> 'ok'
+        then 'a listener is not reading its notifications (pg_stat_activity: LISTEN sessions idle in transaction)' end;
+    return next;
+end
+$$;
+
+comment on function jobctl.health_checks() is
+'Health of the scheduler, one row per check with verdict ok, warn or fail: extensions, pg_cron jobs and their last
+run, reaper lag, dead tuples of the queue tables, transaction-ID age, the oldest snapshot, partitions made ahead,
+rows in the default partition, the NOTIFY queue. What jobctl doctor prints.';

@@ -1,0 +1,17 @@
+-- jobctl.list_tenants: every tenant's settings (see put_tenant).
+create or replace function jobctl.list_tenants()
+returns table (
+    tenant_id text, weight integer, max_pending bigint, max_running integer, submit_rate numeric, submit_burst integer,
+    claim_rate numeric, claim_burst integer, paused boolean, created_at timestamptz, updated_at timestamptz
+)
+language sql
+stable
+as $$
+    select t.tenant_id, t.weight, t.max_pending, t.max_running, t.submit_rate, t.submit_burst, t.claim_rate,
+        t.claim_burst, t.paused, t.created_at, t.updated_at
+    from jobctl.tenant as t
+    order by t.tenant_id
+$$;
+
+comment on function jobctl.list_tenants() is
+'Every tenant with its settings (weight, limits, rates; NULL means unlimited), ordered by tenant_id.';
