@@ -12,7 +12,9 @@ class JobctlError(Exception):
     sqlstate = ""
     http_status = 400
 
-    def __init__(self, message: str, *, sqlstate: str = "", field: str | None = None, hint: str | None = None):
+    def __init__(
+        self, message: str, *, sqlstate: str = "", field: str | None = None, hint: str | None = None
+    ) -> None:
         super().__init__(message)
         self.sqlstate = sqlstate or self.sqlstate
         self.field = field

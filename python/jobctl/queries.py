@@ -24,9 +24,9 @@ COMPLETE_JOBS = """
 select job_id, completed
 from jobctl.complete_jobs(%(job_ids)s::bigint[], %(lease_epochs)s::bigint[], %(results)s::jsonb[])
 """
-FAIL_JOB = (
-    "select jobctl.fail_job(%(job_id)s::bigint, %(lease_epoch)s::bigint, %(error)s::text, %(retryable)s::boolean)"
-)
+FAIL_JOB = """
+select jobctl.fail_job(%(job_id)s::bigint, %(lease_epoch)s::bigint, %(error)s::text, %(retryable)s::boolean)
+"""
 RELEASE_JOB = "select jobctl.release_job(%(job_id)s::bigint, %(lease_epoch)s::bigint)"
 LISTEN = "listen jobctl"
 
@@ -59,7 +59,9 @@ select jobctl.put_tenant(%(tenant_id)s::text, %(weight)s::int, %(max_pending)s::
     %(submit_rate)s::numeric, %(submit_burst)s::int, %(claim_rate)s::numeric, %(claim_burst)s::int)
 """
 LIST_TENANTS = "select * from jobctl.list_tenants()"
-CREATE_API_TOKEN = "select jobctl.create_api_token(%(tenant_id)s::text, %(scopes)s::text[], %(label)s::text) as token"
+CREATE_API_TOKEN = """
+select jobctl.create_api_token(%(tenant_id)s::text, %(scopes)s::text[], %(label)s::text) as token
+"""
 REVOKE_API_TOKEN = "select jobctl.revoke_api_token(%(token_id)s::bigint) as revoked"
 LIST_API_TOKENS = "select * from jobctl.list_api_tokens(%(tenant_id)s::text)"
 AUTHENTICATE = "select token_id, tenant_id from jobctl.authenticate(%(token)s::text, %(scope)s::text)"
