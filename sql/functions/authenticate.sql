@@ -15,9 +15,9 @@ begin
         raise exception using errcode = 'JC020', message = 'invalid or revoked API token',
             hint = 'Send Authorization: Bearer <token> with a token from jobctl token create.';
     end if;
-    if not authenticate.scope = any(v_token.scopes) then
+    if authenticate.scope is null or not authenticate.scope = any(v_token.scopes) then
         raise exception using errcode = 'JC021',
-            message = format('this token may not %s', authenticate.scope),
+            message = format('this token may not %s', coalesce(authenticate.scope, 'NULL')),
             detail = format('token %s has scopes %s', v_token.token_id, array_to_string(v_token.scopes, ', '));
     end if;
     return query select v_token.token_id, v_token.tenant_id;

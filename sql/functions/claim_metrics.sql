@@ -18,8 +18,11 @@ begin
     return query
     select j.tenant_id, j.queue, count(*),
         count(*) / extract(epoch from window_length)::double precision,
-        percentile_cont(0.5) within group (order by extract(epoch from j.started_at - j.run_at)::double precision),
+        -- a failed, released or retried job's run_at is its next due time: its last wait is not known
+        percentile_cont(0.5) within group (order by extract(epoch from j.started_at - j.run_at)::double precision)
+            filter (where j.run_at <= j.started_at),
         percentile_cont(0.99) within group (order by extract(epoch from j.started_at - j.run_at)::double precision)
+            filter (where j.run_at <= j.started_at)
     from jobctl.job as j
     where j.started_at >= clock_timestamp() - window_length
     group by j.tenant_id, j.queue
@@ -29,5 +32,6 @@ $$;
 
 comment on function jobctl.claim_metrics(interval) is
 'Per tenant and queue, the jobs whose latest attempt was claimed in the last window_length: how many, the rate per
-second, and the p50 / p99 wait in seconds from due (run_at) to claimed. Scans the hot job partitions. Errors: JC001
+second, and the p50 / p99 wait in seconds from due (run_at) to claimed (over jobs whose run_at is still that
+attempt''s due time: not failed, released or retried since). Scans the hot job partitions. Errors: JC001
 bad window_length.';

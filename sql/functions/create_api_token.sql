@@ -14,6 +14,9 @@ begin
         raise exception using errcode = 'JC001', message = 'tenant_id must be 1-200 characters, or NULL for an admin token',
             detail = 'field: tenant_id';
     end if;
+    if length(label) > 200 then
+        raise exception using errcode = 'JC001', message = 'label must be at most 200 characters', detail = 'field: label';
+    end if;
     if scopes is null or cardinality(scopes) = 0 then
         raise exception using errcode = 'JC001', message = 'scopes must name at least one scope',
             detail = 'field: scopes', hint = 'Scopes: ' || array_to_string(jobctl._api_scopes(), ', ') || '.';
@@ -36,4 +39,4 @@ $$;
 comment on function jobctl.create_api_token(text, text[], text) is
 'Create a bearer token for the HTTP API, scoped to tenant_id (NULL: an admin token for every tenant) and to the
 given scopes (jobs:read, jobs:submit, jobs:cancel, jobs:retry). Returns the token; only its SHA-256 is stored, so it
-cannot be shown again. Errors: JC001 bad tenant_id or scopes.';
+cannot be shown again. Errors: JC001 bad tenant_id, scopes or label (over 200 characters).';

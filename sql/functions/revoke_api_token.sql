@@ -1,13 +1,19 @@
 -- jobctl.revoke_api_token: revoke a token by its id (the number after jct_ in the token). Writes: _api_token.
 create or replace function jobctl.revoke_api_token(token_id bigint)
 returns boolean
-language sql
+language plpgsql
 as $$
+#variable_conflict use_column
+begin
+    if revoke_api_token.token_id is null then
+        raise exception using errcode = 'JC001', message = 'token_id must not be NULL', detail = 'field: token_id';
+    end if;
     update jobctl._api_token as t set revoked_at = now()
-    where t.token_id = revoke_api_token.token_id and t.revoked_at is null
-    returning true
+    where t.token_id = revoke_api_token.token_id and t.revoked_at is null;
+    return case when found then true end;
+end
 $$;
 
 comment on function jobctl.revoke_api_token(bigint) is
 'Revoke an API token by id (jct_<id>_...): requests with it get 401 from then on. Returns true, or NULL when no
-active token has that id.';
+active token has that id. Errors: JC001 NULL token_id.';

@@ -1,12 +1,22 @@
 -- jobctl.complete_jobs: a batch of completions, one row per input in input order, completed = false
--- where fenced. Tenant tap_completes_t, queue tap_completes_q; every claim names its queue.
+-- where fenced; results[i] (when given) kept as job i's result. Tenant tap_completes_t, queues
+-- tap_completes_*; every claim names its queue.
 begin;
-select plan(15);
+select plan(30);
 -- the tests join temp tables that have no statistics: keep JIT from compiling those plans
 set local jit = off;
 
 select has_function(
-    'jobctl', 'complete_jobs', array['bigint[]', 'bigint[]'], 'complete_jobs(job_ids, lease_epochs) exists'
+    'jobctl', 'complete_jobs', array['bigint[]', 'bigint[]', 'jsonb[]'],
+    'complete_jobs(job_ids, lease_epochs, results) exists'
+);
+select is(
+    (
+        select pronargdefaults from pg_proc
+        where oid = 'jobctl.complete_jobs(bigint[], bigint[], jsonb[])'::regprocedure
+    ),
+    1::smallint,
+    'results has a default, so the contract''s two-argument call still works'
 );
 
 -- four running jobs, numbered 1..4 in claim order
@@ -82,7 +92,8 @@ select is_empty(
 -- errors
 select throws_ok(
     $$select jobctl.complete_jobs(array[1, 2]::bigint[], array[1]::bigint[])$$,
-    'JC001', 'job_ids, lease_epochs (and results, when given) must be arrays of the same length', 'arrays of different lengths: JC001'
+    'JC001', 'job_ids, lease_epochs (and results, when given) must be arrays of the same length',
+    'arrays of different lengths: JC001'
 );
 select throws_ok(
     $$select jobctl.complete_jobs(null, array[1]::bigint[])$$,
@@ -110,8 +121,135 @@ select is(
     'the row with the stale epoch says false, the one with the current epoch true'
 );
 
+-- results: results[i] is kept as job_ids[i]'s result; a NULL element or NULL results: result NULL
+do $do$
+begin
+    perform jobctl.submit_job('tap_completes_t', 'tap_completes_r', jsonb_build_object('n', n), priority => 10 - n)
+    from generate_series(1, 5) as n;
+end
+$do$;
+create temp table r as
+select
+    x.*,
+    (x.payload ->> 'n')::integer as n
+from jobctl.claim_job('tap_completes_w', array['tap_completes_r'], 5) as x;
+select is((select count(*) from r), 5::bigint, 'five more jobs are running');
+-- input: 3, 1, 2 (stale epoch), 4 with a NULL result; job 5 not in the batch
+create temp table rin as
+select
+    r.job_id,
+    r.lease_epoch - case when r.n = 2 then 1 else 0 end as lease_epoch,
+    v.result,
+    v.ord
+from r
+inner join (
+    values
+    (3, '{"n": 3, "ok": true}'::jsonb, 1),
+    (1, '[1, "one"]', 2),
+    (2, '"fenced"', 3),
+    (4, null, 4)
+) as v (n, result, ord) on r.n = v.n;
+create temp table rbatch as
+select x.*
+from jobctl.complete_jobs(
+    (select array_agg(job_id order by ord) from rin),
+    (select array_agg(lease_epoch order by ord) from rin),
+    (select array_agg(result order by ord) from rin)
+) with ordinality as x (job_id, completed, ord);
+select results_eq(
+    $$select rb.job_id, rb.completed from rbatch as rb order by rb.ord$$,
+    $$select job_id, true from r where n = 3
+      union all select job_id, true from r where n = 1
+      union all select job_id, false from r where n = 2
+      union all select job_id, true from r where n = 4$$,
+    'with results: one row per input, in input order; the stale epoch is fenced'
+);
+select results_eq(
+    $$select r.n, j.state, j.result from r inner join jobctl.job as j on r.job_id = j.job_id order by r.n$$,
+    $$values (1, 'completed', '[1, "one"]'::jsonb), (2, 'running', null), (3, 'completed', '{"n": 3, "ok": true}'),
+        (4, 'completed', null), (5, 'running', null)$$,
+    'each completed job keeps its own result (not its neighbour''s); a NULL element: result NULL; fenced: none stored'
+);
+select results_eq(
+    $$select r.n, g.result from r cross join jobctl.get_job(r.job_id) as g where r.n in (1, 3) order by r.n$$,
+    $$values (1, '[1, "one"]'::jsonb), (3, '{"n": 3, "ok": true}')$$,
+    'get_job shows the results'
+);
+
+-- results of the wrong length: JC001, nothing changed
+select throws_ok(
+    $$select * from jobctl.complete_jobs(
+        (select array_agg(job_id order by n) from r where n in (2, 5)),
+        (select array_agg(lease_epoch order by n) from r where n in (2, 5)),
+        array['{}']::jsonb[])$$,
+    'JC001', 'job_ids, lease_epochs (and results, when given) must be arrays of the same length',
+    'one result for two jobs: JC001'
+);
+select throws_ok(
+    $$select * from jobctl.complete_jobs(
+        (select array_agg(job_id order by n) from r where n in (2, 5)),
+        (select array_agg(lease_epoch order by n) from r where n in (2, 5)),
+        array['{}', '{}', '{}']::jsonb[])$$,
+    'JC001', 'job_ids, lease_epochs (and results, when given) must be arrays of the same length',
+    'three results for two jobs: JC001'
+);
+select throws_ok(
+    $$select * from jobctl.complete_jobs(
+        (select array_agg(job_id order by n) from r where n in (2, 5)),
+        (select array_agg(lease_epoch order by n) from r where n in (2, 5)),
+        '{}'::jsonb[])$$,
+    'JC001', 'job_ids, lease_epochs (and results, when given) must be arrays of the same length',
+    'an empty results array for two jobs: JC001'
+);
+select results_eq(
+    $$select r.n, j.state, j.result, rr.job_id is not null
+      from r inner join jobctl.job as j on r.job_id = j.job_id left join jobctl._running as rr on r.job_id = rr.job_id
+      where r.n in (2, 5) order by r.n$$,
+    $$values (2, 'running', null::jsonb, true), (5, 'running', null, true)$$,
+    'the errors changed nothing: both jobs still running under their lease, no result'
+);
+
+-- NULL results (explicit, and by name): completed with result NULL
+select results_eq(
+    $$select completed from jobctl.complete_jobs(
+        array(select job_id from r where n = 2), array(select lease_epoch from r where n = 2), null)$$,
+    $$values (true)$$,
+    'results NULL: the job completes'
+);
+select results_eq(
+    $$select completed from jobctl.complete_jobs(
+        job_ids => array(select job_id from r where n = 5), lease_epochs => array(select lease_epoch from r where n = 5),
+        results => array['{"by": "name"}']::jsonb[])$$,
+    $$values (true)$$,
+    'results passed by name: the job completes'
+);
+select results_eq(
+    $$select r.n, j.state, j.result from r inner join jobctl.job as j on r.job_id = j.job_id where r.n in (2, 5)
+      order by r.n$$,
+    $$values (2, 'completed', null::jsonb), (5, 'completed', '{"by": "name"}')$$,
+    'NULL results keeps the result NULL; the named one is stored'
+);
+select results_eq(
+    $$select completed from jobctl.complete_jobs(
+        array(select job_id from r where n = 3), array(select lease_epoch from r where n = 3), array['"again"']::jsonb[])$$,
+    $$values (false)$$,
+    'completing again with a result: false'
+);
+select is(
+    (
+        select j.result from r inner join jobctl.job as j on r.job_id = j.job_id
+        where r.n = 3
+    ),
+    '{"n": 3, "ok": true}'::jsonb,
+    'and the first result stays'
+);
+select is_empty(
+    $$select * from jobctl.complete_jobs(array[]::bigint[], array[]::bigint[], array[]::jsonb[])$$,
+    'three empty arrays: no row'
+);
+
 select isnt(
-    obj_description('jobctl.complete_jobs(bigint[], bigint[])'::regprocedure), null, 'complete_jobs has a comment'
+    obj_description('jobctl.complete_jobs(bigint[], bigint[], jsonb[])'::regprocedure), null, 'complete_jobs has a comment'
 );
 
 select * from finish();

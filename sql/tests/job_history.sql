@@ -1,7 +1,7 @@
 -- jobctl.job_history: every transition of a job, oldest first, starting with submitted; each with
 -- its attempt, lease epoch and worker. Tenant tap_hist_t, queues tap_hist_*.
 begin;
-select plan(17);
+select plan(22);
 -- the tests join temp tables that have no statistics: keep JIT from compiling those plans
 set local jit = off;
 
@@ -98,6 +98,33 @@ select results_eq(
     'submitted, cancelled, retried, claimed'
 );
 select ok((select pg_temp.in_order(job_id) from s4), 'oldest first');
+
+-- released by a worker shutting down, claimed again by another, completed
+create temp table s5 as
+select * from jobctl.submit_job('tap_hist_t', 'tap_hist_q5', '{}');
+create temp table c5a as
+select * from jobctl.claim_job('tap_hist_w1', array['tap_hist_q5']);
+select ok((select jobctl.release_job(job_id, lease_epoch) from c5a), 'attempt 1 is released');
+select results_eq(
+    $$select h.event, h.attempt, h.lease_epoch, h.worker_id, h.detail from s5 cross join jobctl.job_history(s5.job_id) as h$$,
+    $$select 'submitted', 0, null::bigint, null::text, null::text
+      union all select 'claimed', 1, lease_epoch, 'tap_hist_w1', null from c5a
+      union all select 'released', 1, lease_epoch, 'tap_hist_w1', null from c5a$$,
+    'after a release: submitted, claimed, released (with the attempt, epoch and worker)'
+);
+create temp table c5b as
+select * from jobctl.claim_job('tap_hist_w2', array['tap_hist_q5']);
+select ok((select jobctl.complete_job(job_id, lease_epoch) from c5b), 'the job is claimed again and completes');
+select results_eq(
+    $$select h.event, h.attempt, h.lease_epoch, h.worker_id from s5 cross join jobctl.job_history(s5.job_id) as h$$,
+    $$select 'submitted', 0, null::bigint, null::text
+      union all select 'claimed', 1, lease_epoch, 'tap_hist_w1' from c5a
+      union all select 'released', 1, lease_epoch, 'tap_hist_w1' from c5a
+      union all select 'claimed', 1, lease_epoch, 'tap_hist_w2' from c5b
+      union all select 'completed', 1, lease_epoch, 'tap_hist_w2' from c5b$$,
+    'submitted, claimed, released, claimed, completed (the released attempt does not count)'
+);
+select ok((select pg_temp.in_order(job_id) from s5), 'oldest first');
 
 select isnt(obj_description('jobctl.job_history(bigint)'::regprocedure), null, 'job_history has a comment');
 
