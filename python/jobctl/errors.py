@@ -76,6 +76,7 @@ BY_SQLSTATE: dict[str, type[JobctlError]] = {
     "22007": InvalidInput,  # a timestamp that does not parse
     "22008": InvalidInput,  # a timestamp out of range
     "22003": InvalidInput,  # a number out of range for its type
+    "22P05": InvalidInput,  # a \u0000 in JSON text
 }
 
 

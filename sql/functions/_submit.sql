@@ -31,7 +31,7 @@ begin
             (2, length(o.tenant_id) > 200, 'JC001', 'tenant_id', 'tenant_id must be at most 200 characters'),
             (3, o.queue is null or o.queue = '', 'JC001', 'queue', 'queue must be a non-empty string'),
             (4, length(o.queue) > 200, 'JC001', 'queue', 'queue must be at most 200 characters'),
-            (5, o.payload is null, 'JC001', 'payload', 'payload must not be NULL (use {} for none)'),
+            (5, o.payload is null or o.payload = 'null'::jsonb, 'JC001', 'payload', 'payload must not be NULL (use {} for none)'),
             (6, octet_length(o.payload::text) > 65536, 'JC002', 'payload',
                 format('payload is %s bytes; the limit is 65536', octet_length(o.payload::text))),
             (7, o.priority is null or o.priority not between -100 and 100, 'JC001', 'priority',
@@ -41,7 +41,8 @@ begin
             (9, o.timeout <= interval '0' or o.timeout > interval '30 days', 'JC001', 'timeout',
                 'timeout must be positive and at most 30 days'),
             (10, o.dedup_key = '' or length(o.dedup_key) > 500, 'JC001', 'dedup_key',
-                'dedup_key must be NULL or a string of 1 to 500 characters')
+                'dedup_key must be NULL or a string of 1 to 500 characters'),
+            (11, not isfinite(o.run_at), 'JC001', 'run_at', 'run_at must be a finite time, not infinity')
         ) as v (n, bad, code, field, msg)
         where v.bad
         order by v.n

@@ -11,7 +11,8 @@ begin
     if jsonb_typeof(p_value) <> 'number'
        or p_value::text::numeric <> trunc(p_value::text::numeric)
        or abs(p_value::text::numeric) > 2147483647 then
-        raise exception using errcode = 'JC001', message = format('%s must be an integer, not %s', p_field, p_value);
+        raise exception using errcode = 'JC001', message = format('%s must be an integer, not %s', p_field, p_value),
+            detail = format('field: %s', p_field);
     end if;
     return p_value::text::integer;
 end

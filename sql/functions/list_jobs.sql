@@ -14,15 +14,18 @@ as $$
 #variable_conflict use_column
 begin
     if list_jobs.tenant_id is null then
-        raise exception using errcode = 'JC001', message = 'tenant_id must not be NULL';
+        raise exception using errcode = 'JC001', message = 'tenant_id must not be NULL',
+            detail = 'field: tenant_id';
     end if;
     if list_jobs.state is not null
        and list_jobs.state not in ('pending', 'running', 'completed', 'failed', 'dead', 'cancelled') then
         raise exception using errcode = 'JC001',
-            message = format('state must be one of pending, running, completed, failed, dead, cancelled, not %s', list_jobs.state);
+            message = format('state must be one of pending, running, completed, failed, dead, cancelled, not %s', list_jobs.state),
+            detail = 'field: state';
     end if;
     if max_rows is null or max_rows < 1 then
-        raise exception using errcode = 'JC001', message = format('max_rows must be at least 1, not %s', coalesce(max_rows::text, 'NULL'));
+        raise exception using errcode = 'JC001', message = format('max_rows must be at least 1, not %s', coalesce(max_rows::text, 'NULL')),
+            detail = 'field: max_rows';
     end if;
     return query
     select v.*

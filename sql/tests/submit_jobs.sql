@@ -1,7 +1,7 @@
 -- jobctl.submit_jobs: a JSON array of jobs, all or nothing, rows in input order, errors naming
 -- jobs[i].field, in-batch dedup. Tenants tap_batch_*, queues tap_batch_*.
 begin;
-select plan(43);
+select plan(47);
 -- the tests join temp tables that have no statistics: keep JIT from compiling those plans
 set local jit = off;
 \ir helpers.psql
@@ -241,6 +241,21 @@ select results_eq(
     $$select count(*) from jobctl._ready where tenant_id = 'tap_batch_big'$$, $$values (10000::bigint)$$,
     'and all 10,000 are queued'
 );
+
+-- values that parse but make no sense: a job that is never due, a JSON null payload
+select throws_ok(
+    $$select * from jobctl.submit_jobs('[{"tenant_id": "tap_sj_inf", "queue": "q", "payload": {}, "run_at": "infinity"}]')$$,
+    'JC001', 'jobs[0].run_at must be a finite time, not infinity', 'run_at infinity: JC001'
+);
+select throws_ok(
+    $$select * from jobctl.submit_job('tap_sj_inf', 'q', '{}', run_at => '-infinity')$$,
+    'JC001', 'run_at must be a finite time, not infinity', 'submit_job run_at -infinity: JC001'
+);
+select throws_ok(
+    $$select * from jobctl.submit_jobs('[{"tenant_id": "tap_sj_inf", "queue": "q", "payload": null}]')$$,
+    'JC001', 'jobs[0].payload must not be NULL (use {} for none)', 'a JSON null payload: JC001'
+);
+select is(pg_temp.n_jobs('tap_sj_inf'), 0::bigint, 'nothing was written by the refused submits');
 
 select isnt(obj_description('jobctl.submit_jobs(jsonb)'::regprocedure), null, 'submit_jobs has a comment');
 
