@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 DSN = $${JOBCTL_DSN:-$$(cat .pg/dsn)}
 
 .DEFAULT_GOAL := help
-.PHONY: help setup db db-stop db-destroy migrate validate test lint sqlfluff pgtap pytest bench-claim psql clean
+.PHONY: help setup db db-stop db-destroy migrate validate demo demo-stop test lint sqlfluff pgtap pytest bench-claim psql clean
 
 help: ## List the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -27,6 +27,12 @@ migrate: setup ## Apply pending migrations and re-apply the SQL functions
 
 validate: setup ## Exit non-zero when the database is behind the files
 	@$(BIN)/jobctl validate
+
+demo: db ## Start a worker and the API (background, logs in .demo/), run sample jobs, print a token
+	@bin/demo
+
+demo-stop: ## Stop the demo's worker and API
+	@bin/demo stop
 
 test: db lint pgtap pytest ## Run sqlfluff, ruff, mypy, pgTAP (pg_prove) and pytest against the local cluster
 

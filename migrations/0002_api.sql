@@ -15,4 +15,4 @@ create table jobctl._api_token (
 );
 
 -- complete_jobs gains `results jsonb[] default null`; the two-argument form would be ambiguous beside it.
-drop function jobctl.complete_jobs(bigint[], bigint[]);
+drop function if exists jobctl.complete_jobs(bigint[], bigint[]);

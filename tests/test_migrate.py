@@ -109,7 +109,7 @@ def test_validate_and_print(scratch_dsn: str) -> None:
     assert edited.returncode == 1 and "changed after it was applied" in edited.stderr
     refused = run(scratch_dsn, "migrate")
     assert refused.returncode == 1
-    assert refused.stderr.startswith("Error: migration 0001_core.sql changed")
+    assert refused.stderr.startswith("jobctl: migration 0001_core.sql changed")
     assert "Traceback" not in refused.stderr
 
 

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 import psycopg
+from psycopg.rows import dict_row
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -26,3 +28,8 @@ def dsn() -> str:
 
 def connect(autocommit: bool = False) -> psycopg.Connection[tuple[object, ...]]:
     return psycopg.connect(dsn(), autocommit=autocommit, application_name="jobctl")
+
+
+def connect_dicts(autocommit: bool = False) -> psycopg.Connection[dict[str, Any]]:
+    """A connection whose rows are dicts keyed by column name."""
+    return psycopg.connect(dsn(), autocommit=autocommit, application_name="jobctl", row_factory=dict_row)

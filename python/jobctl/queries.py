@@ -71,3 +71,9 @@ STATS = "select * from jobctl.stats(%(tenant_id)s::text, %(queue)s::text)"
 CLAIM_METRICS = "select * from jobctl.claim_metrics(%(window)s::interval)"
 HEALTH_CHECKS = "select * from jobctl.health_checks()"
 PING = "select 1"
+
+# --- cli (added)
+# `jobctl submit --delay`: the run_at that many seconds from now, by the database clock
+RUN_AT_AFTER = "select now() + make_interval(secs => %(seconds)s::float8) as run_at"
+# the database clock, for the ages `jobctl stats` and `jobctl top` show (display only)
+NOW = "select now() as now"

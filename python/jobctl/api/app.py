@@ -1,0 +1,96 @@
+"""The ASGI app: FastAPI over a psycopg async connection pool, opened and closed by the lifespan."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import psycopg
+from fastapi import FastAPI
+from psycopg.conninfo import conninfo_to_dict
+from psycopg_pool import AsyncConnectionPool
+
+from jobctl import __version__, db
+from jobctl.api import error_handlers, metrics, routes
+from jobctl.api.limits import BodyLimit
+
+MAX_BODY_BYTES = 1024 * 1024  # larger request bodies are refused (413) before they are parsed
+APPLICATION_NAME = "jobctl-api"
+
+DESCRIPTION = """\
+The HTTP face of jobctl, a multi-tenant job scheduler that lives inside PostgreSQL. Every endpoint
+is a thin caller of one `jobctl` SQL function, so the API, the CLI and the worker agree on every
+rule.
+
+**Authentication.** Send `Authorization: Bearer <token>` with a token made by
+`jobctl.create_api_token(tenant_id, scopes)`. A token speaks for one tenant (or, made with a NULL
+tenant, for every tenant: an admin token) and only for its scopes: `jobs:read`, `jobs:submit`,
+`jobs:cancel`, `jobs:retry`. Only its SHA-256 is stored. No or a bad token: 401; a missing scope: 403.
+Another tenant's job is invisible: it answers 404, exactly as an unknown id does.
+
+**Errors.** Every 4xx and 5xx has the same JSON body: `error` (a short code), `message` (one line),
+`field` (the request field at fault, or null) and `sqlstate` (when the database raised it; see
+docs/errors.md); request validation adds `errors`, a list of `{field, reason}`. 429 and 503 carry
+`Retry-After`.
+"""
+
+
+def connection_kwargs(conninfo: str) -> dict[str, Any]:
+    """Autocommit sessions named jobctl-api, unless the DSN names them itself."""
+    kwargs: dict[str, Any] = {"autocommit": True}
+    if "application_name" not in conninfo_to_dict(conninfo):
+        kwargs["application_name"] = APPLICATION_NAME
+    return kwargs
+
+
+def create_app(
+    dsn: str | None = None, *, pool_min: int = 1, pool_max: int = 10, pool_timeout: float = 5.0
+) -> FastAPI:
+    """The API app. dsn None: JOBCTL_DSN or the local cluster's, looked up when the app starts.
+    pool_timeout is how long a request waits for a connection before it answers 503."""
+    pool: AsyncConnectionPool[psycopg.AsyncConnection[Any]] | None = None
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        nonlocal pool
+        conninfo = dsn if dsn is not None else db.dsn()
+        pool = AsyncConnectionPool(
+            conninfo,
+            kwargs=connection_kwargs(conninfo),
+            min_size=pool_min,
+            max_size=pool_max,
+            timeout=pool_timeout,
+            # a connection is tried before each use, so one the server dropped (restart,
+            # pg_terminate_backend) is replaced instead of failing a request
+            check=AsyncConnectionPool.check_connection,
+            name=APPLICATION_NAME,
+            open=False,
+        )
+        await pool.open()  # without waiting: the API starts, and answers 503, while the database is down
+        app.state.pool = pool
+        try:
+            yield
+        finally:
+            await pool.close()
+
+    app = FastAPI(
+        title="jobctl API",
+        version=__version__,
+        summary="Submit, inspect, list, cancel and retry jobs of a PostgreSQL-native job scheduler.",
+        description=DESCRIPTION,
+        openapi_url="/api/v1/openapi.json",
+        docs_url="/api/v1/docs",
+        redoc_url=None,
+        lifespan=lifespan,
+        generate_unique_id_function=lambda route: route.name,  # operationIds: submit_job, get_job, ...
+        openapi_tags=[
+            {"name": "jobs", "description": "A tenant's jobs. Each endpoint needs a token with its scope."},
+            {"name": "operations", "description": "For load balancers and monitoring; no token."},
+        ],
+    )
+    app.add_middleware(BodyLimit, max_bytes=MAX_BODY_BYTES)  # innermost of ours: metrics count its 413s
+    error_handlers.install(app)
+    metrics.install(app, lambda: pool.get_stats() if pool is not None else None)
+    app.include_router(routes.router)
+    return app

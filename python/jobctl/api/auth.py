@@ -1,0 +1,110 @@
+"""Bearer tokens: `Authorization: Bearer <token>`, checked by jobctl.authenticate (which stores only
+their hash) for one scope. A token speaks for one tenant, or for every tenant (admin).
+
+The dependency holds one pooled connection for the whole request: authentication and the
+endpoint's own statement share it.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
+from typing import Annotated, Any
+
+import psycopg
+from fastapi import Depends, Request
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from psycopg_pool import AsyncConnectionPool
+
+from jobctl import errors, queries
+from jobctl.api import error_handlers
+
+log = logging.getLogger("jobctl.api.auth")
+
+SCOPES = ("jobs:read", "jobs:submit", "jobs:cancel", "jobs:retry")
+
+# Declares the scheme in the OpenAPI document; the header itself is parsed below, so that a missing
+# and a malformed header get distinct messages.
+bearer_scheme = HTTPBearer(
+    auto_error=False,
+    scheme_name="bearer",
+    description="An API token from `jobctl.create_api_token(tenant_id, scopes)`: scoped to one tenant "
+    "(or, created with a NULL tenant, to all: an admin token) and to actions: " + ", ".join(SCOPES) + ".",
+)
+
+
+@dataclass(frozen=True)
+class Caller:
+    token_id: int
+    tenant_id: str | None  # None: an admin token
+    conn: psycopg.AsyncConnection[Any]
+
+    def tenant_for(self, requested: str | None, field: str) -> str:
+        """The tenant a request acts for: the token's own, unless an admin token names one."""
+        if requested is None:
+            if self.tenant_id is None:
+                raise errors.InvalidInput(f"{field} is required with an admin token", field=field)
+            return self.tenant_id
+        if self.tenant_id is not None and requested != self.tenant_id:
+            raise errors.Forbidden(f"this token may not act for tenant {requested}", field=field)
+        return requested
+
+
+def pool_of(request: Request) -> AsyncConnectionPool[psycopg.AsyncConnection[Any]]:
+    pool: AsyncConnectionPool[psycopg.AsyncConnection[Any]] = request.app.state.pool
+    return pool
+
+
+def _token(request: Request) -> str:
+    header = request.headers.get("authorization")
+    if header is None:
+        raise errors.Unauthorized("missing Authorization header: send Authorization: Bearer <token>")
+    scheme, _, token = header.strip().partition(" ")
+    token = token.strip()
+    if scheme.lower() != "bearer" or not token or any(c.isspace() for c in token):
+        raise errors.Unauthorized("malformed Authorization header: expected Bearer <token>")
+    return token
+
+
+def _refuse(request: Request, err: errors.JobctlError, scope: str, token: str = "") -> errors.JobctlError:
+    claimed = re.match(r"jct_(\d+)_", token)  # the id is not secret (list_api_tokens shows it); the rest is
+    log.warning(
+        "authentication failed: %s",
+        err,
+        extra={
+            "token_id": int(claimed.group(1)) if claimed else None,
+            "path": request.url.path,
+            "scope": scope,
+            "client": request.client.host if request.client else None,
+        },
+    )
+    return err
+
+
+def authorized(scope: str) -> Callable[..., AsyncIterator[Caller]]:
+    """A dependency: the Caller, if the request's token may perform scope; else 401 or 403."""
+    assert scope in SCOPES, scope
+
+    async def dependency(
+        request: Request,
+        _credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer_scheme)],
+    ) -> AsyncIterator[Caller]:
+        try:
+            token = _token(request)
+        except errors.Unauthorized as e:
+            raise _refuse(request, e, scope) from None
+        async with pool_of(request).connection() as conn:
+            try:
+                cur = await conn.execute(queries.AUTHENTICATE, {"token": token, "scope": scope})
+                row = await cur.fetchone()
+            except psycopg.Error as e:
+                err = error_handlers.from_db(e)
+                if isinstance(err, errors.Unauthorized | errors.Forbidden):
+                    raise _refuse(request, err, scope, token) from None
+                raise
+            assert row is not None  # authenticate returns a row or raises
+            yield Caller(token_id=int(row[0]), tenant_id=row[1], conn=conn)
+
+    return dependency

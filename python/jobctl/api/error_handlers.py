@@ -1,0 +1,227 @@
+"""One JSON shape for every 4xx and 5xx answer (models.ErrorBody), and the handlers that produce it.
+
+Database errors are mapped by SQLSTATE (jobctl.errors.from_db), never by message text. A database
+that cannot be reached answers 503 with Retry-After; anything unexpected answers a generic 500 and is
+logged, with its traceback, on the server only.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import re
+from typing import Any
+
+import psycopg
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from jobctl import errors
+from jobctl.api import audit
+
+log = logging.getLogger("jobctl.api")
+
+# The short `error` code: by SQLSTATE where one says more than its class, else by class.
+CODE_BY_SQLSTATE = {
+    "JC003": "invalid_backoff",
+    "JC004": "over_quota",
+    "JC005": "rate_limited",
+    "JC020": "invalid_token",
+    "JC021": "insufficient_scope",
+    "40001": "try_again",
+}
+CODE_BY_CLASS: dict[type[errors.JobctlError], str] = {
+    errors.InvalidInput: "invalid_request",
+    errors.PayloadTooLarge: "payload_too_large",
+    errors.OverLimit: "over_limit",
+    errors.IllegalTransition: "illegal_transition",
+    errors.NotFound: "not_found",
+    errors.Unauthorized: "unauthorized",
+    errors.Forbidden: "forbidden",
+    errors.TryAgain: "try_again",
+}
+CODE_BY_STATUS = {
+    400: "bad_request",
+    404: "not_found",
+    405: "method_not_allowed",
+    413: "payload_too_large",
+    415: "unsupported_media_type",
+}
+# Field names the SQL functions use, as this API spells them
+API_FIELD = {"job_id": "id", "state": "status", "before_id": "before", "max_rows": "limit"}
+# The API submits one job through submit_jobs, whose messages and fields name it jobs[0]
+_BATCH_PREFIX = "jobs[0]."
+_UNAVAILABLE_RETRY_AFTER = 2
+
+
+def body(
+    error: str, message: str, field: str | None = None, sqlstate: str | None = None, **extra: Any
+) -> dict[str, Any]:
+    return {"error": error, "message": message, "field": field, "sqlstate": sqlstate, **extra}
+
+
+def retry_after(hint: str | None) -> int:
+    """Whole seconds to wait: the first number in the error's hint, rounded up, else 1."""
+    found = re.search(r"\d+(?:\.\d+)?", hint or "")
+    return max(1, math.ceil(float(found.group()))) if found else 1
+
+
+def from_db(e: psycopg.Error) -> errors.JobctlError | None:
+    """jobctl.errors.from_db, in the API's words. Any other data exception (SQLSTATE class 22, or a
+    value psycopg refused to send, such as text with a NUL) is the request's fault too."""
+    err = errors.from_db(e)
+    if err is None:
+        if not isinstance(e, psycopg.DataError):
+            return None
+        message = (e.diag.message_primary or str(e)).strip().splitlines()[0]
+        err = errors.InvalidInput(message, sqlstate=e.diag.sqlstate or "")
+    err.args = (str(err).removeprefix(_BATCH_PREFIX),)
+    if err.field is not None:
+        field = err.field.removeprefix(_BATCH_PREFIX)
+        err.field = API_FIELD.get(field, field)
+    return err
+
+
+def error_response(err: errors.JobctlError) -> JSONResponse:
+    code = CODE_BY_SQLSTATE.get(err.sqlstate) or CODE_BY_CLASS.get(type(err), "internal_error")
+    headers: dict[str, str] = {}
+    if err.http_status == 401:
+        headers["WWW-Authenticate"] = (
+            'Bearer realm="jobctl", error="invalid_token"' if err.sqlstate else "Bearer"
+        )
+    elif err.sqlstate == "JC021":
+        headers["WWW-Authenticate"] = 'Bearer realm="jobctl", error="insufficient_scope"'
+    if err.http_status in (429, 503):
+        headers["Retry-After"] = str(retry_after(err.hint))
+    return JSONResponse(
+        body(code, str(err), err.field, err.sqlstate or None), status_code=err.http_status, headers=headers
+    )
+
+
+def unavailable() -> JSONResponse:
+    return JSONResponse(
+        body("unavailable", "the database is unavailable; try again shortly"),
+        status_code=503,
+        headers={"Retry-After": str(_UNAVAILABLE_RETRY_AFTER)},
+    )
+
+
+def internal_error() -> JSONResponse:
+    return JSONResponse(body("internal_error", "internal server error"), status_code=500)
+
+
+def body_too_large(limit: int) -> JSONResponse:
+    return JSONResponse(body("payload_too_large", f"the request body is over {limit} bytes"), status_code=413)
+
+
+def _answer(request: Request, response: JSONResponse) -> JSONResponse:
+    audit.refused(request, response.status_code)
+    return response
+
+
+async def _jobctl_error(request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, errors.JobctlError)
+    if exc.http_status == 500:  # e.g. JC006/JC007: cannot happen on the API's autocommit sessions
+        log.error("%s %s: %s", request.method, request.url.path, exc, extra={"sqlstate": exc.sqlstate})
+        return _answer(request, internal_error())
+    return _answer(request, error_response(exc))
+
+
+async def _db_error(request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, psycopg.Error)
+    err = from_db(exc)
+    if err is not None:
+        return await _jobctl_error(request, err)
+    if isinstance(exc, psycopg.OperationalError | psycopg.InterfaceError):
+        log.warning("%s %s: database unavailable: %s", request.method, request.url.path, str(exc).strip())
+        return _answer(request, unavailable())
+    log.error("%s %s: unexpected database error", request.method, request.url.path, exc_info=exc)
+    return _answer(request, internal_error())
+
+
+def _field(loc: tuple[int | str, ...]) -> str:
+    parts = loc[1:] if loc and loc[0] in ("body", "query", "path", "header", "cookie") else loc
+    out = ""
+    for p in parts:
+        out += f"[{p}]" if isinstance(p, int) else f".{p}" if out else str(p)
+    return out or "body"
+
+
+def _reason(e: dict[str, Any]) -> str:
+    if e["type"] == "extra_forbidden":
+        return "unknown field"
+    if e["type"] == "missing":
+        return "required"
+    return str(e["msg"]).removeprefix("Value error, ")
+
+
+async def _validation_error(request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, RequestValidationError)
+    found = list(exc.errors())
+    bad_json = next((e for e in found if e["type"] == "json_invalid"), None)
+    if bad_json is not None:
+        where = bad_json["loc"][1] if len(bad_json["loc"]) > 1 else "?"
+        why = bad_json.get("ctx", {}).get("error", "JSON decode error")
+        return _answer(
+            request,
+            JSONResponse(
+                body(
+                    "invalid_json", f"the request body is not valid JSON: {why} at character {where}", "body"
+                ),
+                status_code=400,
+            ),
+        )
+    items = [{"field": _field(tuple(e["loc"])), "reason": _reason(e)} for e in found]
+    first = items[0] if items else {"field": None, "reason": "invalid request"}
+    more = f" (and {len(items) - 1} more)" if len(items) > 1 else ""
+    message = f"{first['field']}: {first['reason']}{more}"
+    return _answer(
+        request,
+        JSONResponse(body("invalid_request", message, first["field"], errors=items), status_code=422),
+    )
+
+
+async def _http_error(request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, StarletteHTTPException)
+    code = CODE_BY_STATUS.get(exc.status_code, f"http_{exc.status_code}")
+    message = "no such endpoint" if exc.status_code == 404 else str(exc.detail)
+    return _answer(
+        request, JSONResponse(body(code, message), status_code=exc.status_code, headers=exc.headers)
+    )
+
+
+class CatchAll:
+    """Answers an unexpected exception with a generic 500 and logs it with its traceback."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = False
+
+        async def send_tracking(message: Message) -> None:
+            nonlocal started
+            started = started or message["type"] == "http.response.start"
+            await send(message)
+
+        try:
+            await self.app(scope, receive, send_tracking)
+        except Exception:
+            log.exception("%s %s: unexpected error", scope.get("method"), scope.get("path"))
+            if started:
+                raise
+            await internal_error()(scope, receive, send)
+
+
+def install(app: FastAPI) -> None:
+    app.add_exception_handler(errors.JobctlError, _jobctl_error)
+    app.add_exception_handler(psycopg.Error, _db_error)
+    app.add_exception_handler(RequestValidationError, _validation_error)
+    app.add_exception_handler(StarletteHTTPException, _http_error)
+    app.add_middleware(CatchAll)

@@ -1,0 +1,154 @@
+"""The API's JSON shapes: request bodies (validated, unknown fields refused) and responses.
+
+Defaults and limits that the SQL functions own (priority 0 and -100..100, max_attempts 3, the backoff
+defaults, the 64 KiB payload limit, ...) are not repeated here: an absent field is simply not sent,
+and the database answers for it. The bounds below are only those of the JSON types themselves.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Annotated, Any, Literal
+
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, JsonValue, StrictInt, field_validator
+
+INT4_MIN, INT4_MAX = -(2**31), 2**31 - 1
+JOB_ID_MAX = 2**63 - 1
+
+State = Literal["pending", "running", "completed", "failed", "dead", "cancelled"]
+
+
+class JobSubmit(BaseModel):
+    """One job to submit: the fields of `jobctl.submit_job`. Omitted fields take the database's defaults."""
+
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={
+            "examples": [
+                {
+                    "queue": "emails",
+                    "payload": {"to": "ada@example.com", "template": "welcome"},
+                    "priority": 5,
+                    "dedup_key": "welcome-ada",
+                    "max_attempts": 5,
+                    "backoff": {"strategy": "exponential", "base": "10 seconds", "max": "1 hour"},
+                    "timeout": 60,
+                }
+            ]
+        },
+    )
+
+    tenant_id: str | None = Field(
+        default=None,
+        description="The tenant. With a tenant token: may be omitted (the token's tenant) and must match it. "
+        "With an admin token: required.",
+    )
+    queue: str = Field(description="The queue, 1-200 characters.")
+    payload: JsonValue = Field(description="Any JSON value (use {} for none); at most 64 KiB as text.")
+    priority: Annotated[StrictInt | None, Field(ge=INT4_MIN, le=INT4_MAX)] = Field(
+        default=None, description="Higher runs first; -100..100. Default 0."
+    )
+    run_at: AwareDatetime | None = Field(
+        default=None,
+        description="When the job becomes due: ISO 8601 with a time zone, e.g. 2026-12-01T09:30:00Z. "
+        "Default: now.",
+    )
+    dedup_key: str | None = Field(
+        default=None,
+        description="At most one job per tenant and key while it is in hot storage (7 days): a repeat "
+        'returns the first job with "duplicate": true and changes nothing.',
+    )
+    max_attempts: Annotated[StrictInt | None, Field(ge=INT4_MIN, le=INT4_MAX)] = Field(
+        default=None, description="Runs allowed, the first included; 1..1000. Default 3."
+    )
+    backoff: dict[str, JsonValue] | None = Field(
+        default=None,
+        description='Delay between attempts: {"strategy": "exponential" | "linear" | "fixed", '
+        '"base": "<interval>", "max": "<interval>", "jitter": true | false}. Defaults: exponential, '
+        "5 seconds, 1 hour, jitter on.",
+    )
+    timeout: Annotated[float | None, Field(strict=True, allow_inf_nan=False)] = Field(
+        default=None, description="Seconds a run may take, more than 0 and at most 30 days. Default: none."
+    )
+
+    @field_validator("run_at", mode="before")
+    @classmethod
+    def _run_at_is_text(cls, value: Any) -> Any:
+        if value is not None and not isinstance(value, str):
+            raise ValueError("must be an ISO 8601 string such as 2026-12-01T09:30:00Z")
+        return value
+
+
+class Job(BaseModel):
+    """A job as `jobctl.get_job` shows it."""
+
+    job_id: int
+    tenant_id: str
+    queue: str
+    state: State
+    priority: int
+    payload: JsonValue
+    run_at: datetime
+    attempt: int = Field(description="Runs started so far.")
+    max_attempts: int
+    dedup_key: str | None
+    created_at: datetime
+    started_at: datetime | None
+    finished_at: datetime | None
+    last_error: str | None
+    result: JsonValue = Field(description="What the worker returned on completion, or null.")
+    worker_id: str | None
+    lease_expires_at: datetime | None = Field(description="While running: when the worker's lease ends.")
+    lease_epoch: int | None
+    timeout: float | None = Field(description="Seconds a run may take, or null.")
+    backoff: dict[str, JsonValue] | None = Field(description="The backoff in force (null: the defaults).")
+
+    @classmethod
+    def from_row(cls, row: dict[str, Any]) -> Job:
+        """From a `jobctl.job_info` row: times in UTC, the timeout interval in seconds."""
+        return cls.model_validate({k: _plain(v) for k, v in row.items()})
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, datetime):
+        return value.astimezone(UTC)
+    if isinstance(value, timedelta):
+        return value.total_seconds()
+    return value
+
+
+class JobOut(BaseModel):
+    job: Job
+
+
+class Submitted(BaseModel):
+    job: Job
+    duplicate: bool = Field(description="true: a job with this dedup_key already existed; nothing changed.")
+
+
+class JobPage(BaseModel):
+    jobs: list[Job] = Field(description="Newest first (job_id descending).")
+    next: int | None = Field(description="Pass as `before` for the next page; null on the last page.")
+
+
+class FieldError(BaseModel):
+    field: str | None
+    reason: str
+
+
+class ErrorBody(BaseModel):
+    """The body of every 4xx and 5xx answer."""
+
+    error: str = Field(description="A short code: invalid_request, not_found, illegal_transition, ...")
+    message: str = Field(description="One readable line.")
+    field: str | None = Field(description="The request field at fault, when there is one.")
+    sqlstate: str | None = Field(
+        description="The database's SQLSTATE (docs/errors.md), when it raised the error."
+    )
+    errors: list[FieldError] | None = Field(
+        default=None, description="Request validation only: every field at fault, with the reason."
+    )
+
+
+class Health(BaseModel):
+    status: Literal["ok", "unavailable"]

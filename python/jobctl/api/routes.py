@@ -1,0 +1,230 @@
+"""The endpoints. Each is a thin caller of one jobctl function (queries.py), after authentication;
+submit, cancel and retry then read the job back with get_job for the answer."""
+
+from __future__ import annotations
+
+import logging
+from typing import Annotated, Any
+
+import psycopg
+from fastapi import APIRouter, Depends, Path, Query, Request, Response
+from fastapi.responses import JSONResponse
+from psycopg.rows import dict_row
+from psycopg.types.json import Jsonb
+
+from jobctl import errors, queries
+from jobctl.api import audit
+from jobctl.api.auth import Caller, authorized, pool_of
+from jobctl.api.models import JOB_ID_MAX, ErrorBody, Health, Job, JobOut, JobPage, JobSubmit, Submitted
+
+log = logging.getLogger("jobctl.api")
+
+HEALTH_TIMEOUT = 2.0  # seconds to wait for a pooled connection before answering 503
+LIST_CAP = 1000  # list_jobs returns at most this many rows (docs/errors.md: max_rows is capped)
+
+NOT_YOURS = (
+    "No such job, or it belongs to another tenant: a tenant token cannot see other tenants' jobs, "
+    "so both answer 404."
+)
+
+
+def _errors(*statuses: int, notes: dict[int, str] | None = None) -> dict[int | str, dict[str, Any]]:
+    """The error answers of an endpoint for the OpenAPI document: 401, 403 and 503 always, the given
+    statuses too; notes replaces a status's default description."""
+    default = {
+        401: "Missing, malformed, unknown or revoked token.",
+        403: "The token lacks the scope this endpoint needs.",
+        404: NOT_YOURS,
+        409: "The job's state does not allow this.",
+        413: "The body is over 1 MiB, or the payload over 64 KiB.",
+        422: "Invalid request: see `field` and `errors`.",
+        429: "Over the tenant's quota or rate: retry after `Retry-After` seconds.",
+        503: "The database is unavailable: retry after `Retry-After` seconds.",
+    }
+    return {
+        s: {"model": ErrorBody, "description": (notes or {}).get(s, default.get(s, ""))}
+        for s in sorted({401, 403, 503, *statuses})
+    }
+
+
+JobId = Annotated[int, Path(alias="id", ge=1, le=JOB_ID_MAX, description="The job id.")]
+
+router = APIRouter(prefix="/api/v1")
+
+
+async def _fetch_all(caller: Caller, query: str, params: dict[str, Any]) -> list[dict[str, Any]]:
+    async with caller.conn.cursor(row_factory=dict_row) as cur:
+        await cur.execute(query, params)
+        return await cur.fetchall()
+
+
+def _not_found(job_id: int) -> errors.NotFound:
+    return errors.NotFound(f"job {job_id} not found", field="id")
+
+
+async def _job(caller: Caller, job_id: int) -> Job:
+    """The job just submitted, cancelled or retried (by this caller: no tenant check needed)."""
+    rows = await _fetch_all(caller, queries.GET_JOB, {"job_id": job_id})
+    if not rows:
+        raise _not_found(job_id)
+    return Job.from_row(rows[0])
+
+
+@router.post(
+    "/jobs",
+    status_code=201,
+    tags=["jobs"],
+    summary="Submit a job",
+    response_description="The new job.",
+    responses={
+        200: {
+            "model": Submitted,
+            "description": 'A job with this dedup_key exists: it, with "duplicate": true.',
+        },
+        **_errors(
+            400,
+            413,
+            422,
+            429,
+            notes={
+                400: "The body is not valid JSON.",
+                403: "The token lacks jobs:submit, or tenant_id names another tenant.",
+            },
+        ),
+    },
+)
+async def submit_job(
+    request: Request,
+    response: Response,
+    job: JobSubmit,
+    caller: Annotated[Caller, Depends(authorized("jobs:submit"))],
+) -> Submitted:
+    """Submit one job (scope `jobs:submit`). Fields left out take the database's defaults."""
+    act = audit.begin(request, audit.Action(caller.token_id, caller.tenant_id, "submit"))
+    act.tenant = caller.tenant_for(job.tenant_id, "tenant_id")
+    spec = job.model_dump(mode="json", exclude_unset=True) | {"tenant_id": act.tenant}
+    rows = await _fetch_all(caller, queries.SUBMIT_JOBS, {"jobs": Jsonb([spec])})
+    act.job_id, duplicate = int(rows[0]["job_id"]), bool(rows[0]["duplicate"])
+    out = Submitted(job=await _job(caller, act.job_id), duplicate=duplicate)
+    response.status_code = 200 if duplicate else 201
+    act.record(response.status_code)
+    return out
+
+
+@router.get(
+    "/jobs/{id}",
+    tags=["jobs"],
+    summary="Get a job",
+    responses=_errors(404, 422, notes={422: "The id is not a positive integer."}),
+)
+async def get_job(job_id: JobId, caller: Annotated[Caller, Depends(authorized("jobs:read"))]) -> JobOut:
+    """One job (scope `jobs:read`). Another tenant's job answers 404, as an unknown id does."""
+    rows = await _fetch_all(caller, queries.GET_JOB_OF, {"job_id": job_id, "tenant_id": caller.tenant_id})
+    if not rows:
+        raise _not_found(job_id)
+    return JobOut(job=Job.from_row(rows[0]))
+
+
+@router.delete(
+    "/jobs/{id}",
+    tags=["jobs"],
+    summary="Cancel a job",
+    response_description="The cancelled job.",
+    responses=_errors(404, 409, 422, notes={409: "The job is already completed, dead or cancelled."}),
+)
+async def cancel_job(
+    request: Request, job_id: JobId, caller: Annotated[Caller, Depends(authorized("jobs:cancel"))]
+) -> JobOut:
+    """Cancel a pending, failed or running job (scope `jobs:cancel`); a running job's lease is revoked, so
+    its worker's heartbeat answers `cancelled` and its completion is refused."""
+    act = audit.begin(request, audit.Action(caller.token_id, caller.tenant_id, "cancel", job_id))
+    rows = await _fetch_all(caller, queries.CANCEL_JOB_OF, {"job_id": job_id, "tenant_id": caller.tenant_id})
+    if not rows:
+        raise _not_found(job_id)
+    out = JobOut(job=await _job(caller, job_id))
+    act.record(200)
+    return out
+
+
+@router.post(
+    "/jobs/{id}/retry",
+    tags=["jobs"],
+    summary="Retry a job",
+    response_description="The job, pending again.",
+    responses=_errors(404, 409, 422, notes={409: "The job is pending, running or completed."}),
+)
+async def retry_job(
+    request: Request, job_id: JobId, caller: Annotated[Caller, Depends(authorized("jobs:retry"))]
+) -> JobOut:
+    """Make a failed, dead or cancelled job pending and due now (scope `jobs:retry`). Its attempt count is
+    kept and max_attempts raised to at least attempt + 1."""
+    act = audit.begin(request, audit.Action(caller.token_id, caller.tenant_id, "retry", job_id))
+    rows = await _fetch_all(caller, queries.RETRY_JOB_OF, {"job_id": job_id, "tenant_id": caller.tenant_id})
+    if not rows:
+        raise _not_found(job_id)
+    out = JobOut(job=await _job(caller, job_id))
+    act.record(200)
+    return out
+
+
+@router.get(
+    "/jobs",
+    tags=["jobs"],
+    summary="List jobs",
+    responses=_errors(
+        422,
+        notes={
+            403: "The token lacks jobs:read, or `tenant` names another tenant.",
+            422: "A bad filter or limit, or no `tenant` with an admin token.",
+        },
+    ),
+)
+async def list_jobs(
+    caller: Annotated[Caller, Depends(authorized("jobs:read"))],
+    tenant: Annotated[
+        str | None, Query(description="The tenant; defaults to the token's. Required with an admin token.")
+    ] = None,
+    status: Annotated[
+        str | None,
+        Query(description="Only jobs in this state: pending, running, completed, failed, dead or cancelled."),
+    ] = None,
+    queue: Annotated[str | None, Query(description="Only jobs of this queue.")] = None,
+    before: Annotated[
+        int | None,
+        Query(ge=1, le=JOB_ID_MAX, description="Only jobs with a smaller id: the `next` of a page."),
+    ] = None,
+    limit: Annotated[int, Query(ge=1, le=LIST_CAP, description="Jobs per page.")] = 50,
+) -> JobPage:
+    """A page of a tenant's jobs, newest first (scope `jobs:read`). Follow `next` (as `before`) until it
+    is null."""
+    tenant_id = caller.tenant_for(tenant, "tenant")
+    # one row more than the page tells whether another page follows
+    rows = await _fetch_all(
+        caller,
+        queries.LIST_JOBS,
+        {"tenant_id": tenant_id, "state": status, "queue": queue, "before_id": before, "max_rows": limit + 1},
+    )
+    # at the cap, list_jobs cannot return the extra row: a full page then points on (maybe to an empty one)
+    more = len(rows) > limit or len(rows) == limit == LIST_CAP
+    jobs = [Job.from_row(r) for r in rows[:limit]]
+    return JobPage(jobs=jobs, next=jobs[-1].job_id if more and jobs else None)
+
+
+@router.get(
+    "/health",
+    tags=["operations"],
+    summary="Health",
+    response_model=Health,
+    response_description="The database answers.",
+    responses={503: {"model": Health, "description": "The database cannot be reached."}},
+)
+async def health(request: Request) -> Health | JSONResponse:
+    """Whether the API can reach its database. No token needed."""
+    try:
+        pool = pool_of(request)
+        async with pool.connection(timeout=min(HEALTH_TIMEOUT, pool.timeout)) as conn:
+            await conn.execute(queries.PING)
+    except psycopg.Error as e:
+        log.warning("health check failed: %s", str(e).strip())
+        return JSONResponse({"status": "unavailable"}, status_code=503, headers={"Retry-After": "2"})
+    return Health(status="ok")

@@ -1,0 +1,91 @@
+"""The `jobctl` command line: a thin shell over the jobctl SQL functions.
+
+Human output by default, `--json` for machines. Every error a user can act on is one line on stderr,
+`jobctl: <what went wrong> [SQLSTATE, field: <name>]`, and exit status 1 (usage errors: click's
+exit 2); never a traceback. `JobctlGroup.invoke` is the one place that turns errors into that line.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import os
+import sys
+from typing import Any
+
+import click
+
+from jobctl.cli import jobs, ops, schema, tenants, tokens
+from jobctl.cli.common import CliError, describe, first_line
+
+
+class JobctlGroup(click.Group):
+    """A click group whose subcommands' errors end as one line and exit 1 (see module docstring)."""
+
+    # Commands that pull in heavy imports (uvicorn, FastAPI), loaded only when used or listed
+    LAZY = {"serve": ("jobctl.api.serve", "serve_command"), "worker": ("jobctl.worker", "worker_command")}
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return [*self.commands, *self.LAZY]  # in the order added below: by family, not alphabetically
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name in self.LAZY and cmd_name not in self.commands:
+            module, attr = self.LAZY[cmd_name]
+            command: click.Command = getattr(importlib.import_module(module), attr)
+            self.add_command(command, cmd_name)
+        return super().get_command(ctx, cmd_name)
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except (click.ClickException, click.exceptions.Exit, click.exceptions.Abort):
+            raise
+        except BrokenPipeError:  # `jobctl list ... | head`: stop quietly
+            with contextlib.suppress(OSError, ValueError):  # no flush error at exit either
+                os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            ctx.exit(1)
+        except Exception as e:
+            message = describe(e)
+            if message is None:
+                if os.environ.get("JOBCTL_DEBUG"):
+                    raise
+                message = (
+                    f"internal error: {type(e).__name__}: {first_line(str(e))} "
+                    "(set JOBCTL_DEBUG=1 to see the traceback)"
+                )
+            raise CliError(message) from None
+
+
+@click.group(cls=JobctlGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.option(
+    "--dsn",
+    metavar="DSN",
+    help="PostgreSQL connection string. Default: $JOBCTL_DSN, else the local cluster's .pg/dsn.",
+)
+@click.version_option(package_name="jobctl")
+def main(dsn: str | None) -> None:
+    """jobctl: a multi-tenant job scheduler inside PostgreSQL.
+
+    Every command calls the jobctl SQL functions. Add --json to a command for machine output.
+    """
+    if dsn:
+        os.environ["JOBCTL_DSN"] = dsn  # seen by db.dsn() here and in any child process
+
+
+# schema
+main.add_command(schema.migrate)
+main.add_command(schema.validate)
+# jobs
+main.add_command(jobs.submit)
+main.add_command(jobs.get)
+main.add_command(jobs.list_)
+main.add_command(jobs.history)
+main.add_command(jobs.cancel)
+main.add_command(jobs.retry)
+# tenants and API tokens
+main.add_command(tenants.tenant)
+main.add_command(tokens.token)
+# figures and health
+main.add_command(ops.stats)
+main.add_command(ops.doctor)
+main.add_command(ops.top)

@@ -1,0 +1,444 @@
+"""Jobs: `submit`, `get`, `list`, `history`, `cancel`, `retry`.
+
+Each submit builds the job as the JSON object `jobctl.submit_jobs` takes, with only the keys the
+user gave: the defaults (priority, attempts, backoff, timeout) are applied by SQL, never here.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+import shlex
+import stat
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import IO, Any
+
+import click
+import psycopg
+from psycopg.types.json import Jsonb
+
+from jobctl import errors, output, queries
+from jobctl.cli.common import (
+    CliError,
+    Conn,
+    connect,
+    describe,
+    echo_json,
+    fetch_all,
+    fetch_one,
+    json_option,
+    parse_json,
+)
+
+STATES = ("pending", "running", "completed", "failed", "dead", "cancelled")
+_BATCH_INDEX = re.compile(r"^jobs\[(\d+)\](\.?)")
+
+SUBMIT_EPILOG = """\b
+Examples:
+  jobctl submit acme emails '{"to": "ada@example.com"}' --priority 5
+  jobctl submit acme reports --delay 3600 --dedup-key report-2026-11
+  jobctl submit --file jobs.jsonl
+  producer | jobctl submit --file - --json
+
+\b
+Each line of a --file is one JSON object with submit_jobs' keys: tenant_id,
+queue, payload, priority, run_at, dedup_key, max_attempts, backoff, timeout.
+A batch is all or nothing; earlier batches stay submitted."""
+
+
+def _number_or_text(value: str) -> int | float | str:
+    """A number of seconds when it is one, else the text (an interval such as '5 minutes')."""
+    for kind in (int, float):
+        try:
+            number = kind(value)
+        except ValueError:
+            continue
+        return number if math.isfinite(number) else value
+    return value
+
+
+def _job_spec(
+    tenant: str,
+    queue: str,
+    payload: str | None,
+    priority: int | None,
+    run_at: str | None,
+    dedup_key: str | None,
+    max_attempts: int | None,
+    backoff: str | None,
+    timeout: str | None,
+) -> dict[str, Any]:
+    spec: dict[str, Any] = {
+        "tenant_id": tenant,
+        "queue": queue,
+        "payload": parse_json(payload, "PAYLOAD_JSON", "payload") if payload is not None else {},
+    }
+    optional = {
+        "priority": priority,
+        "run_at": run_at,
+        "dedup_key": dedup_key,
+        "max_attempts": max_attempts,
+        "backoff": parse_json(backoff, "--backoff", "backoff") if backoff is not None else None,
+        "timeout": _number_or_text(timeout) if timeout is not None else None,
+    }
+    spec.update({k: v for k, v in optional.items() if v is not None})
+    return spec
+
+
+def _single_error(e: psycopg.Error) -> errors.JobctlError | None:
+    """A submit_jobs error about jobs[0], told as the error of a single submit."""
+    mapped = errors.from_db(e)
+    if mapped is None:
+        return None
+    message = _BATCH_INDEX.sub("", str(mapped))
+    field_name = _BATCH_INDEX.sub("", mapped.field) if mapped.field else None
+    return type(mapped)(message, sqlstate=mapped.sqlstate, field=field_name, hint=mapped.hint)
+
+
+@click.command(epilog=SUBMIT_EPILOG)
+@click.argument("tenant", required=False)
+@click.argument("queue", required=False)
+@click.argument("payload", metavar="[PAYLOAD_JSON]", required=False)
+@click.option("--priority", type=int, help="Higher runs first (default 0; range in docs/errors.md).")
+@click.option("--run-at", metavar="ISO", help="When it is due, ISO 8601 (default: now).")
+@click.option(
+    "--delay",
+    type=click.FloatRange(min=0),
+    metavar="SECONDS",
+    help="Due this many seconds from now, by the database clock.",
+)
+@click.option(
+    "--dedup-key", metavar="KEY", help="At most one job per tenant and key: a repeat returns the first."
+)
+@click.option("--max-attempts", type=int, metavar="N", help="Runs allowed, the first included.")
+@click.option(
+    "--backoff", metavar="JSON", help='Retry delays, e.g. \'{"strategy": "fixed", "base": "10s"}\'.'
+)
+@click.option(
+    "--timeout", metavar="SECONDS", help="Longest run: seconds, or an interval such as '5 minutes'."
+)
+@click.option(
+    "--file",
+    "jobs_file",
+    type=click.File("rb"),
+    metavar="PATH",
+    help="Submit many jobs from a JSON Lines file ('-': stdin) instead.",
+)
+@click.option(
+    "--batch-size",
+    type=click.IntRange(1, 10000),
+    default=1000,
+    show_default=True,
+    help="Jobs per transaction with --file.",
+)
+@json_option
+def submit(
+    tenant: str | None,
+    queue: str | None,
+    payload: str | None,
+    priority: int | None,
+    run_at: str | None,
+    delay: float | None,
+    dedup_key: str | None,
+    max_attempts: int | None,
+    backoff: str | None,
+    timeout: str | None,
+    jobs_file: IO[bytes] | None,
+    batch_size: int,
+    as_json: bool,
+) -> None:
+    """Submit a job and print its id, or many from a JSON Lines file.
+
+    PAYLOAD_JSON defaults to {}. Omitted options take the database's defaults.
+    """
+    if jobs_file is not None:
+        given = [tenant, queue, payload, priority, run_at, delay, dedup_key, max_attempts, backoff, timeout]
+        if any(v is not None for v in given):
+            raise click.UsageError("--file takes no TENANT, QUEUE, PAYLOAD_JSON or job options")
+        _submit_file(jobs_file, batch_size, as_json)
+        return
+    if tenant is None or queue is None:
+        raise click.UsageError("give TENANT and QUEUE (or --file PATH)")
+    if run_at is not None and delay is not None:
+        raise click.UsageError("give --run-at or --delay, not both")
+    spec = _job_spec(tenant, queue, payload, priority, run_at, dedup_key, max_attempts, backoff, timeout)
+    with connect() as conn:
+        try:
+            with conn.transaction():
+                if delay is not None:
+                    due = fetch_one(conn, queries.RUN_AT_AFTER, {"seconds": delay})
+                    assert due is not None
+                    spec["run_at"] = due["run_at"].isoformat()
+                row = fetch_one(conn, queries.SUBMIT_JOBS, {"jobs": Jsonb([spec])})
+        except psycopg.Error as e:
+            mapped = _single_error(e)
+            if mapped is None:
+                raise
+            raise mapped from None
+    assert row is not None
+    if as_json:
+        echo_json(row)
+        return
+    click.echo(row["job_id"])
+    if row["duplicate"]:
+        click.echo(
+            f"duplicate of job {row['job_id']} (dedup key {dedup_key!r}): nothing new was submitted", err=True
+        )
+
+
+@dataclass
+class _Batch:
+    jobs: list[dict[str, Any]] = field(default_factory=list)
+    lines: list[int] = field(default_factory=list)  # the line number of each job
+    nbytes: int = 0
+
+
+def _batches(stream: IO[bytes], size: int) -> Iterator[_Batch]:
+    """JSON Lines in batches of `size` objects; blank lines are skipped. A bad line raises, naming it."""
+    batch = _Batch()
+    for lineno, raw in enumerate(stream, 1):
+        batch.nbytes += len(raw)
+        text = raw.strip()
+        if not text:
+            continue
+        try:
+            job = parse_json(text.decode(), f"line {lineno}")
+        except UnicodeDecodeError:
+            raise errors.InvalidInput(f"line {lineno} is not UTF-8") from None
+        if not isinstance(job, dict):
+            raise errors.InvalidInput(f"line {lineno} must be a JSON object, not {type(job).__name__}")
+        batch.jobs.append(job)
+        batch.lines.append(lineno)
+        if len(batch.jobs) >= size:
+            yield batch
+            batch = _Batch()
+    if batch.jobs or batch.nbytes:
+        yield batch
+
+
+def _at_line(e: errors.JobctlError, batch: _Batch) -> errors.JobctlError:
+    """A submit_jobs error about jobs[i], told as the error of line n of the file."""
+    match = _BATCH_INDEX.match(str(e))
+    if match is None or int(match[1]) >= len(batch.lines):
+        return e
+    where = f"line {batch.lines[int(match[1])]}" + (": " if match[2] else "")
+    field_name = _BATCH_INDEX.sub("", e.field) if e.field else None
+    return type(e)(_BATCH_INDEX.sub(where, str(e)), sqlstate=e.sqlstate, field=field_name, hint=e.hint)
+
+
+def _file_size(stream: IO[bytes]) -> int | None:
+    try:
+        st = os.fstat(stream.fileno())
+    except (OSError, ValueError, AttributeError):
+        return None
+    return st.st_size if stat.S_ISREG(st.st_mode) and st.st_size > 0 else None
+
+
+def _submit_file(stream: IO[bytes], batch_size: int, as_json: bool) -> None:
+    submitted = duplicates = batches = done_line = 0
+    started = time.monotonic()
+
+    def send(conn: Conn, batch: _Batch) -> None:
+        nonlocal submitted, duplicates, batches, done_line
+        if not batch.jobs:
+            return
+        try:
+            rows = fetch_all(conn, queries.SUBMIT_JOBS, {"jobs": Jsonb(batch.jobs)})
+        except psycopg.Error as e:
+            mapped = errors.from_db(e)
+            if mapped is None:
+                raise
+            raise _at_line(mapped, batch) from None
+        dups = sum(1 for r in rows if r["duplicate"])
+        submitted, duplicates, batches = submitted + len(rows) - dups, duplicates + dups, batches + 1
+        done_line = batch.lines[-1]
+
+    size = _file_size(stream)
+    stderr = sys.stderr
+    hidden = not stderr.isatty()  # no bar (nor its label) in logs and pipes
+    try:
+        with connect() as conn:
+            if size is not None:
+                with click.progressbar(length=size, label="submitting", file=stderr, hidden=hidden) as bar:
+                    for batch in _batches(stream, batch_size):
+                        send(conn, batch)
+                        bar.update(batch.nbytes)
+            else:
+                with click.progressbar(
+                    _batches(stream, batch_size),
+                    label="submitting",
+                    file=stderr,
+                    hidden=hidden,
+                    item_show_func=lambda b: f"{submitted + duplicates} jobs" if b else None,
+                ) as batch_iter:
+                    for batch in batch_iter:
+                        send(conn, batch)
+    except Exception as e:
+        message = describe(e)
+        if message is None:
+            raise
+        if done_line == 0:
+            message += "; nothing was submitted"
+        else:
+            message += (
+                f"; lines 1-{done_line} were submitted ({submitted + duplicates} jobs),"
+                f" nothing from line {done_line + 1} on"
+            )
+        raise CliError(message) from None
+    seconds = time.monotonic() - started
+    rate = (submitted + duplicates) / seconds if seconds > 0 else 0.0
+    if as_json:
+        doc = {
+            "submitted": submitted,
+            "duplicates": duplicates,
+            "batches": batches,
+            "seconds": round(seconds, 3),
+            "jobs_per_s": round(rate, 1),
+        }
+        echo_json(doc)
+        return
+    click.echo(
+        f"submitted {submitted} jobs ({duplicates} duplicates) in {batches} batches, "
+        f"{seconds:.1f}s, {rate:.0f} jobs/s"
+    )
+
+
+# --- reading and acting on one job
+
+JOB_LIST_EPILOG = """\b
+Examples:
+  jobctl list --tenant acme --state dead
+  jobctl list --tenant acme --queue emails --before 81234 --limit 20
+  jobctl list --tenant acme --json | jq '.[].job_id'"""
+
+
+@click.command()
+@click.argument("job_id", metavar="ID", type=int)
+@json_option
+def get(job_id: int, as_json: bool) -> None:
+    """Show one job: state, attempts, lease, payload, result, error."""
+    with connect() as conn:
+        job = fetch_one(conn, queries.GET_JOB, {"job_id": job_id})
+    if job is None:
+        raise errors.NotFound(f"no job {job_id}")
+    if as_json:
+        echo_json(job)
+    else:
+        click.echo(output.key_values(job.items()))
+
+
+@click.command("list", epilog=JOB_LIST_EPILOG)
+@click.option("--tenant", "tenant_id", metavar="TENANT", required=True, help="Whose jobs.")
+@click.option("--state", type=click.Choice(STATES), help="Only jobs in this state.")
+@click.option("--queue", metavar="QUEUE", help="Only jobs of this queue.")
+@click.option(
+    "--before", "before_id", type=int, metavar="ID", help="Only jobs older than this id (next page)."
+)
+@click.option(
+    "--limit",
+    type=click.IntRange(1, 1000),
+    default=100,
+    show_default=True,
+    metavar="N",
+    help="At most this many jobs.",
+)
+@json_option
+def list_(
+    tenant_id: str, state: str | None, queue: str | None, before_id: int | None, limit: int, as_json: bool
+) -> None:
+    """List a tenant's jobs, newest first, a page at a time."""
+    params = {
+        "tenant_id": tenant_id,
+        "state": state,
+        "queue": queue,
+        "before_id": before_id,
+        "max_rows": limit,
+    }
+    with connect() as conn:
+        jobs = fetch_all(conn, queries.LIST_JOBS, params)
+    if as_json:
+        echo_json(jobs)
+        return
+    headers = ["ID", "QUEUE", "STATE", "PRIO", "ATTEMPT", "RUN AT", "CREATED", "LAST ERROR"]
+    rows = [
+        [
+            j["job_id"],
+            j["queue"],
+            j["state"],
+            j["priority"],
+            f"{j['attempt']}/{j['max_attempts']}",
+            j["run_at"],
+            j["created_at"],
+            output.truncate(j["last_error"], 50) if j["last_error"] else None,
+        ]
+        for j in jobs
+    ]
+    click.echo(output.table(headers, rows, right=[4]))
+    if len(jobs) == limit:
+        args = ["--tenant", tenant_id]
+        args += ["--state", state] if state else []
+        args += ["--queue", queue] if queue else []
+        args += ["--before", str(jobs[-1]["job_id"]), "--limit", str(limit)]
+        click.echo(f"(more may follow: jobctl list {shlex.join(args)})")
+    elif not jobs:
+        click.echo("(no jobs)")
+
+
+@click.command()
+@click.argument("job_id", metavar="ID", type=int)
+@json_option
+def history(job_id: int, as_json: bool) -> None:
+    """Show every transition of a job, oldest first."""
+    with connect() as conn:
+        events = fetch_all(conn, queries.JOB_HISTORY, {"job_id": job_id})
+    if not events:
+        raise errors.NotFound(f"no job {job_id}")
+    if as_json:
+        echo_json(events)
+        return
+    headers = ["AT", "EVENT", "ATTEMPT", "EPOCH", "WORKER", "DETAIL"]
+    rows = [
+        [
+            e["at"],
+            e["event"],
+            e["attempt"],
+            e["lease_epoch"],
+            e["worker_id"],
+            e["detail"] and output.truncate(e["detail"], 60),
+        ]
+        for e in events
+    ]
+    click.echo(output.table(headers, rows, right=[2, 3]))
+
+
+def _act(query: str, job_id: int, as_json: bool) -> None:
+    with connect() as conn:
+        row = fetch_one(conn, query, {"job_id": job_id})
+    assert row is not None
+    if as_json:
+        echo_json({"job_id": job_id, "state": row["state"]})
+    else:
+        click.echo(f"job {job_id}: {row['state']}")
+
+
+@click.command()
+@click.argument("job_id", metavar="ID", type=int)
+@json_option
+def cancel(job_id: int, as_json: bool) -> None:
+    """Cancel a pending, failed or running job.
+
+    A running job's lease is revoked: its worker is told to stop at its next heartbeat.
+    """
+    _act(queries.CANCEL_JOB, job_id, as_json)
+
+
+@click.command()
+@click.argument("job_id", metavar="ID", type=int)
+@json_option
+def retry(job_id: int, as_json: bool) -> None:
+    """Make a failed, dead or cancelled job pending and due now."""
+    _act(queries.RETRY_JOB, job_id, as_json)

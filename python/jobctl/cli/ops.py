@@ -1,0 +1,254 @@
+"""Figures and health: `stats`, `doctor`, `top`.
+
+`stats` joins two SQL results for display: jobctl.stats (jobs per tenant, queue and state) and
+jobctl.claim_metrics (claims and waits over a window). `doctor` prints jobctl.health_checks plus a
+"schema current" check from the migration plan. `top` redraws both until Ctrl-C.
+"""
+
+from __future__ import annotations
+
+import shutil
+import sys
+import time
+from collections import Counter
+from datetime import datetime, timedelta
+
+import click
+import psycopg
+
+from jobctl import migrate as mig
+from jobctl import output, queries
+from jobctl.cli.common import Conn, Row, connect, describe, echo_json, fetch_all, fetch_one, json_option
+from jobctl.cli.schema import plan_issues
+
+STATES = ("pending", "failed", "running", "completed", "dead", "cancelled")
+WAITING = ("pending", "failed")  # due jobs in these states wait for a claim
+VERDICTS = ("ok", "warn", "fail")
+
+window_option = click.option(
+    "--window",
+    type=click.FloatRange(0, 86400, min_open=True),
+    default=60,
+    show_default=True,
+    metavar="SECONDS",
+    help="Claims/s and waits are measured over this last stretch of time.",
+)
+
+
+def figures(
+    conn: Conn, tenant_id: str | None, queue: str | None, window: float
+) -> tuple[datetime, list[Row]]:
+    """The database clock and one row per tenant and queue: jobs by state, the age of the oldest
+    due job still waiting (pending or failed), claims/s and the p50/p99 wait from due to claimed."""
+    clock = fetch_one(conn, queries.NOW)
+    assert clock is not None
+    now: datetime = clock["now"]
+    counts = fetch_all(conn, queries.STATS, {"tenant_id": tenant_id, "queue": queue})
+    claims = fetch_all(conn, queries.CLAIM_METRICS, {"window": timedelta(seconds=window)})
+    rows: dict[tuple[str, str], Row] = {}
+
+    def row(t: str, q: str) -> Row:
+        blank: Row = {"tenant_id": t, "queue": q, **dict.fromkeys(STATES, 0), "oldest_due_s": None}
+        blank |= {"claims": 0, "claims_per_s": 0.0, "wait_p50_s": None, "wait_p99_s": None}
+        return rows.setdefault((t, q), blank)
+
+    for c in counts:
+        r = row(c["tenant_id"], c["queue"])
+        r[c["state"]] = c["jobs"]
+        oldest = c["oldest_run_at"]
+        if c["state"] in WAITING and oldest is not None and oldest <= now:
+            r["oldest_due_s"] = max((now - oldest).total_seconds(), r["oldest_due_s"] or 0.0)
+    for m in claims:
+        if (tenant_id is None or m["tenant_id"] == tenant_id) and (queue is None or m["queue"] == queue):
+            row(m["tenant_id"], m["queue"]).update(
+                {k: m[k] for k in ("claims", "claims_per_s", "wait_p50_s", "wait_p99_s")}
+            )
+    return now, [rows[k] for k in sorted(rows)]
+
+
+def figures_table(rows: list[Row]) -> str:
+    headers = [
+        "TENANT",
+        "QUEUE",
+        *(s.upper() for s in STATES),
+        "OLDEST DUE",
+        "CLAIMS/S",
+        "WAIT P50",
+        "WAIT P99",
+    ]
+    body = [
+        [
+            r["tenant_id"],
+            r["queue"],
+            *(r[s] for s in STATES),
+            output.duration(r["oldest_due_s"]),
+            f"{r['claims_per_s']:.1f}",
+            output.duration(r["wait_p50_s"]),
+            output.duration(r["wait_p99_s"]),
+        ]
+        for r in rows
+    ]
+    n = 2 + len(STATES)
+    return output.table(headers, body, right=range(n, n + 4))
+
+
+@click.command()
+@click.option("--tenant", "tenant_id", metavar="TENANT", help="Only this tenant.")
+@click.option("--queue", metavar="QUEUE", help="Only this queue.")
+@window_option
+@json_option
+def stats(tenant_id: str | None, queue: str | None, window: float, as_json: bool) -> None:
+    """Jobs by state, oldest due job, claims/s and waits, per queue.
+
+    One row per tenant and queue.
+    OLDEST DUE is how long the oldest due job not yet claimed has waited; waits run from a job's
+    run_at to its claim.
+    """
+    with connect() as conn:
+        _, rows = figures(conn, tenant_id, queue, window)
+    if as_json:
+        echo_json(rows)
+    elif rows:
+        click.echo(figures_table(rows))
+    else:
+        click.echo("(no jobs)")
+
+
+def schema_check(conn: Conn) -> Row:
+    p = mig.plan(conn)
+    issues = plan_issues(p)
+    observed = (
+        f"{len(p.pending)} migrations pending, functions {'current' if p.functions_current else 'differ'}"
+        if not p.problems
+        else f"{len(p.problems)} problems"
+    )
+    return {
+        "check_name": "schema current",
+        "verdict": "fail" if issues else "ok",
+        "observed": observed,
+        "detail": "; ".join(issues) + ("" if p.problems else " (run jobctl migrate)") if issues else None,
+    }
+
+
+def checks(conn: Conn) -> list[Row]:
+    return [schema_check(conn), *fetch_all(conn, queries.HEALTH_CHECKS)]
+
+
+def tally(rows: list[Row]) -> Counter[str]:
+    return Counter(r["verdict"] for r in rows)
+
+
+def summary(rows: list[Row]) -> str:
+    """16 ok, 1 warn (cron job jobctl-tick), 0 fail"""
+    parts = []
+    for v in VERDICTS:
+        names = [r["check_name"] for r in rows if r["verdict"] == v]
+        parts.append(f"{len(names)} {v}" + (f" ({', '.join(names)})" if names and v != "ok" else ""))
+    return ", ".join(parts)
+
+
+@click.command()
+@json_option
+@click.pass_context
+def doctor(ctx: click.Context, as_json: bool) -> None:
+    """Check the scheduler's health; exit 1 when a check fails.
+
+    Schema, extensions, pg_cron jobs and their last run, reaper lag, dead tuples of the queue tables,
+    transaction-ID age, old snapshots, partitions made ahead, the NOTIFY queue: each ok, warn or fail.
+    """
+    with connect() as conn:
+        rows = checks(conn)
+    counts = tally(rows)
+    worst = next((v for v in reversed(VERDICTS) if counts[v]), "ok")
+    if as_json:
+        echo_json({"verdict": worst, "counts": {v: counts[v] for v in VERDICTS}, "checks": rows})
+    else:
+        click.echo(
+            output.table(
+                ["CHECK", "VERDICT", "OBSERVED"],
+                [[r["check_name"], r["verdict"], r["observed"]] for r in rows],
+            )
+        )
+        notes = [r for r in rows if r["verdict"] != "ok" and r["detail"]]
+        if notes:
+            click.echo()
+        for r in notes:
+            click.echo(f"{r['check_name']} ({r['verdict']}): {r['detail']}")
+        click.echo(f"\ndoctor: {summary(rows)}")
+    if counts["fail"]:
+        ctx.exit(1)
+
+
+def _frame(
+    conn: Conn, tenant_id: str | None, queue: str | None, window: float, interval: float, height: int | None
+) -> str:
+    now, rows = figures(conn, tenant_id, queue, window)
+    health = checks(conn)
+    lines = [
+        f"jobctl top  {output.timestamp(now)}  every {interval:g}s, claims over {window:g}s  (Ctrl-C quits)",
+        f"health: {summary(health)}",
+        "",
+    ]
+    # the busiest first: unfinished jobs, then claims
+    rows.sort(key=lambda r: (-(r["pending"] + r["failed"] + r["running"]), -r["claims_per_s"]))
+    shown = rows if height is None else rows[: max(height - len(lines) - 3, 1)]
+    lines.append(figures_table(shown) if rows else "(no jobs)")
+    if len(shown) < len(rows):
+        lines.append(f"... and {len(rows) - len(shown)} more (narrow with --tenant / --queue)")
+    return "\n".join(lines)
+
+
+@click.command()
+@click.option(
+    "--interval",
+    type=click.FloatRange(min=0.1),
+    default=2,
+    show_default=True,
+    metavar="SECONDS",
+    help="Redraw every SECONDS.",
+)
+@click.option("--tenant", "tenant_id", metavar="TENANT", help="Only this tenant.")
+@click.option("--queue", metavar="QUEUE", help="Only this queue.")
+@window_option
+@click.option(
+    "--iterations", type=click.IntRange(min=1), metavar="N", help="Stop after N screens (default: at Ctrl-C)."
+)
+def top(
+    tenant_id: str | None, queue: str | None, window: float, interval: float, iterations: int | None
+) -> None:
+    """A live dashboard of the stats table and a health summary.
+
+    Redrawn every --interval seconds until Ctrl-C, busiest queues first. The screen is cleared
+    between redraws only when stdout is a terminal; a lost connection is retried.
+    """
+    tty = sys.stdout.isatty()
+    conn: Conn | None = connect()  # the first connection must work; later ones are retried
+    drawn = 0
+    try:
+        while True:
+            try:
+                if conn is None or conn.closed:
+                    conn = connect()
+                height = shutil.get_terminal_size().lines if tty else None
+                frame = _frame(conn, tenant_id, queue, window, interval, height)
+            except psycopg.OperationalError as e:
+                if e.sqlstate is not None and not e.sqlstate.startswith("57P"):  # 57P: server going down
+                    raise
+                if conn is not None:
+                    conn.close()
+                conn = None
+                frame = f"jobctl top: {describe(e)}; retrying every {interval:g}s"
+            if tty:
+                click.clear()
+            elif drawn:
+                click.echo()
+            click.echo(frame)
+            drawn += 1
+            if iterations is not None and drawn >= iterations:
+                break
+            time.sleep(interval)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        if conn is not None:
+            conn.close()

@@ -1,0 +1,68 @@
+"""`jobctl migrate` and `jobctl validate`: install or upgrade the schema, or tell whether it is behind."""
+
+from __future__ import annotations
+
+import click
+import psycopg
+
+from jobctl import migrate as mig
+from jobctl.cli.common import connect, echo_json, first_line, json_option
+
+
+def plan_issues(p: mig.Plan) -> list[str]:
+    """What makes the database differ from the files (empty: current)."""
+    issues = list(p.problems)
+    issues += [f"migration {m.name} is not applied" for m in p.pending]
+    if not p.functions_current:
+        issues.append("sql/functions differ from what was last applied")
+    return issues
+
+
+@click.command()
+@click.option("--print", "print_only", is_flag=True, help="Print the SQL that would run; change nothing.")
+@json_option
+def migrate(print_only: bool, as_json: bool) -> None:
+    """Apply pending migrations and re-apply every SQL function.
+
+    Runs in one transaction under an advisory lock: safe to run twice, or from two places at once.
+    """
+    with connect() as conn:
+        if print_only:
+            p = mig.plan(conn)
+            if p.problems:
+                raise mig.MigrationError("; ".join(p.problems))
+            click.echo(mig.script(p))
+            return
+        try:
+            done = mig.migrate(conn)
+        except psycopg.Error as e:
+            if e.sqlstate is None:  # the connection, not the SQL
+                raise
+            message = first_line(e.diag.message_primary or str(e))
+            raise mig.MigrationError(f"migrate failed, nothing applied: {message} [{e.sqlstate}]") from None
+    if as_json:
+        echo_json({"applied": done})
+        return
+    applied = ", ".join(done) if done else "nothing new"
+    click.echo(f"migrate: ok ({applied})")
+
+
+@click.command()
+@json_option
+@click.pass_context
+def validate(ctx: click.Context, as_json: bool) -> None:
+    """Exit 1 when the database is behind the files.
+
+    Also when a migration was edited after it was applied (migrations are immutable).
+    """
+    with connect() as conn:
+        issues = plan_issues(mig.plan(conn))
+    if as_json:
+        echo_json({"current": not issues, "issues": issues})
+    else:
+        for line in issues:
+            click.echo(f"validate: {line}", err=True)
+        if not issues:
+            click.echo("validate: ok, the database is current")
+    if issues:
+        ctx.exit(1)

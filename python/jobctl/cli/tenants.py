@@ -1,0 +1,114 @@
+"""Tenants: `tenant put` (settings) and `tenant list`."""
+
+from __future__ import annotations
+
+import click
+
+from jobctl import errors, output, queries
+from jobctl.cli.common import Row, connect, echo_json, fetch_all, json_option
+
+PUT_EPILOG = """\b
+Examples:
+  jobctl tenant put acme --weight 3 --max-pending 100000 --submit-rate 500
+  jobctl tenant put acme       (back to the defaults: weight 1, no limits)"""
+
+
+@click.group()
+def tenant() -> None:
+    """Tenants: weights, quotas and rate limits."""
+
+
+def _show(t: Row) -> str:
+    return output.key_values(
+        (k, "unlimited" if v is None and k not in ("created_at", "updated_at") else v) for k, v in t.items()
+    )
+
+
+@tenant.command(epilog=PUT_EPILOG)
+@click.argument("tenant_id", metavar="TENANT")
+@click.option(
+    "--weight",
+    type=int,
+    default=1,
+    show_default=True,
+    metavar="N",
+    help="Share of claims against other tenants.",
+)
+@click.option("--max-pending", type=int, metavar="N", help="Most unfinished jobs (pending, failed, running).")
+@click.option("--max-running", type=int, metavar="N", help="Most jobs running at once.")
+@click.option("--submit-rate", type=float, metavar="PER_S", help="Submits per second (token bucket).")
+@click.option("--submit-burst", type=int, metavar="N", help="Submit bucket size.")
+@click.option("--claim-rate", type=float, metavar="PER_S", help="Claims per second (token bucket).")
+@click.option("--claim-burst", type=int, metavar="N", help="Claim bucket size.")
+@json_option
+def put(
+    tenant_id: str,
+    weight: int,
+    max_pending: int | None,
+    max_running: int | None,
+    submit_rate: float | None,
+    submit_burst: int | None,
+    claim_rate: float | None,
+    claim_burst: int | None,
+    as_json: bool,
+) -> None:
+    """Create or replace a tenant's settings.
+
+    Every setting is replaced: an option left out goes back to its default (no limit).
+    """
+    params = {
+        "tenant_id": tenant_id,
+        "weight": weight,
+        "max_pending": max_pending,
+        "max_running": max_running,
+        "submit_rate": submit_rate,
+        "submit_burst": submit_burst,
+        "claim_rate": claim_rate,
+        "claim_burst": claim_burst,
+    }
+    with connect() as conn, conn.transaction():
+        conn.execute(queries.PUT_TENANT, params)
+        saved = [t for t in fetch_all(conn, queries.LIST_TENANTS) if t["tenant_id"] == tenant_id]
+    if not saved:
+        raise errors.NotFound(f"tenant {tenant_id} was not saved")
+    if as_json:
+        echo_json(saved[0])
+    else:
+        click.echo(_show(saved[0]))
+
+
+@tenant.command("list")
+@json_option
+def list_(as_json: bool) -> None:
+    """List every tenant with its settings ('-': no limit)."""
+    with connect() as conn:
+        tenants = fetch_all(conn, queries.LIST_TENANTS)
+    if as_json:
+        echo_json(tenants)
+        return
+    headers = [
+        "TENANT",
+        "WEIGHT",
+        "MAX PENDING",
+        "MAX RUNNING",
+        "SUBMIT/S",
+        "BURST",
+        "CLAIM/S",
+        "BURST",
+        "PAUSED",
+    ]
+    rows = [
+        [
+            t["tenant_id"],
+            t["weight"],
+            t["max_pending"],
+            t["max_running"],
+            t["submit_rate"],
+            t["submit_burst"],
+            t["claim_rate"],
+            t["claim_burst"],
+            t["paused"],
+        ]
+        for t in tenants
+    ]
+    click.echo(output.table(headers, rows, right=range(1, 8)))

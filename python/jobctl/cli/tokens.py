@@ -1,0 +1,125 @@
+"""API tokens: `token create`, `token revoke`, `token list`. Only a token's hash is stored."""
+
+from __future__ import annotations
+
+import re
+
+import click
+import psycopg
+
+from jobctl import errors, output, queries
+from jobctl.cli.common import connect, echo_json, fetch_all, fetch_one, json_option
+
+SCOPES = ("jobs:read", "jobs:submit", "jobs:cancel", "jobs:retry")
+_TOKEN = re.compile(r"^jct_(\d+)_[0-9a-f]+$")
+
+CREATE_EPILOG = """\b
+Examples:
+  TOKEN=$(jobctl token create --tenant acme --label ci)
+  jobctl token create --tenant acme --scope jobs:read --scope jobs:submit
+  jobctl token create --admin --label ops
+
+\b
+The token goes to stdout, the reminder that it cannot be shown again to
+stderr."""
+
+
+@click.group()
+def token() -> None:
+    """Bearer tokens for the HTTP API."""
+
+
+@token.command(epilog=CREATE_EPILOG)
+@click.option("--tenant", "tenant_id", metavar="TENANT", help="The tenant the token speaks for.")
+@click.option("--admin", is_flag=True, help="A token for every tenant instead.")
+@click.option(
+    "--scope",
+    "scopes",
+    multiple=True,
+    metavar="SCOPE",
+    help=f"What it may do (repeatable): {', '.join(SCOPES)}. Default: all of them.",
+)
+@click.option("--label", metavar="TEXT", help="A note to tell tokens apart in `token list`.")
+@json_option
+def create(
+    tenant_id: str | None, admin: bool, scopes: tuple[str, ...], label: str | None, as_json: bool
+) -> None:
+    """Create an API token and print it (the only time it is shown)."""
+    if admin == (tenant_id is not None):
+        raise click.UsageError("give exactly one of --tenant TENANT or --admin")
+    chosen = list(scopes) or list(SCOPES)
+    with connect() as conn:
+        row = fetch_one(
+            conn, queries.CREATE_API_TOKEN, {"tenant_id": tenant_id, "scopes": chosen, "label": label}
+        )
+    assert row is not None
+    value = str(row["token"])
+    match = _TOKEN.match(value)
+    token_id = int(match[1]) if match else None
+    whom = f"tenant {tenant_id}" if tenant_id is not None else "every tenant (admin)"
+    if as_json:
+        echo_json(
+            {"token": value, "token_id": token_id, "tenant_id": tenant_id, "scopes": chosen, "label": label}
+        )
+    else:
+        click.echo(value)
+    click.echo(
+        f"token {token_id} for {whom}, scopes {', '.join(chosen)}: store it now, it cannot be shown again",
+        err=True,
+    )
+
+
+@token.command()
+@click.argument("token_ref", metavar="ID_OR_TOKEN")
+@json_option
+def revoke(token_ref: str, as_json: bool) -> None:
+    """Revoke a token by id, or by the token itself (jct_<id>_<secret>).
+
+    A full token must be valid: a mistyped secret revokes nothing.
+    """
+    with connect() as conn:
+        if token_ref.isdigit():
+            token_id = int(token_ref)
+        else:
+            match = _TOKEN.match(token_ref)
+            if match is None:
+                raise errors.InvalidInput("expected a token id or a token jct_<id>_<secret>", field="token")
+            token_id = int(match[1])
+            # a full token must be valid: a mistyped secret must not revoke token <id>
+            try:
+                fetch_one(conn, queries.AUTHENTICATE, {"token": token_ref, "scope": SCOPES[0]})
+            except psycopg.Error as e:
+                if e.sqlstate != "JC021":  # JC021: valid, it just lacks that scope
+                    raise
+        row = fetch_one(conn, queries.REVOKE_API_TOKEN, {"token_id": token_id})
+    if row is None or not row["revoked"]:
+        raise errors.NotFound(f"no active token {token_id}")
+    if as_json:
+        echo_json({"token_id": token_id, "revoked": True})
+    else:
+        click.echo(f"token {token_id}: revoked")
+
+
+@token.command("list")
+@click.option("--tenant", "tenant_id", metavar="TENANT", help="Only this tenant's tokens.")
+@json_option
+def list_(tenant_id: str | None, as_json: bool) -> None:
+    """List API tokens (ids, scopes, labels; never the tokens)."""
+    with connect() as conn:
+        tokens = fetch_all(conn, queries.LIST_API_TOKENS, {"tenant_id": tenant_id})
+    if as_json:
+        echo_json(tokens)
+        return
+    headers = ["ID", "TENANT", "SCOPES", "LABEL", "CREATED", "REVOKED"]
+    rows = [
+        [
+            t["token_id"],
+            t["tenant_id"] or "(admin)",
+            t["scopes"],
+            t["label"],
+            t["created_at"],
+            t["revoked_at"],
+        ]
+        for t in tokens
+    ]
+    click.echo(output.table(headers, rows))

@@ -1,0 +1,132 @@
+"""`jobctl worker`: the click command around `Worker`."""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import logging
+import os
+import sys
+
+import click
+
+from jobctl import db, logs
+from jobctl.worker.runner import Handler, Worker
+
+
+class HandlerError(ValueError):
+    """--handler does not name an importable callable."""
+
+
+def load_handler(spec: str) -> Handler:
+    """Import `module:function` (dotted attributes allowed), with the current directory on sys.path."""
+    module_name, sep, attr = spec.partition(":")
+    if not sep or not module_name or not attr:
+        raise HandlerError(f"--handler must be module:function, not {spec!r}")
+    cwd = os.getcwd()
+    if cwd not in sys.path:
+        sys.path.insert(0, cwd)
+    try:
+        obj: object = importlib.import_module(module_name)
+    except Exception as e:
+        raise HandlerError(f"cannot import {module_name}: {_first_line(e)}") from None
+    for part in attr.split("."):
+        try:
+            obj = getattr(obj, part)
+        except AttributeError:
+            raise HandlerError(f"{module_name} has no attribute {attr}") from None
+    if not callable(obj):
+        raise HandlerError(f"{spec} is not callable")
+    return obj
+
+
+def _first_line(e: BaseException) -> str:
+    text = str(e).strip()
+    return f"{type(e).__name__}: {text.splitlines()[0]}" if text else type(e).__name__
+
+
+@click.command("worker")
+@click.option(
+    "--handler",
+    "handler_spec",
+    required=True,
+    metavar="MODULE:FUNCTION",
+    help="The handler: `def f(job)` runs in a thread pool, `async def f(job)` as a task.",
+)
+@click.option(
+    "--queue",
+    "queues",
+    multiple=True,
+    metavar="QUEUE",
+    help="A queue to claim from (repeatable). Default: all.",
+)
+@click.option(
+    "--concurrency", type=click.IntRange(1, 1000), default=10, show_default=True, help="Jobs run at once."
+)
+@click.option(
+    "--lease",
+    type=click.FloatRange(1, 86400),
+    default=30.0,
+    show_default=True,
+    help="Lease in seconds; heartbeats every lease/3.",
+)
+@click.option(
+    "--poll-interval",
+    type=click.FloatRange(0.01, 3600),
+    default=1.0,
+    show_default=True,
+    help="Seconds between claims when idle (NOTIFY wakes the worker sooner).",
+)
+@click.option(
+    "--grace",
+    type=click.FloatRange(0, 86400),
+    default=30.0,
+    show_default=True,
+    help="On SIGTERM/SIGINT, seconds to let running jobs finish before giving them back.",
+)
+@click.option("--worker-id", default=None, help="Recorded on claims. Default: hostname:pid.")
+@click.option("--log-format", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.option(
+    "--log-level",
+    type=click.Choice(["debug", "info", "warning", "error"], case_sensitive=False),
+    default="info",
+    show_default=True,
+)
+def worker_command(
+    handler_spec: str,
+    queues: tuple[str, ...],
+    concurrency: int,
+    lease: float,
+    poll_interval: float,
+    grace: float,
+    worker_id: str | None,
+    log_format: str,
+    log_level: str,
+) -> None:
+    """Run jobs with a handler until SIGTERM/SIGINT (a second signal skips the grace period)."""
+    if worker_id is not None and not 0 < len(worker_id) <= 200:
+        raise click.ClickException("--worker-id must be 1 to 200 characters")
+    try:
+        handler = load_handler(handler_spec)
+        dsn = db.dsn()
+    except (HandlerError, db.NoDsnError) as e:
+        raise click.ClickException(str(e)) from None
+    logs.setup(json_logs=log_format == "json", level=getattr(logging, log_level.upper()))
+    worker = Worker(
+        handler,
+        dsn=dsn,
+        queues=list(queues),
+        concurrency=concurrency,
+        lease=lease,
+        poll_interval=poll_interval,
+        grace=grace,
+        worker_id=worker_id,
+    )
+    asyncio.run(worker.run())
+    if worker.crashed is not None:
+        sys.exit(1)
+    if worker.stuck_threads:
+        # a thread cannot be killed, and the interpreter would wait for it at exit: leave now
+        logging.shutdown()
+        sys.stderr.flush()
+        os._exit(0)

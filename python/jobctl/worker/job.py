@@ -1,0 +1,170 @@
+"""What a handler sees: the claimed `Job`, its exactly-once `transaction()`, and the two exceptions."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import AsyncIterator, Iterator
+from contextlib import (
+    AbstractAsyncContextManager,
+    AbstractContextManager,
+    asynccontextmanager,
+    contextmanager,
+)
+from dataclasses import dataclass, field
+from datetime import datetime
+from types import TracebackType
+from typing import Any
+
+import psycopg
+from psycopg_pool import AsyncConnectionPool, ConnectionPool
+
+from jobctl import queries
+
+Conn = psycopg.Connection[tuple[Any, ...]]
+AsyncConn = psycopg.AsyncConnection[tuple[Any, ...]]
+
+
+class PermanentError(Exception):
+    """Raise from a handler to fail the job without a retry (it goes to `dead`)."""
+
+
+class LeaseLost(Exception):
+    """The job's lease is no longer ours (cancelled, reaped or taken over): its completion was fenced.
+
+    Raised on leaving `job.transaction()`, whose writes are then rolled back. Let it propagate: the
+    worker counts the job as fenced and reports nothing for it."""
+
+
+def result_json(value: Any) -> str | None:
+    """A handler's result as jsonb text (None: no result). Raises ValueError when PostgreSQL's jsonb
+    would refuse it, so that one bad result cannot fail a whole batch of completions."""
+    if value is None:
+        return None
+    try:
+        text = json.dumps(value, allow_nan=False)
+    except (TypeError, ValueError) as e:
+        raise ValueError(f"result is not JSON-serialisable: {e}") from None
+    if "\\u0000" in text:
+        raise ValueError("result contains a NUL character, which jsonb does not accept")
+    return text
+
+
+@dataclass(eq=False)
+class Job:
+    """A job claimed under a lease, as handed to the handler.
+
+    `payload` is the submitted JSON; `attempt` counts from 1; `timeout` is in seconds (None: none).
+    Set `result` (JSON-serialisable) before leaving `transaction()` to store it with the completion;
+    outside a transaction the handler's return value is the result.
+    """
+
+    job_id: int
+    tenant_id: str
+    queue: str
+    payload: Any
+    priority: int
+    attempt: int
+    max_attempts: int
+    lease_epoch: int
+    lease_expires_at: datetime
+    timeout: float | None
+    result: Any = None
+    _sync_pool: ConnectionPool[Conn] | None = field(default=None, repr=False)
+    _async_pool: AsyncConnectionPool[AsyncConn] | None = field(default=None, repr=False)
+    _cancel: threading.Event = field(default_factory=threading.Event, repr=False)
+    _stop_reason: str | None = field(default=None, repr=False)
+    _completed: bool = field(default=False, repr=False)
+
+    @property
+    def idempotency_key(self) -> str:
+        """Stable across all attempts of this job: pass it to downstream services that deduplicate."""
+        return f"jobctl-{self.job_id}"
+
+    @property
+    def cancelled(self) -> bool:
+        """True once the worker wants this handler to stop (cancelled, lease lost, timed out or
+        shutting down). Sync handlers cannot be interrupted: poll this, or sleep with
+        `wait_cancelled()`. Whatever a stopped handler does afterwards is ignored."""
+        return self._cancel.is_set()
+
+    def wait_cancelled(self, timeout: float | None = None) -> bool:
+        """Block up to `timeout` seconds or until the job is cancelled; True when cancelled."""
+        return self._cancel.wait(timeout)
+
+    @property
+    def completed(self) -> bool:
+        """True once a `transaction()` of this job has committed its completion."""
+        return self._completed
+
+    def transaction(self) -> JobTransaction:
+        """A transaction on a pooled connection of its own that completes this job when it commits.
+
+        Sync handlers: `with job.transaction() as conn:`; async handlers: `async with ...`. On leaving
+        the block without an exception it calls `complete_job(job_id, lease_epoch, job.result)` in
+        the same transaction: when that answers false (fenced: the lease was lost, the job was
+        cancelled or reaped) it raises `LeaseLost` and everything written in the block rolls back, so
+        a zombie's writes never land. After it committed, the worker reports nothing more for the job.
+        """
+        return JobTransaction(self)
+
+    def _params(self) -> dict[str, Any]:
+        return {"job_id": self.job_id, "lease_epoch": self.lease_epoch, "result": result_json(self.result)}
+
+    def _fenced(self) -> LeaseLost:
+        return LeaseLost(f"job {self.job_id}: lease epoch {self.lease_epoch} is no longer current")
+
+
+class JobTransaction:
+    """The context manager `Job.transaction()` returns: `with` for sync handlers, `async with` for
+    async ones (the worker gives the job the pool that matches its handler)."""
+
+    def __init__(self, job: Job) -> None:
+        self._job = job
+        self._sync: AbstractContextManager[Conn] | None = None
+        self._async: AbstractAsyncContextManager[AsyncConn] | None = None
+
+    def __enter__(self) -> Conn:
+        if self._job._sync_pool is None:
+            raise TypeError("this worker runs an async handler: use `async with job.transaction()`")
+        self._sync = _sync_transaction(self._job, self._job._sync_pool)
+        return self._sync.__enter__()
+
+    def __exit__(
+        self, et: type[BaseException] | None, ev: BaseException | None, tb: TracebackType | None
+    ) -> bool | None:
+        assert self._sync is not None
+        return self._sync.__exit__(et, ev, tb)
+
+    async def __aenter__(self) -> AsyncConn:
+        if self._job._async_pool is None:
+            raise TypeError("this worker runs a sync handler: use `with job.transaction()`")
+        self._async = _async_transaction(self._job, self._job._async_pool)
+        return await self._async.__aenter__()
+
+    async def __aexit__(
+        self, et: type[BaseException] | None, ev: BaseException | None, tb: TracebackType | None
+    ) -> bool | None:
+        assert self._async is not None
+        return await self._async.__aexit__(et, ev, tb)
+
+
+@contextmanager
+def _sync_transaction(job: Job, pool: ConnectionPool[Conn]) -> Iterator[Conn]:
+    with pool.connection() as conn, conn.transaction():
+        yield conn
+        row = conn.execute(queries.COMPLETE_JOB, job._params()).fetchone()
+        if not (row and row[0]):
+            raise job._fenced()
+    job._completed = True
+
+
+@asynccontextmanager
+async def _async_transaction(job: Job, pool: AsyncConnectionPool[AsyncConn]) -> AsyncIterator[AsyncConn]:
+    async with pool.connection() as conn, conn.transaction():
+        yield conn
+        cur = await conn.execute(queries.COMPLETE_JOB, job._params())
+        row = await cur.fetchone()
+        if not (row and row[0]):
+            raise job._fenced()
+    job._completed = True

@@ -1,0 +1,702 @@
+"""The worker's engine: claim in batches, run handlers, heartbeat, complete in batches, shut down gracefully.
+
+One asyncio loop runs a few long-lived tasks over a small autocommit pool of its own:
+- the claim loop: claims `max_jobs = free slots` (at most 1,000) in one statement; when that filled
+  every free slot it claims again as soon as a slot frees, otherwise it waits for a NOTIFY hint or
+  the poll interval, whichever comes first;
+- the listener: a dedicated connection running LISTEN jobctl; a hint for one of our queues wakes the
+  claim loop; after it reconnects the claim loop polls at once (hints may have been missed);
+- the heartbeat: every lease/3 seconds one statement extends every running job's lease; a job whose
+  heartbeat answers `cancelled` or `lost` is stopped and nothing is reported for it;
+- the flusher: finished jobs wait in a buffer that one task sends with complete_jobs, as soon as the
+  previous batch has its answer (whatever accumulated meanwhile goes in the next batch);
+- one supervisor per job: waits for the handler, its timeout or a stop, then reports the outcome.
+
+Handlers run as asyncio tasks (`async def`) or in a thread pool sized to the concurrency (`def`).
+A thread cannot be interrupted: when its job times out, is cancelled, loses its lease or is given
+back at shutdown, its `job.cancelled` is set and whatever it does afterwards is ignored (the
+database fences any late completion), but it keeps its slot until it returns.
+
+Every database call goes through one retry wrapper: on a connection error or a pool timeout it logs a
+warning and tries again after an exponential backoff with jitter (0.1 s doubling to 5 s), and the
+pools check connections before lending them, so a terminated backend or a server restart is survived.
+Completions are retried until they get an answer, never dropped. A claim whose answer is lost after
+it committed leaves its jobs leased to nobody: they come back when their lease expires.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import logging
+import os
+import random
+import signal
+import socket
+import time
+from collections.abc import Awaitable, Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass, field
+from datetime import timedelta
+from typing import Any, TypeVar
+
+import psycopg
+from psycopg.conninfo import conninfo_to_dict
+from psycopg_pool import AsyncConnectionPool, ConnectionPool, PoolTimeout
+
+from jobctl import queries
+from jobctl.worker.job import AsyncConn, Conn, Job, LeaseLost, PermanentError, result_json
+
+log = logging.getLogger("jobctl.worker")
+
+APP_NAME = "jobctl-worker"
+MAX_BATCH = 1000  # claim_job's and our completion batches' cap
+BACKOFF_FIRST, BACKOFF_MAX = 0.1, 5.0
+POOL_WAIT = 10.0  # seconds to wait for a pooled connection before counting it as a failed try
+SHUTDOWN_DB_WAIT = 15.0  # after the grace period, how long shutdown keeps retrying the database
+LISTEN_CHECK = 30.0  # an idle listener checks its connection this often
+CANCEL_WAIT = 5.0  # how long a cancelled async handler gets to unwind (roll back) before we move on
+# A pool retries a failed connection with a doubling delay until this many seconds, then gives up and
+# grows again when a caller waits (our retry wrapper always does): a short value bounds the lag between
+# the server coming back and the pool noticing (the default, 300 s, lets the delay grow to minutes).
+POOL_RECONNECT = 10.0
+
+Handler = Callable[[Job], Any]
+T = TypeVar("T")
+
+
+class GaveUp(Exception):
+    """The database stayed unreachable until the worker stopped waiting for it (shutdown)."""
+
+
+@dataclass
+class Stats:
+    """What a worker did; `failed` and `dead` count fail_job answers, timeouts included."""
+
+    claimed: int = 0
+    completed: int = 0
+    failed: int = 0
+    dead: int = 0
+    fenced: int = 0
+    cancelled: int = 0
+    timed_out: int = 0
+    released: int = 0
+    elapsed: float = 0.0
+
+    def summary(self) -> dict[str, Any]:
+        out: dict[str, Any] = asdict(self)
+        out["elapsed"] = round(self.elapsed, 3)
+        out["jobs_per_s"] = round(self.completed / self.elapsed, 1) if self.elapsed > 0 else 0.0
+        return out
+
+
+@dataclass(eq=False)
+class _Slot:
+    """A job whose handler is running: what the heartbeat extends and the supervisor watches."""
+
+    job: Job
+    handler: asyncio.Future[Any]
+    deadline: float | None  # loop time after which the job has timed out
+    stop: asyncio.Event = field(default_factory=asyncio.Event)
+
+
+def is_async_handler(handler: Handler) -> bool:
+    """True for `async def` handlers (also callable objects with an async __call__)."""
+    return inspect.iscoroutinefunction(handler) or inspect.iscoroutinefunction(
+        getattr(handler, "__call__", None)  # noqa: B004 - the object's own __call__
+    )
+
+
+def default_worker_id() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+def describe(exc: BaseException) -> str:
+    """`<ExcType>: <message>`, as stored in last_error."""
+    return f"{type(exc).__name__}: {exc}"
+
+
+def _one_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+def _conn_kwargs(dsn: str, *, autocommit: bool) -> dict[str, Any]:
+    kwargs: dict[str, Any] = {"autocommit": autocommit, "application_name": APP_NAME}
+    if "connect_timeout" not in conninfo_to_dict(dsn):
+        kwargs["connect_timeout"] = 10
+    return kwargs
+
+
+def _rows(sql: str, params: dict[str, Any]) -> Callable[[AsyncConn], Awaitable[list[tuple[Any, ...]]]]:
+    """A call of one statement for the retry wrapper: all its rows."""
+
+    async def op(conn: AsyncConn) -> list[tuple[Any, ...]]:
+        cur = await conn.execute(sql, params)
+        return await cur.fetchall()
+
+    return op
+
+
+def _value(sql: str, params: dict[str, Any]) -> Callable[[AsyncConn], Awaitable[Any]]:
+    """A call of one statement for the retry wrapper: the first column of its row (None: no row)."""
+
+    async def op(conn: AsyncConn) -> Any:
+        cur = await conn.execute(sql, params)
+        row = await cur.fetchone()
+        return None if row is None else row[0]
+
+    return op
+
+
+class Worker:
+    """Runs `handler` for jobs claimed from `queues` (None or empty: all queues).
+
+    `await worker.run()` works until `request_stop()` (or SIGTERM/SIGINT when `handle_signals`):
+    the first stop ends claiming and waits up to `grace` seconds for running jobs; the rest are
+    cancelled and their leases given back (release_job: pending again, the attempt does not count).
+    A second stop skips the wait. It returns the `Stats`.
+    """
+
+    def __init__(
+        self,
+        handler: Handler,
+        *,
+        dsn: str,
+        queues: list[str] | None = None,
+        concurrency: int = 10,
+        lease: float = 30.0,
+        poll_interval: float = 1.0,
+        grace: float = 30.0,
+        worker_id: str | None = None,
+        handle_signals: bool = True,
+    ) -> None:
+        if not 1 <= concurrency <= MAX_BATCH:
+            raise ValueError(f"concurrency must be from 1 to {MAX_BATCH}")
+        if lease <= 0 or poll_interval <= 0 or grace < 0:
+            raise ValueError("lease and poll_interval must be positive, grace not negative")
+        self.handler = handler
+        self.is_async = is_async_handler(handler)
+        self.dsn = dsn
+        self.queues = sorted(set(queues)) if queues else None
+        self.concurrency = concurrency
+        self.lease = lease
+        self.poll_interval = poll_interval
+        self.grace = grace
+        self.worker_id = worker_id or default_worker_id()
+        self.handle_signals = handle_signals
+        self.stats = Stats()
+        self.crashed: BaseException | None = None  # a background task that died: exit non-zero
+        self._stopping = False
+        self._stop = asyncio.Event()
+        self._hurry = asyncio.Event()
+        self._wake = asyncio.Event()
+        self._slot_freed = asyncio.Event()
+        self._flush_wake = asyncio.Event()
+        self._closing = False
+        self._busy = 0  # handlers still running (a stopped sync handler's thread included)
+        self._active: dict[int, _Slot] = {}
+        self._supervisors: set[asyncio.Task[None]] = set()
+        self._outbox: list[tuple[Job, str | None]] = []
+        self._db_deadline: float | None = None
+        self._pool: AsyncConnectionPool[AsyncConn] | None = None
+        self._tx_pool: AsyncConnectionPool[AsyncConn] | None = None
+        self._sync_tx_pool: ConnectionPool[Conn] | None = None
+        self._executor: ThreadPoolExecutor | None = None
+
+    # --- lifecycle
+
+    def request_stop(self) -> None:
+        """First call: stop claiming and let running jobs finish within the grace period. Later
+        calls: stop waiting. Call it from the worker's event loop (signal handlers do)."""
+        if not self._stopping:
+            log.info("stopping: no new claims", extra={"grace": self.grace, "running": len(self._active)})
+            self._stopping = True
+            self._stop.set()
+        else:
+            log.info("stopping now: not waiting for running jobs", extra={"running": len(self._active)})
+            self._hurry.set()
+
+    @property
+    def stuck_threads(self) -> int:
+        """Sync handlers still running after run() returned (threads cannot be killed)."""
+        return self._busy if not self.is_async else 0
+
+    async def run(self) -> Stats:
+        started = time.monotonic()
+        loop = asyncio.get_running_loop()
+        if self.handle_signals:
+            for sig in (signal.SIGTERM, signal.SIGINT):
+                loop.add_signal_handler(sig, self.request_stop)
+        try:
+            await self._open()
+            log.info(
+                "worker started",
+                extra={
+                    "worker_id": self.worker_id,
+                    "queues": ",".join(self.queues) if self.queues else "*",
+                    "concurrency": self.concurrency,
+                    "handler_kind": "async" if self.is_async else "sync",
+                },
+            )
+            await self._serve()
+        finally:
+            await self._close()
+            if self.handle_signals:
+                for sig in (signal.SIGTERM, signal.SIGINT):
+                    loop.remove_signal_handler(sig)
+            self.stats.elapsed = time.monotonic() - started
+            log.info("worker stopped", extra=self.stats.summary())
+        return self.stats
+
+    async def _serve(self) -> None:
+        background = [
+            asyncio.create_task(self._listen(), name="jobctl-listen"),
+            asyncio.create_task(self._heartbeat_loop(), name="jobctl-heartbeat"),
+        ]
+        flusher = asyncio.create_task(self._flush_loop(), name="jobctl-flush")
+        claimer = asyncio.create_task(self._claim_loop(), name="jobctl-claim")
+        stop_wait = asyncio.create_task(self._stop.wait())
+        watched = {stop_wait, claimer, flusher, *background}
+        done, _ = await asyncio.wait(watched, return_when=asyncio.FIRST_COMPLETED)
+        for task in done - {stop_wait}:
+            error = task.exception() if not task.cancelled() else asyncio.CancelledError()
+            if error is not None or not self._stopping:
+                self.crashed = error or RuntimeError(f"{task.get_name()} ended")
+                log.error("worker task died; shutting down", exc_info=self.crashed)
+        stop_wait.cancel()
+        self._stopping = True
+        self._stop.set()
+        try:
+            if not claimer.done():
+                await claimer
+            await self._drain()
+        finally:
+            for task in background:
+                task.cancel()
+            await asyncio.gather(*background, return_exceptions=True)
+            self._closing = True
+            self._flush_wake.set()
+            await asyncio.gather(flusher, return_exceptions=True)
+
+    async def _drain(self) -> None:
+        """Wait up to the grace period for running jobs, then stop the rest and give them back."""
+        if self._supervisors and self.grace > 0 and not self._hurry.is_set():
+            log.info("waiting for running jobs", extra={"running": len(self._active), "grace": self.grace})
+            everyone = asyncio.ensure_future(asyncio.wait(set(self._supervisors)))
+            hurry = asyncio.ensure_future(self._hurry.wait())
+            await asyncio.wait({everyone, hurry}, timeout=self.grace, return_when=asyncio.FIRST_COMPLETED)
+            everyone.cancel()
+            hurry.cancel()
+        self._db_deadline = time.monotonic() + SHUTDOWN_DB_WAIT
+        for slot in list(self._active.values()):
+            self._request_job_stop(slot, "shutdown")
+        if self._supervisors:
+            await asyncio.gather(*self._supervisors, return_exceptions=True)
+
+    async def _open(self) -> None:
+        # the worker's own calls; handlers' transactions get a pool of their own so that they can
+        # never starve the heartbeat
+        self._pool = self._async_pool("jobctl-worker", 2, 6)
+        await self._pool.open(wait=False)
+        if self.is_async:
+            self._tx_pool = self._async_pool("jobctl-worker-tx", 0, self.concurrency)
+            await self._tx_pool.open(wait=False)
+        else:
+            self._sync_tx_pool = ConnectionPool(
+                self.dsn,
+                kwargs=_conn_kwargs(self.dsn, autocommit=True),
+                min_size=0,
+                max_size=self.concurrency,
+                check=ConnectionPool.check_connection,
+                reconnect_timeout=POOL_RECONNECT,
+                open=False,
+                name="jobctl-worker-tx",
+            )
+            self._sync_tx_pool.open(wait=False)
+            self._executor = ThreadPoolExecutor(self.concurrency, thread_name_prefix="jobctl-handler")
+
+    def _async_pool(self, name: str, min_size: int, max_size: int) -> AsyncConnectionPool[AsyncConn]:
+        """Autocommit connections, checked before each use so that dead ones are replaced."""
+        return AsyncConnectionPool(
+            self.dsn,
+            kwargs=_conn_kwargs(self.dsn, autocommit=True),
+            min_size=min_size,
+            max_size=max_size,
+            check=AsyncConnectionPool.check_connection,
+            reconnect_timeout=POOL_RECONNECT,
+            open=False,
+            name=name,
+        )
+
+    async def _close(self) -> None:
+        if self._executor is not None:
+            self._executor.shutdown(wait=False, cancel_futures=True)
+            if self._busy:
+                log.warning("sync handlers still running after shutdown", extra={"threads": self._busy})
+        if self._sync_tx_pool is not None:
+            await asyncio.to_thread(self._sync_tx_pool.close, 5.0)
+        for pool in (self._tx_pool, self._pool):
+            if pool is not None:
+                await pool.close(timeout=5.0)
+
+    # --- the database, through one retry wrapper
+
+    async def _db(
+        self,
+        what: str,
+        op: Callable[[AsyncConn], Awaitable[T]],
+        *,
+        abort: Callable[[], bool] | None = None,
+    ) -> T:
+        """Run `op` on a pooled connection, retrying connection errors with backoff and jitter until
+        it succeeds, `abort()` says to stop, or the shutdown deadline passes (GaveUp)."""
+        assert self._pool is not None
+        delay = BACKOFF_FIRST
+        while True:
+            try:
+                async with self._pool.connection(timeout=POOL_WAIT) as conn:
+                    return await op(conn)
+            except (psycopg.OperationalError, PoolTimeout) as e:
+                past_deadline = self._db_deadline is not None and time.monotonic() > self._db_deadline
+                if (abort is not None and abort()) or past_deadline:
+                    raise GaveUp(f"{what}: {_one_line(e)}") from e
+                pause = random.uniform(delay / 2, delay)
+                log.warning(
+                    "database call failed; retrying",
+                    extra={"call": what, "error": _one_line(e), "retry_in": round(pause, 2)},
+                )
+                await asyncio.sleep(pause)
+                delay = min(delay * 2, BACKOFF_MAX)
+
+    # --- claiming
+
+    async def _claim_loop(self) -> None:
+        while not self._stopping:
+            free = self.concurrency - self._busy
+            if free <= 0:
+                self._slot_freed.clear()
+                await self._wait_any(self._slot_freed, self._stop)
+                continue
+            asked = min(free, MAX_BATCH)
+            self._wake.clear()
+            try:
+                got = await self._claim(asked)
+            except GaveUp:
+                return
+            except psycopg.Error as e:
+                log.error("claim failed", extra={"error": _one_line(e)})
+                got = 0
+            if got < asked:
+                await self._wait_any(self._wake, self._stop, timeout=self.poll_interval)
+
+    async def _claim(self, max_jobs: int) -> int:
+        params = {
+            "worker_id": self.worker_id,
+            "queues": self.queues,
+            "max_jobs": max_jobs,
+            "lease": timedelta(seconds=self.lease),
+        }
+        rows = await self._db("claim_job", _rows(queries.CLAIM_JOB, params), abort=lambda: self._stopping)
+        claimed_at = (
+            asyncio.get_running_loop().time()
+        )  # timeouts count from here (a retried claim: the last try)
+        log.debug("claimed", extra={"jobs": len(rows), "asked": max_jobs})
+        self.stats.claimed += len(rows)
+        for row in rows:
+            self._start(self._job(row), claimed_at)
+        return len(rows)
+
+    def _job(self, row: tuple[Any, ...]) -> Job:
+        job_id, tenant_id, queue, payload, priority, attempt, max_attempts, epoch, expires, timeout = row
+        return Job(
+            job_id=int(job_id),
+            tenant_id=tenant_id,
+            queue=queue,
+            payload=payload,
+            priority=int(priority),
+            attempt=int(attempt),
+            max_attempts=int(max_attempts),
+            lease_epoch=int(epoch),
+            lease_expires_at=expires,
+            timeout=None if timeout is None else float(timeout),
+            _sync_pool=self._sync_tx_pool,
+            _async_pool=self._tx_pool,
+        )
+
+    # --- running one job
+
+    def _start(self, job: Job, claimed_at: float) -> None:
+        loop = asyncio.get_running_loop()
+        handler: asyncio.Future[Any]
+        if self.is_async:
+            handler = asyncio.ensure_future(self._call_async(job))
+        else:
+            handler = loop.run_in_executor(self._executor, self.handler, job)
+        self._busy += 1
+        handler.add_done_callback(self._handler_ended)
+        deadline = None if job.timeout is None else claimed_at + job.timeout
+        slot = _Slot(job, handler, deadline)
+        self._active[job.job_id] = slot
+        supervisor = asyncio.create_task(self._supervise(slot))
+        self._supervisors.add(supervisor)
+        supervisor.add_done_callback(self._supervisors.discard)
+
+    async def _call_async(self, job: Job) -> Any:
+        return await self.handler(job)
+
+    def _handler_ended(self, fut: asyncio.Future[Any]) -> None:
+        self._busy -= 1
+        self._slot_freed.set()
+        if not fut.cancelled():
+            fut.exception()  # retrieved here so that an ignored outcome is not reported as never retrieved
+
+    def _request_job_stop(self, slot: _Slot, reason: str) -> None:
+        """Stop a running handler: `cancelled`, `lost`, `timed_out` or `shutdown`. A handler that has
+        already returned is left alone: its outcome stands (a fenced completion says the rest)."""
+        job = slot.job
+        if slot.handler.done():
+            return
+        if job._stop_reason is None:
+            job._stop_reason = reason
+        job._cancel.set()
+        slot.stop.set()
+        if self.is_async:
+            slot.handler.cancel()
+
+    async def _supervise(self, slot: _Slot) -> None:
+        job, handler = slot.job, slot.handler
+        loop = asyncio.get_running_loop()
+        stop_wait = asyncio.create_task(slot.stop.wait())
+        timeout = None if slot.deadline is None else max(0.0, slot.deadline - loop.time())
+        try:
+            await asyncio.wait({handler, stop_wait}, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            stop_wait.cancel()
+        if not handler.done():
+            self._request_job_stop(slot, "timed_out")  # keeps the reason of a stop already asked for
+            if self.is_async:
+                await asyncio.wait({handler}, timeout=CANCEL_WAIT)  # let its transaction roll back
+        self._active.pop(job.job_id, None)
+        if job._completed:
+            self.stats.completed += 1  # its own transaction completed it
+        elif job._stop_reason is not None:
+            await self._after_stop(job, job._stop_reason)  # what a stopped handler did is ignored
+        else:
+            await self._report(job, handler)
+
+    async def _report(self, job: Job, handler: asyncio.Future[Any]) -> None:
+        exc = handler.exception() if not handler.cancelled() else asyncio.CancelledError()
+        if exc is None:
+            try:
+                result = result_json(handler.result())
+            except ValueError as e:
+                await self._fail(job, str(e), retryable=False)
+                return
+            self._outbox.append((job, result))
+            self._flush_wake.set()
+        elif isinstance(exc, LeaseLost):
+            self.stats.fenced += 1
+            log.warning("job fenced: its lease was lost before it completed", extra=self._ids(job))
+        else:
+            log.debug("handler raised", exc_info=exc, extra=self._ids(job))
+            await self._fail(job, describe(exc), retryable=not isinstance(exc, PermanentError))
+
+    async def _after_stop(self, job: Job, reason: str) -> None:
+        ids = self._ids(job)
+        if reason == "cancelled":
+            self.stats.cancelled += 1
+            log.info("job cancelled while running; handler stopped", extra=ids)
+        elif reason == "lost":
+            self.stats.fenced += 1
+            log.warning("job lease lost; handler stopped", extra=ids)
+        elif reason == "timed_out":
+            self.stats.timed_out += 1
+            log.warning("job timed out; handler stopped", extra={**ids, "timeout": job.timeout})
+            await self._fail(job, f"timed out after {job.timeout:g}s", retryable=True)
+        else:
+            await self._release(job)
+
+    @staticmethod
+    def _ids(job: Job) -> dict[str, Any]:
+        return {"job_id": job.job_id, "lease_epoch": job.lease_epoch, "attempt": job.attempt}
+
+    async def _fail(self, job: Job, error: str, *, retryable: bool) -> None:
+        params = {
+            "job_id": job.job_id,
+            "lease_epoch": job.lease_epoch,
+            "error": error,
+            "retryable": retryable,
+        }
+        try:
+            state = await self._db("fail_job", _value(queries.FAIL_JOB, params))
+        except (GaveUp, psycopg.Error) as e:
+            log.error("could not fail job", extra={**self._ids(job), "error": _one_line(e)})
+            return
+        extra = {**self._ids(job), "error": error.strip().splitlines()[0] if error.strip() else error}
+        if state is None:
+            self.stats.fenced += 1
+            log.warning("job failure fenced: its lease was no longer current", extra=extra)
+        elif state == "dead":
+            self.stats.dead += 1
+            log.warning("job dead", extra=extra)
+        else:
+            self.stats.failed += 1
+            log.info("job failed; a retry is scheduled", extra=extra)
+
+    async def _release(self, job: Job) -> None:
+        params = {"job_id": job.job_id, "lease_epoch": job.lease_epoch}
+        try:
+            released = await self._db("release_job", _value(queries.RELEASE_JOB, params))
+        except (GaveUp, psycopg.Error) as e:
+            log.error(
+                "could not release job; it returns when its lease expires",
+                extra={**self._ids(job), "error": _one_line(e)},
+            )
+            return
+        if released:
+            self.stats.released += 1
+            log.info("job released at shutdown", extra=self._ids(job))
+        else:
+            self.stats.fenced += 1
+            log.warning("job release fenced: its lease was no longer current", extra=self._ids(job))
+
+    # --- completing in batches
+
+    async def _flush_loop(self) -> None:
+        while True:
+            if not self._outbox:
+                if self._closing:
+                    return
+                self._flush_wake.clear()
+                await self._flush_wake.wait()
+                continue
+            batch, self._outbox = self._outbox[:MAX_BATCH], self._outbox[MAX_BATCH:]
+            try:
+                await self._complete(batch)
+            except GaveUp as e:
+                unsent = len(batch) + len(self._outbox)
+                log.error(
+                    "completions not sent; those jobs run again after their lease",
+                    extra={"jobs": unsent, "error": str(e)},
+                )
+                self._outbox.clear()
+                return
+
+    async def _complete(self, batch: list[tuple[Job, str | None]]) -> None:
+        results = [result for _, result in batch]
+        params = {
+            "job_ids": [job.job_id for job, _ in batch],
+            "lease_epochs": [job.lease_epoch for job, _ in batch],
+            # NULL when no job has a result: complete_jobs then skips joining the results
+            "results": results if any(r is not None for r in results) else None,
+        }
+        try:
+            rows = await self._db("complete_jobs", _rows(queries.COMPLETE_JOBS, params))
+        except GaveUp:
+            raise
+        except psycopg.Error as e:
+            log.error(
+                "complete_jobs failed; completing one by one",
+                extra={"jobs": len(batch), "error": _one_line(e)},
+            )
+            await self._complete_each(batch)
+            return
+        for (job, _), (_, completed) in zip(batch, rows, strict=True):
+            self._completed(job, bool(completed))
+
+    async def _complete_each(self, batch: list[tuple[Job, str | None]]) -> None:
+        for job, result in batch:
+            params = {"job_id": job.job_id, "lease_epoch": job.lease_epoch, "result": result}
+            try:
+                ok = await self._db("complete_job", _value(queries.COMPLETE_JOB, params))
+            except GaveUp:
+                raise
+            except psycopg.Error as e:
+                await self._fail(job, f"result rejected: {_one_line(e)}", retryable=False)
+                continue
+            self._completed(job, bool(ok))
+
+    def _completed(self, job: Job, completed: bool) -> None:
+        if completed:
+            self.stats.completed += 1
+        else:
+            self.stats.fenced += 1
+            log.warning("job completion fenced: its lease was no longer current", extra=self._ids(job))
+
+    # --- heartbeats
+
+    async def _heartbeat_loop(self) -> None:
+        loop = asyncio.get_running_loop()
+        every = self.lease / 3
+        next_at = loop.time() + every
+        while True:
+            await asyncio.sleep(max(0.0, next_at - loop.time()))
+            next_at = loop.time() + every
+            slots = [s for s in self._active.values() if s.job._stop_reason is None]
+            if slots:
+                await self._heartbeat(slots)
+
+    async def _heartbeat(self, slots: list[_Slot]) -> None:
+        params = {
+            "job_ids": [s.job.job_id for s in slots],
+            "lease_epochs": [s.job.lease_epoch for s in slots],
+            "extend": timedelta(seconds=self.lease),
+        }
+        try:
+            rows = await self._db("heartbeat", _rows(queries.HEARTBEATS, params))
+        except (GaveUp, psycopg.Error) as e:
+            log.error("heartbeat failed", extra={"error": _one_line(e)})
+            return
+        sent = {s.job.job_id: s for s in slots}
+        for job_id, status in rows:
+            slot = sent.get(job_id)
+            if status != "ok" and slot is not None and self._active.get(job_id) is slot:
+                self._request_job_stop(slot, status)
+
+    # --- wake-ups
+
+    async def _listen(self) -> None:
+        delay = BACKOFF_FIRST
+        first = True
+        while True:
+            try:
+                conn = await psycopg.AsyncConnection.connect(
+                    self.dsn, **_conn_kwargs(self.dsn, autocommit=True)
+                )
+                async with conn:
+                    await conn.execute(queries.LISTEN)
+                    if not first:
+                        log.info("listener reconnected; polling at once")
+                        self._wake.set()
+                    first, delay = False, BACKOFF_FIRST
+                    await self._receive(conn)
+            except psycopg.Error as e:
+                pause = random.uniform(delay / 2, delay)
+                log.warning(
+                    "listener lost its connection; reconnecting",
+                    extra={"error": _one_line(e), "retry_in": round(pause, 2)},
+                )
+                await asyncio.sleep(pause)
+                delay = min(delay * 2, BACKOFF_MAX)
+
+    async def _receive(self, conn: AsyncConn) -> None:
+        while True:
+            async for note in conn.notifies(timeout=LISTEN_CHECK):
+                if self.queues is None or note.payload in self.queues:
+                    self._wake.set()
+            await conn.execute(queries.PING)  # an idle connection: prove it is still there
+
+    @staticmethod
+    async def _wait_any(*events: asyncio.Event, timeout: float | None = None) -> None:
+        waits = [asyncio.create_task(e.wait()) for e in events]
+        try:
+            await asyncio.wait(waits, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for w in waits:
+                w.cancel()
+
+
+async def run(handler: Handler, *, dsn: str, **options: Any) -> Stats:
+    """Run a worker until SIGTERM/SIGINT (see `Worker` for the options) and return its stats."""
+    return await Worker(handler, dsn=dsn, **options).run()

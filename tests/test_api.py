@@ -1,0 +1,565 @@
+"""The HTTP API against a real server (uvicorn in a subprocess, on loopback) and the real database."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import psycopg
+import pytest
+from jobctl import errors
+from jobctl.api import error_handlers
+from psycopg.conninfo import make_conninfo
+
+Conn = psycopg.Connection[tuple[object, ...]]
+ALL_SCOPES = ["jobs:read", "jobs:submit", "jobs:cancel", "jobs:retry"]
+MakeToken = Callable[..., str]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class Server:
+    def __init__(self, dsn: str, *args: str) -> None:
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.log = Path(tempfile.mkstemp(prefix="jobctl-api-", suffix=".log")[1])
+        with self.log.open("wb") as out:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-c", "from jobctl.api import serve_command; serve_command()"]
+                + ["--port", str(self.port), *args],
+                env={**os.environ, "JOBCTL_DSN": dsn},
+                stdout=out,
+                stderr=subprocess.STDOUT,
+            )
+
+    def wait_up(self, timeout: float = 20) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            assert self.proc.poll() is None, f"server exited:\n{self.logs()}"
+            try:
+                httpx.get(f"{self.url}/api/v1/health", timeout=1)
+                return
+            except httpx.TransportError:
+                time.sleep(0.05)
+        raise AssertionError(f"server did not start:\n{self.logs()}")
+
+    def logs(self) -> str:
+        return self.log.read_text()
+
+    def records(self) -> list[dict[str, Any]]:
+        """The log lines, for a server started with --log-format json."""
+        return [json.loads(line) for line in self.logs().splitlines() if line.startswith("{")]
+
+    def audit(self, job_id: int) -> list[tuple[str, int, str, int]]:
+        """(action, status, tenant, token_id) of every audit line about this job."""
+        return [
+            (r["action"], r["status"], r["tenant"], r["token_id"])
+            for r in self.records()
+            if r["logger"] == "jobctl.api.audit" and r["job_id"] == job_id
+        ]
+
+    def stop(self) -> None:
+        self.proc.terminate()
+        try:
+            self.proc.wait(10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        self.log.unlink(missing_ok=True)
+
+
+@pytest.fixture(scope="module")
+def app_name() -> str:
+    """The server's application_name: lets a test find (and kill) this server's sessions only."""
+    return f"jobctl-api-test-{uuid.uuid4().hex[:8]}"
+
+
+@pytest.fixture(scope="module")
+def server(dsn: str, app_name: str) -> Iterator[Server]:
+    srv = Server(make_conninfo(dsn, application_name=app_name), "--log-format", "json")
+    try:
+        srv.wait_up()
+        yield srv
+    finally:
+        srv.stop()
+
+
+@pytest.fixture(scope="module")
+def admin_db(dsn: str) -> Iterator[Conn]:
+    with psycopg.connect(dsn, autocommit=True) as c:
+        yield c
+
+
+@pytest.fixture(scope="module")
+def token_ids() -> list[int]:
+    return []
+
+
+@pytest.fixture(scope="module")
+def make_token(admin_db: Conn, token_ids: list[int]) -> Iterator[MakeToken]:
+    """make_token(tenant or None for admin, scopes=ALL_SCOPES) -> a bearer token; all revoked at the end."""
+
+    def make(tenant: str | None, scopes: list[str] = ALL_SCOPES) -> str:
+        row = admin_db.execute("select jobctl.create_api_token(%s, %s::text[])", (tenant, scopes)).fetchone()
+        assert row is not None
+        token = str(row[0])
+        token_ids.append(int(token.split("_")[1]))
+        return token
+
+    yield make
+    for token_id in token_ids:
+        admin_db.execute("select jobctl.revoke_api_token(%s)", (token_id,))
+
+
+@pytest.fixture
+def client(server: Server) -> Iterator[httpx.Client]:
+    with httpx.Client(base_url=server.url, timeout=10) as c:
+        yield c
+
+
+def auth(token: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {token}"}
+
+
+def submit(client: httpx.Client, token: str, **job: Any) -> httpx.Response:
+    job.setdefault("queue", "q")
+    job.setdefault("payload", {})
+    return client.post("/api/v1/jobs", json=job, headers=auth(token))
+
+
+def job_id_of(response: httpx.Response) -> int:
+    assert response.status_code in (200, 201), response.text
+    return int(response.json()["job"]["job_id"])
+
+
+def assert_error(
+    r: httpx.Response, status: int, error: str, field: str | None = None, sqlstate: str | None = None
+) -> None:
+    assert r.status_code == status, r.text
+    body = r.json()
+    assert set(body) >= {"error", "message", "field", "sqlstate"}, body
+    assert body["error"] == error, body
+    assert body["message"] and "\n" not in body["message"], body
+    assert body["field"] == field, body
+    assert body["sqlstate"] == sqlstate, body
+
+
+def complete_one(db: Conn, queue: str) -> int:
+    row = db.execute(
+        "select job_id, lease_epoch from jobctl.claim_job('api-test', array[%s])", (queue,)
+    ).fetchone()
+    assert row is not None
+    done = db.execute("select jobctl.complete_job(%s, %s)", row).fetchone()
+    assert done == (True,)
+    return int(str(row[0]))
+
+
+# --- operations -------------------------------------------------------------------------------------
+
+
+def test_health_openapi_and_docs(client: httpx.Client) -> None:
+    r = client.get("/api/v1/health")
+    assert (r.status_code, r.json()) == (200, {"status": "ok"})
+
+    doc = client.get("/api/v1/openapi.json").json()
+    paths = doc["paths"]
+    assert set(paths["/api/v1/jobs"]) == {"get", "post"}
+    assert set(paths["/api/v1/jobs/{id}"]) == {"get", "delete"}
+    assert set(paths["/api/v1/jobs/{id}/retry"]) == {"post"}
+    assert "/api/v1/health" in paths
+    assert "another tenant" in paths["/api/v1/jobs/{id}"]["get"]["responses"]["404"]["description"]
+    assert doc["components"]["securitySchemes"]["bearer"]["scheme"] == "bearer"
+    assert paths["/api/v1/jobs"]["post"]["security"] == [{"bearer": []}]
+    assert doc["components"]["schemas"]["JobSubmit"]["additionalProperties"] is False
+    assert client.get("/api/v1/docs").status_code == 200
+
+
+def test_metrics(client: httpx.Client) -> None:
+    client.get("/api/v1/health")
+    client.get("/api/v1/jobs/1")  # 401
+    client.get("/nowhere")
+    text = client.get("/metrics").text
+    assert 'jobctl_api_requests_total{method="GET",route="/api/v1/health",status="200"}' in text
+    assert 'jobctl_api_requests_total{method="GET",route="/api/v1/jobs/{id}",status="401"}' in text
+    assert 'route="<unmatched>",status="404"' in text
+    assert "jobctl_api_request_duration_seconds_bucket{" in text
+    for gauge in ("size", "available", "waiting"):
+        assert f"jobctl_api_pool_{gauge} " in text
+
+
+def test_dropped_connections_are_replaced(client: httpx.Client, admin_db: Conn, app_name: str) -> None:
+    client.get("/api/v1/health")
+    # the server's sessions first, then terminate exactly those (a filter beside pg_terminate_backend
+    # in one WHERE may be evaluated after it, for every session)
+    rows = admin_db.execute("select pid from pg_stat_activity where application_name = %s", (app_name,))
+    pids = [int(str(r[0])) for r in rows.fetchall()]
+    assert pids
+    admin_db.execute("select pg_terminate_backend(p) from unnest(%s::int[]) as p", (pids,))
+    for _ in range(3):
+        assert client.get("/api/v1/health").status_code == 200
+
+
+def test_database_down_is_503(dsn: str, make_token: MakeToken, name: str) -> None:
+    token = make_token(name)
+    nowhere = make_conninfo(dsn, host="127.0.0.1", port=str(free_port()), connect_timeout="1")
+    srv = Server(nowhere, "--pool-timeout", "0.3")
+    try:
+        srv.wait_up()
+        with httpx.Client(base_url=srv.url, timeout=10) as c:
+            r = c.get("/api/v1/health")
+            assert (r.status_code, r.json()) == (503, {"status": "unavailable"})
+            r = c.get("/api/v1/jobs", headers=auth(token))
+            assert_error(r, 503, "unavailable")
+            assert int(r.headers["Retry-After"]) >= 1
+            # no header: 401 without touching the database
+            assert_error(c.get("/api/v1/jobs"), 401, "unauthorized")
+    finally:
+        srv.stop()
+
+
+def test_over_limit_answer_has_retry_after() -> None:
+    # JC004/JC005 are raised by SQL once tenant quotas land; the answer is built here already
+    r = error_handlers.error_response(
+        errors.OverLimit("tenant t is over its submit rate", sqlstate="JC005", hint="Retry in 2.5 seconds.")
+    )
+    assert r.status_code == 429
+    assert r.headers["Retry-After"] == "3"
+    assert json.loads(bytes(r.body))["error"] == "rate_limited"
+    assert error_handlers.retry_after(None) == 1
+    assert error_handlers.retry_after("try again later") == 1
+
+
+# --- authentication and tenants ---------------------------------------------------------------------
+
+
+def test_missing_and_malformed_authorization(client: httpx.Client, server: Server) -> None:
+    r = client.get("/api/v1/jobs")
+    assert_error(r, 401, "unauthorized")
+    assert r.headers["WWW-Authenticate"].startswith("Bearer")
+    for header in ("Basic dXNlcjpwdw==", "Bearer", "Bearer a b", "jct_1_abc"):
+        r = client.get("/api/v1/jobs/1", headers={"Authorization": header})
+        assert_error(r, 401, "unauthorized")
+        assert "malformed" in r.json()["message"]
+    failures = [r for r in server.records() if r["msg"].startswith("authentication failed")]
+    assert failures and all(
+        r["level"] == "warning" and r["path"].startswith("/api/v1/jobs") for r in failures
+    )
+
+
+def test_wrong_and_revoked_tokens(
+    client: httpx.Client, server: Server, make_token: MakeToken, admin_db: Conn, name: str
+) -> None:
+    r = client.get("/api/v1/jobs", headers=auth("jct_1_" + "0" * 64))
+    assert_error(r, 401, "invalid_token", sqlstate="JC020")
+    assert 'error="invalid_token"' in r.headers["WWW-Authenticate"]
+
+    token = make_token(name)
+    assert client.get("/api/v1/jobs", headers=auth(token)).status_code == 200
+    admin_db.execute("select jobctl.revoke_api_token(%s)", (int(token.split("_")[1]),))
+    assert_error(client.get("/api/v1/jobs", headers=auth(token)), 401, "invalid_token", sqlstate="JC020")
+    failures = [r for r in server.records() if r["msg"].startswith("authentication failed")]
+    assert failures[-1]["token_id"] == int(token.split("_")[1])
+    assert token not in server.logs()
+
+
+def test_scopes(client: httpx.Client, make_token: MakeToken, name: str) -> None:
+    reader = make_token(name, ["jobs:read"])
+    writer = make_token(name, ["jobs:submit"])
+    job = job_id_of(submit(client, writer))
+    assert_error(submit(client, reader), 403, "insufficient_scope", sqlstate="JC021")
+    assert_error(
+        client.get(f"/api/v1/jobs/{job}", headers=auth(writer)), 403, "insufficient_scope", sqlstate="JC021"
+    )
+    assert_error(
+        client.get("/api/v1/jobs", headers=auth(writer)), 403, "insufficient_scope", sqlstate="JC021"
+    )
+    assert_error(
+        client.delete(f"/api/v1/jobs/{job}", headers=auth(reader)),
+        403,
+        "insufficient_scope",
+        sqlstate="JC021",
+    )
+    r = client.post(f"/api/v1/jobs/{job}/retry", headers=auth(reader))
+    assert_error(r, 403, "insufficient_scope", sqlstate="JC021")
+    assert client.get(f"/api/v1/jobs/{job}", headers=auth(reader)).status_code == 200
+
+
+def test_another_tenants_job_is_invisible(client: httpx.Client, make_token: MakeToken, name: str) -> None:
+    mine, theirs = make_token(f"{name}a"), make_token(f"{name}b")
+    job = job_id_of(submit(client, mine))
+    assert_error(client.get(f"/api/v1/jobs/{job}", headers=auth(theirs)), 404, "not_found", "id")
+    assert_error(client.delete(f"/api/v1/jobs/{job}", headers=auth(theirs)), 404, "not_found", "id")
+    assert_error(client.post(f"/api/v1/jobs/{job}/retry", headers=auth(theirs)), 404, "not_found", "id")
+    assert_error(submit(client, theirs, tenant_id=f"{name}a"), 403, "forbidden", "tenant_id")
+    r = client.get("/api/v1/jobs", params={"tenant": f"{name}a"}, headers=auth(theirs))
+    assert_error(r, 403, "forbidden", "tenant")
+    # the job is untouched, and its own tenant may name itself
+    r = client.get(f"/api/v1/jobs/{job}", headers=auth(mine))
+    assert r.json()["job"]["state"] == "pending"
+    assert submit(client, mine, tenant_id=f"{name}a").status_code == 201
+    r = client.get("/api/v1/jobs", params={"tenant": f"{name}a"}, headers=auth(mine))
+    assert len(r.json()["jobs"]) == 2
+
+
+def test_admin_token_spans_tenants(client: httpx.Client, make_token: MakeToken, name: str) -> None:
+    admin = make_token(None)
+    job = job_id_of(submit(client, make_token(name)))
+    assert client.get(f"/api/v1/jobs/{job}", headers=auth(admin)).json()["job"]["tenant_id"] == name
+    r = client.get("/api/v1/jobs", params={"tenant": name}, headers=auth(admin))
+    assert [j["job_id"] for j in r.json()["jobs"]] == [job]
+    assert_error(client.get("/api/v1/jobs", headers=auth(admin)), 422, "invalid_request", "tenant")
+    assert_error(submit(client, admin), 422, "invalid_request", "tenant_id")
+    other = submit(client, admin, tenant_id=f"{name}x")
+    assert other.status_code == 201 and other.json()["job"]["tenant_id"] == f"{name}x"
+    r = client.delete(f"/api/v1/jobs/{job}", headers=auth(admin))
+    assert r.status_code == 200 and r.json()["job"]["state"] == "cancelled"
+    assert client.post(f"/api/v1/jobs/{job}/retry", headers=auth(admin)).json()["job"]["state"] == "pending"
+
+
+# --- submitting -------------------------------------------------------------------------------------
+
+
+def test_submit_with_every_field(
+    client: httpx.Client, make_token: MakeToken, server: Server, name: str
+) -> None:
+    token = make_token(name)
+    fields = {
+        "queue": f"{name}-emails",
+        "payload": {"to": "ada@example.com", "n": [1, 2.5, None, True]},
+        "priority": 7,
+        "run_at": "2031-05-01T09:30:00+02:00",
+        "dedup_key": "welcome-ada",
+        "max_attempts": 5,
+        "backoff": {"strategy": "linear", "base": "10 seconds", "max": "2 minutes", "jitter": False},
+        "timeout": 90.5,
+    }
+    r = submit(client, token, **fields)
+    assert r.status_code == 201, r.text
+    assert r.json()["duplicate"] is False
+    job = r.json()["job"]
+    assert job["tenant_id"] == name
+    for key in ("queue", "payload", "priority", "dedup_key", "max_attempts"):
+        assert job[key] == fields[key], key
+    assert job["run_at"] == "2031-05-01T07:30:00Z"
+    assert job["timeout"] == 90.5
+    assert job["backoff"] == {"strategy": "linear", "base": "00:00:10", "max": "00:02:00", "jitter": False}
+    assert job["state"] == "pending" and job["attempt"] == 0
+    assert job["created_at"].endswith("Z") and job["finished_at"] is None
+
+    again = submit(client, token, **{**fields, "payload": {"other": 1}})
+    assert again.status_code == 200, again.text
+    assert again.json()["duplicate"] is True
+    assert again.json()["job"]["job_id"] == job["job_id"]
+    assert again.json()["job"]["payload"] == fields["payload"]
+
+    token_id = int(token.split("_")[1])
+    assert server.audit(job["job_id"]) == [("submit", 201, name, token_id), ("submit", 200, name, token_id)]
+
+
+def test_submit_defaults_come_from_sql(client: httpx.Client, make_token: MakeToken, name: str) -> None:
+    job = submit(client, make_token(name), queue="q", payload=[]).json()["job"]
+    assert (job["priority"], job["max_attempts"], job["timeout"], job["payload"]) == (0, 3, None, [])
+    assert (job["dedup_key"], job["backoff"], job["state"]) == (None, None, "pending")
+
+
+@pytest.mark.parametrize(
+    ("job", "field", "sqlstate"),
+    [
+        ({"colour": "red"}, "colour", None),
+        ({"priority": "high"}, "priority", None),
+        ({"priority": 1.5}, "priority", None),
+        ({"priority": 500}, "priority", "JC001"),
+        ({"priority": 2**40}, "priority", None),
+        ({"max_attempts": 0}, "max_attempts", "JC001"),
+        ({"run_at": "next tuesday"}, "run_at", None),
+        ({"run_at": "2031-05-01T09:30:00"}, "run_at", None),  # no time zone
+        ({"run_at": 1900000000}, "run_at", None),
+        ({"timeout": "30"}, "timeout", None),
+        ({"timeout": 0}, "timeout", "JC001"),
+        ({"timeout": 10**9}, "timeout", "JC001"),
+        ({"queue": ""}, "queue", "JC001"),
+        ({"queue": 5}, "queue", None),
+        ({"dedup_key": ""}, "dedup_key", "JC001"),
+        ({"backoff": {"strategy": "random"}}, "backoff", "JC003"),
+        ({"backoff": "fast"}, "backoff", None),
+        ({"payload": {"s": "nul \u0000"}}, None, "22P05"),  # jsonb takes no NUL
+    ],
+)
+def test_submit_invalid(
+    client: httpx.Client,
+    make_token: MakeToken,
+    name: str,
+    job: dict[str, Any],
+    field: str | None,
+    sqlstate: str | None,
+) -> None:
+    r = submit(client, make_token(name), **job)
+    code = "invalid_backoff" if sqlstate == "JC003" else "invalid_request"
+    assert_error(r, 422, code, field, sqlstate)
+    assert not r.json()["message"].startswith("jobs[0]")
+    if sqlstate is None:
+        assert r.json()["errors"][0]["field"] == field
+
+
+def test_submit_missing_fields_and_bad_bodies(client: httpx.Client, make_token: MakeToken, name: str) -> None:
+    token = make_token(name)
+    r = client.post("/api/v1/jobs", json={"queue": "q"}, headers=auth(token))
+    assert_error(r, 422, "invalid_request", "payload")
+    assert r.json()["errors"] == [{"field": "payload", "reason": "required"}]
+    r = client.post("/api/v1/jobs", json={}, headers=auth(token))
+    assert {e["field"] for e in r.json()["errors"]} == {"queue", "payload"}
+    r = client.post(
+        "/api/v1/jobs", content=b'{"queue": "q",', headers=auth(token) | {"content-type": "application/json"}
+    )
+    assert_error(r, 400, "invalid_json", "body")
+    assert_error(client.post("/api/v1/jobs", json=[1], headers=auth(token)), 422, "invalid_request", "body")
+
+
+def test_payload_limits(client: httpx.Client, make_token: MakeToken, name: str) -> None:
+    token = make_token(name)
+    r = submit(client, token, payload={"s": "x" * 70_000})
+    assert_error(r, 413, "payload_too_large", "payload", "JC002")
+    r = submit(client, token, payload={"s": "x" * (1024 * 1024)})
+    assert_error(r, 413, "payload_too_large")
+    # refused before the token is even looked at
+    big = json.dumps({"queue": "q", "payload": "x" * (1024 * 1024)}).encode()
+    r = client.post("/api/v1/jobs", content=big, headers={"content-type": "application/json"})
+    assert_error(r, 413, "payload_too_large")
+    # a chunked body (no Content-Length) is cut off once it passes the limit
+    chunks = (big[i : i + 65536] for i in range(0, len(big), 65536))
+    r = client.post(
+        "/api/v1/jobs", content=chunks, headers=auth(token) | {"content-type": "application/json"}
+    )
+    assert_error(r, 413, "payload_too_large")
+
+
+# --- reading, cancelling, retrying ------------------------------------------------------------------
+
+
+def test_get_cancel_retry(
+    client: httpx.Client, make_token: MakeToken, admin_db: Conn, server: Server, name: str
+) -> None:
+    token = make_token(name)
+    job = job_id_of(submit(client, token, queue=f"{name}-q", payload={"k": 1}))
+    r = client.get(f"/api/v1/jobs/{job}", headers=auth(token))
+    assert r.status_code == 200 and r.json()["job"]["payload"] == {"k": 1}
+
+    assert_error(
+        client.post(f"/api/v1/jobs/{job}/retry", headers=auth(token)),
+        409,
+        "illegal_transition",
+        "id",
+        "JC010",
+    )
+    r = client.delete(f"/api/v1/jobs/{job}", headers=auth(token))
+    assert r.status_code == 200, r.text
+    assert r.json()["job"]["state"] == "cancelled" and r.json()["job"]["finished_at"]
+    assert_error(
+        client.delete(f"/api/v1/jobs/{job}", headers=auth(token)), 409, "illegal_transition", "id", "JC010"
+    )
+    r = client.post(f"/api/v1/jobs/{job}/retry", headers=auth(token))
+    assert r.status_code == 200, r.text
+    assert r.json()["job"]["state"] == "pending" and r.json()["job"]["finished_at"] is None
+
+    done = job_id_of(submit(client, token, queue=f"{name}-done"))
+    assert complete_one(admin_db, f"{name}-done") == done
+    assert_error(
+        client.delete(f"/api/v1/jobs/{done}", headers=auth(token)), 409, "illegal_transition", "id", "JC010"
+    )
+    assert_error(
+        client.post(f"/api/v1/jobs/{done}/retry", headers=auth(token)),
+        409,
+        "illegal_transition",
+        "id",
+        "JC010",
+    )
+
+    token_id = int(token.split("_")[1])
+    assert server.audit(job) == [
+        ("submit", 201, name, token_id),
+        ("retry", 409, name, token_id),
+        ("cancel", 200, name, token_id),
+        ("cancel", 409, name, token_id),
+        ("retry", 200, name, token_id),
+    ]
+
+
+def test_unknown_and_malformed_ids(client: httpx.Client, make_token: MakeToken, name: str) -> None:
+    token = make_token(name)
+    for path in ("/api/v1/jobs/{}", "/api/v1/jobs/{}/retry"):
+        method = "GET" if not path.endswith("retry") else "POST"
+        assert_error(client.request(method, path.format(2**62), headers=auth(token)), 404, "not_found", "id")
+        for bad in ("abc", "0", "-3", "1.5", str(2**63)):
+            assert_error(
+                client.request(method, path.format(bad), headers=auth(token)), 422, "invalid_request", "id"
+            )
+    assert_error(client.delete(f"/api/v1/jobs/{2**62}", headers=auth(token)), 404, "not_found", "id")
+    assert_error(client.delete("/api/v1/jobs/abc", headers=auth(token)), 422, "invalid_request", "id")
+    assert_error(client.put("/api/v1/jobs/1", headers=auth(token)), 405, "method_not_allowed")
+
+
+# --- listing ----------------------------------------------------------------------------------------
+
+
+def test_pagination(client: httpx.Client, make_token: MakeToken, admin_db: Conn, name: str) -> None:
+    token = make_token(name)
+    jobs = [{"tenant_id": name, "queue": f"{name}-{i % 2}", "payload": {"i": i}} for i in range(25)]
+    rows = admin_db.execute(
+        "select job_id from jobctl.submit_jobs(%s::jsonb)", (json.dumps(jobs),)
+    ).fetchall()
+    ids = [int(str(r[0])) for r in rows]
+
+    seen: list[int] = []
+    pages: list[int] = []
+    params: dict[str, Any] = {"limit": 10}
+    while True:
+        r = client.get("/api/v1/jobs", params=params, headers=auth(token))
+        assert r.status_code == 200, r.text
+        page = r.json()
+        pages.append(len(page["jobs"]))
+        seen += [j["job_id"] for j in page["jobs"]]
+        if page["next"] is None:
+            break
+        assert page["next"] == seen[-1]
+        params["before"] = page["next"]
+    assert pages == [10, 10, 5]
+    assert seen == sorted(ids, reverse=True)
+
+    r = client.get("/api/v1/jobs", params={"queue": f"{name}-1", "status": "pending"}, headers=auth(token))
+    assert [j["job_id"] for j in r.json()["jobs"]] == sorted(ids[1::2], reverse=True)
+    assert r.json()["next"] is None
+    r = client.get("/api/v1/jobs", params={"status": "completed"}, headers=auth(token))
+    assert r.json() == {"jobs": [], "next": None}
+    r = client.get("/api/v1/jobs", params={"limit": 25}, headers=auth(token))
+    assert len(r.json()["jobs"]) == 25 and r.json()["next"] is None
+
+
+def test_list_invalid(client: httpx.Client, make_token: MakeToken, name: str) -> None:
+    token = make_token(name)
+    r = client.get("/api/v1/jobs", params={"status": "sleeping"}, headers=auth(token))
+    assert_error(r, 422, "invalid_request", "status", sqlstate="JC001")
+    for limit in ("0", "1001", "ten"):
+        r = client.get("/api/v1/jobs", params={"limit": limit}, headers=auth(token))
+        assert_error(r, 422, "invalid_request", "limit")
+    r = client.get("/api/v1/jobs", params={"queue": "nul \u0000"}, headers=auth(token))
+    assert_error(r, 422, "invalid_request")  # psycopg will not send text with a NUL
+    assert_error(
+        client.get("/api/v1/jobs", params={"before": "x"}, headers=auth(token)),
+        422,
+        "invalid_request",
+        "before",
+    )

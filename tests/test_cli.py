@@ -1,0 +1,318 @@
+"""The command line on the real database: outputs in text and --json, and errors as one line."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import pytest
+from click.testing import CliRunner, Result
+from jobctl import migrate as mig
+from jobctl.cli import main
+from jobctl.cli.schema import plan_issues
+
+JOBCTL = [sys.executable, "-m", "jobctl.cli"]
+Cli = Callable[..., Result]
+
+
+@pytest.fixture
+def cli(dsn: str) -> Cli:
+    runner = CliRunner()
+
+    def invoke(*args: str, input: str | None = None) -> Result:
+        return runner.invoke(main, list(args), env={"JOBCTL_DSN": dsn}, input=input)
+
+    return invoke
+
+
+def ok(result: Result) -> str:
+    assert result.exit_code == 0, (result.output, result.exception)
+    return result.stdout
+
+
+def ok_json(result: Result) -> Any:
+    return json.loads(ok(result))
+
+
+def failed(result: Result) -> str:
+    """The one-line error of a command that failed with exit status 1."""
+    assert result.exit_code == 1, (result.output, result.exception)
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("jobctl: "), result.stderr
+    return lines[0]
+
+
+def write_jsonl(path: Path, jobs: list[dict[str, Any]]) -> Path:
+    path.write_text("".join(json.dumps(j) + "\n" for j in jobs))
+    return path
+
+
+def pending(cli: Cli, tenant: str) -> dict[str, int]:
+    """Pending jobs per queue of a tenant, from `jobctl stats --json`."""
+    return {r["queue"]: r["pending"] for r in ok_json(cli("stats", "--tenant", tenant, "--json"))}
+
+
+COMMANDS = ["migrate", "validate", "submit", "get", "list", "history", "cancel", "retry", "tenant", "token"]
+COMMANDS += ["stats", "doctor", "top", "serve", "worker"]
+
+
+def test_help_lists_every_command(cli: Cli) -> None:
+    text = ok(cli("--help"))
+    listed = [line.split()[0] for line in text.split("Commands:")[1].splitlines() if line.strip()]
+    assert listed == COMMANDS
+    for args in [[c] for c in COMMANDS] + [["tenant", "put"], ["tenant", "list"], ["token", "create"]]:
+        assert "Usage: " in ok(cli(*args, "--help")), args
+    for args in (["submit"], ["list"], ["token", "create"]):
+        assert "Examples:" in ok(cli(*args, "--help")), args
+
+
+def test_submit_one_and_its_dedup_repeat(cli: Cli, name: str) -> None:
+    first = cli("submit", name, "q", '{"n": 1}', "--dedup-key", "k")
+    job_id = int(ok(first).strip())
+    again = cli("submit", name, "q", '{"n": 2}', "--dedup-key", "k")
+    assert int(ok(again).strip()) == job_id
+    assert f"duplicate of job {job_id}" in again.stderr
+    assert ok_json(cli("submit", name, "q", "--dedup-key", "k", "--json")) == {
+        "job_id": job_id,
+        "duplicate": True,
+    }
+
+    options = ["--priority", "5", "--delay", "60", "--max-attempts", "4", "--timeout", "30"]
+    options += ["--backoff", '{"strategy": "fixed", "base": "5 seconds"}']
+    made = ok_json(cli("submit", name, "q", "--json", *options))
+    assert made["duplicate"] is False
+    job = ok_json(cli("get", str(made["job_id"]), "--json"))
+    assert (job["priority"], job["max_attempts"], job["timeout"], job["payload"]) == (5, 4, 30.0, {})
+    assert job["backoff"]["strategy"] == "fixed"
+    assert job["run_at"] > job["created_at"]  # ISO 8601 in the same zone: compares as text
+
+
+def test_submit_file_in_batches_with_a_summary(cli: Cli, name: str, tmp_path: Path) -> None:
+    jobs = [{"tenant_id": name, "queue": "bulk", "payload": {"i": i}} for i in range(2500)]
+    jobs[0]["dedup_key"] = "once"
+    jobs.append({"tenant_id": name, "queue": "bulk", "payload": {}, "dedup_key": "once"})
+    path = write_jsonl(tmp_path / "jobs.jsonl", jobs)
+
+    summary = ok_json(cli("submit", "--file", str(path), "--json"))
+    assert (summary["submitted"], summary["duplicates"], summary["batches"]) == (2500, 1, 3)
+    assert summary["jobs_per_s"] > 0
+    assert pending(cli, name) == {"bulk": 2500}
+
+    line = json.dumps({"tenant_id": name, "queue": "stdin", "payload": {}})
+    text = ok(cli("submit", "--file", "-", input=line + "\n"))
+    assert text.startswith("submitted 1 jobs (0 duplicates) in 1 batches") and "jobs/s" in text
+
+
+def test_a_bad_line_writes_nothing_of_its_batch(cli: Cli, name: str, tmp_path: Path) -> None:
+    jobs = [{"tenant_id": name, "queue": "sql", "payload": {"i": i}} for i in range(1500)]
+    jobs[1233]["priority"] = 999  # line 1234, in the second batch
+    error = failed(cli("submit", "--file", str(write_jsonl(tmp_path / "bad.jsonl", jobs))))
+    assert error.startswith("jobctl: line 1234: priority must be")
+    assert "[JC001, field: priority]" in error and "lines 1-1000 were submitted" in error
+
+    lines = [json.dumps({"tenant_id": name, "queue": "json", "payload": {}})] * 25
+    lines[16] = '{"tenant_id": oops'
+    error = failed(cli("submit", "--file", "-", "--batch-size", "10", input="\n".join(lines) + "\n"))
+    assert error.startswith("jobctl: line 17 is not valid JSON")
+    assert "nothing from line 11 on" in error
+    assert pending(cli, name) == {"sql": 1000, "json": 10}
+
+
+def test_get_list_history_cancel_retry(cli: Cli, name: str) -> None:
+    ids = [int(ok(cli("submit", name, "q", f'{{"n": {n}}}')).strip()) for n in range(3)]
+
+    shown = ok(cli("get", str(ids[0])))
+    assert f"job_id:           {ids[0]}" in shown and "state:            pending" in shown
+    assert 'payload:          {"n":0}' in shown
+    assert ok_json(cli("get", str(ids[0]), "--json"))["payload"] == {"n": 0}
+
+    table = ok(cli("list", "--tenant", name)).splitlines()
+    assert table[0].split() == [
+        "ID",
+        "QUEUE",
+        "STATE",
+        "PRIO",
+        "ATTEMPT",
+        "RUN",
+        "AT",
+        "CREATED",
+        "LAST",
+        "ERROR",
+    ]
+    assert [int(line.split()[0]) for line in table[1:]] == ids[::-1]
+    page = ok(cli("list", "--tenant", name, "--limit", "2")).splitlines()
+    assert page[-1] == f"(more may follow: jobctl list --tenant {name} --before {ids[1]} --limit 2)"
+    rest = ok_json(cli("list", "--tenant", name, "--before", str(ids[1]), "--limit", "2", "--json"))
+    assert [j["job_id"] for j in rest] == [ids[0]]
+
+    assert ok(cli("cancel", str(ids[1]))) == f"job {ids[1]}: cancelled\n"
+    assert "[JC010" in failed(cli("cancel", str(ids[1])))
+    assert ok_json(cli("retry", str(ids[1]), "--json")) == {"job_id": ids[1], "state": "pending"}
+    assert "[JC010" in failed(cli("retry", str(ids[1])))
+    assert [
+        j["job_id"] for j in ok_json(cli("list", "--tenant", name, "--state", "pending", "--json"))
+    ] == ids[::-1]
+
+    history = ok(cli("history", str(ids[1]))).splitlines()
+    assert [line.split()[2] for line in history[1:]] == ["submitted", "cancelled", "retried"]
+    events = ok_json(cli("history", str(ids[1]), "--json"))
+    assert [e["event"] for e in events] == ["submitted", "cancelled", "retried"]
+    assert events[0]["at"].startswith("20") and "T" in events[0]["at"]
+
+    unknown = str(ids[-1] + 10**9)
+    assert failed(cli("get", unknown)) == f"jobctl: no job {unknown}"
+    assert failed(cli("history", unknown)) == f"jobctl: no job {unknown}"
+    assert "[P0002" in failed(cli("cancel", unknown))
+
+
+def test_tenant_put_and_list(cli: Cli, name: str) -> None:
+    shown = ok(cli("tenant", "put", name, "--weight", "3", "--max-pending", "100", "--claim-rate", "2.5"))
+    assert "weight:       3" in shown and "max_running:  unlimited" in shown
+    row = next(t for t in ok_json(cli("tenant", "list", "--json")) if t["tenant_id"] == name)
+    assert (row["weight"], row["max_pending"], row["claim_rate"], row["max_running"]) == (3, 100, 2.5, None)
+    listed = next(line for line in ok(cli("tenant", "list")).splitlines() if line.startswith(name + " "))
+    assert listed.split()[1:4] == ["3", "100", "-"]
+
+    reset = ok_json(cli("tenant", "put", name, "--json"))  # every field is set: omitted ones to defaults
+    assert (reset["weight"], reset["max_pending"], reset["claim_rate"]) == (1, None, None)
+    assert "[JC001, field: weight]" in failed(cli("tenant", "put", name, "--weight", "0"))
+
+
+def test_token_create_list_revoke(cli: Cli, name: str) -> None:
+    made = cli("token", "create", "--tenant", name, "--label", "ci")
+    token = ok(made).strip()
+    assert token.startswith("jct_") and "\n" not in token
+    assert "cannot be shown again" in made.stderr
+    token_id = int(token.split("_")[1])
+    narrow = ok_json(cli("token", "create", "--tenant", name, "--scope", "jobs:read", "--json"))
+    assert narrow["scopes"] == ["jobs:read"] and narrow["token"].startswith(f"jct_{narrow['token_id']}_")
+
+    listed = ok(cli("token", "list", "--tenant", name))
+    assert "jobs:cancel,jobs:read,jobs:retry,jobs:submit" in listed and " ci " in listed
+
+    assert "invalid or revoked" in failed(cli("token", "revoke", token[:-4] + "0000"))  # a wrong secret
+    assert ok(cli("token", "revoke", token)) == f"token {token_id}: revoked\n"
+    assert ok_json(cli("token", "revoke", str(narrow["token_id"]), "--json"))["revoked"] is True
+    tokens = ok_json(cli("token", "list", "--tenant", name, "--json"))
+    assert [t["revoked_at"] is not None for t in tokens] == [True, True]
+    assert failed(cli("token", "revoke", str(token_id))) == f"jobctl: no active token {token_id}"
+    assert cli("token", "create").exit_code == 2  # neither --tenant nor --admin
+    assert "unknown scope" in failed(cli("token", "create", "--admin", "--scope", "jobs:fly"))
+
+
+def test_stats_joins_counts_and_claims(
+    cli: Cli, name: str, conn: psycopg.Connection[tuple[object, ...]]
+) -> None:
+    q1, q2 = f"{name}-a", f"{name}-b"
+    for queue, n in ((q1, 3), (q2, 1)):
+        for _ in range(n):
+            ok(cli("submit", name, queue))
+    claimed = conn.execute("select job_id from jobctl.claim_job('cli-test', array[%s])", (q1,)).fetchall()
+    assert len(claimed) == 1
+
+    rows = {r["queue"]: r for r in ok_json(cli("stats", "--tenant", name, "--json"))}
+    assert (rows[q1]["pending"], rows[q1]["running"], rows[q1]["claims"]) == (2, 1, 1)
+    assert rows[q1]["wait_p50_s"] is not None and rows[q1]["claims_per_s"] > 0
+    assert rows[q1]["oldest_due_s"] >= 0
+    assert (rows[q2]["pending"], rows[q2]["claims"], rows[q2]["wait_p50_s"]) == (1, 0, None)
+
+    table = ok(cli("stats", "--tenant", name, "--queue", q1)).splitlines()
+    assert table[0].split()[:8] == [
+        "TENANT",
+        "QUEUE",
+        "PENDING",
+        "FAILED",
+        "RUNNING",
+        "COMPLETED",
+        "DEAD",
+        "CANCELLED",
+    ]
+    assert table[1].split()[:5] == [name, q1, "2", "0", "1"] and len(table) == 2
+    assert ok(cli("stats", "--tenant", name + "-none")) == "(no jobs)\n"
+
+
+def test_doctor_verdicts(cli: Cli, conn: psycopg.Connection[tuple[object, ...]]) -> None:
+    # Faults of the shared dev cluster doctor must report as `fail`: the files ahead of the database
+    # (others edit sql/ while tests run) or a pg_cron launcher that is not running. Without them
+    # every check is ok or warn (the tick's may be warn) and doctor exits 0.
+    faults = {"schema current"} if plan_issues(mig.plan(conn)) else set()
+    launcher = "select exists (select from pg_stat_activity where backend_type = 'pg_cron launcher')"
+    if conn.execute(launcher).fetchone() == (False,):
+        faults.add("pg_cron launcher")  # then the reaper's lag may fail too: leases go unreaped
+
+    result = cli("doctor")
+    assert result.exit_code == (1 if faults else 0), result.output
+    lines = result.stdout.splitlines()
+    assert lines[0].split() == ["CHECK", "VERDICT", "OBSERVED"]
+    assert lines[-1].startswith("doctor: ") and " ok, " in lines[-1]
+
+    report = json.loads(cli("doctor", "--json").stdout)
+    checks = {c["check_name"]: c for c in report["checks"]}
+    expected = {"schema current", "pg_cron launcher", "reaper lag", "transaction ID age", "oldest snapshot"}
+    assert expected | {"partitions ahead jobctl.job", "dead tuples _ready"} <= set(checks)
+    failing = {n for n, c in checks.items() if c["verdict"] == "fail"}
+    if faults:
+        assert faults <= failing <= faults | {"reaper lag"} and report["verdict"] == "fail"
+    else:
+        assert failing == set() and report["verdict"] in ("ok", "warn")
+    assert report["counts"]["fail"] == len(failing)
+    for name, check in checks.items():  # every check is a row of the text table, with its verdict
+        assert any(line.startswith(name + " ") and check["verdict"] in line.split() for line in lines[1:])
+        assert check["verdict"] in ("ok", "warn", "fail")
+
+    current = cli("validate", "--json")
+    assert json.loads(current.stdout)["current"] == ("schema current" not in faults)
+
+
+def test_top_draws_the_dashboard(cli: Cli, name: str) -> None:
+    ok(cli("submit", name, "q"))
+    out = ok(cli("top", "--tenant", name, "--iterations", "2", "--interval", "0.1"))
+    assert "\x1b[" not in out, "no clear-screen when stdout is not a terminal"
+    frames = out.split("jobctl top  ")[1:]
+    assert len(frames) == 2
+    for frame in frames:
+        lines = frame.splitlines()
+        assert "(Ctrl-C quits)" in lines[0]
+        assert (
+            lines[1].startswith("health: ")
+            and " ok" in lines[1]
+            and " warn" in lines[1]
+            and " fail" in lines[1]
+        )
+        assert lines[3].split()[:2] == ["TENANT", "QUEUE"] and lines[4].split()[:3] == [name, "q", "1"]
+
+
+def closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.mark.parametrize(
+    ("args", "expect"),
+    [
+        (["get", "987654321987"], "jobctl: no job 987654321987"),
+        (["submit", "{name}", "q", '{"to": oops}'], "jobctl: PAYLOAD_JSON is not valid JSON"),
+        (["submit", "{name}", "q", "--priority", "999"], "[JC001, field: priority]"),
+        (
+            ["--dsn", "host=127.0.0.1 port={port} dbname=x connect_timeout=3", "stats"],
+            "cannot reach the database",
+        ),
+    ],
+    ids=["unknown-job", "bad-payload", "bad-priority", "no-database"],
+)
+def test_errors_are_one_line_without_traceback(dsn: str, name: str, args: list[str], expect: str) -> None:
+    argv = [a.replace("{name}", name).replace("{port}", str(closed_port())) for a in args]
+    env = {**os.environ, "JOBCTL_DSN": dsn}
+    out = subprocess.run([*JOBCTL, *argv], env=env, capture_output=True, text=True, timeout=30)
+    assert out.returncode == 1, out
+    assert out.stdout == "" and "Traceback" not in out.stderr
+    lines = out.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("jobctl: ") and expect in lines[0], out.stderr

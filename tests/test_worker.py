@@ -1,0 +1,423 @@
+"""The generic worker as a real process against the real database: exactly-once completion through
+job.transaction(), graceful shutdown, timeouts, cancellation, lost connections, a server restart and
+a fenced zombie. Handlers are in tests/worker_handlers.py; each writes one ledger row per successful
+attempt inside job.transaction(), so the ledger shows what committed."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import pytest
+
+Conn = psycopg.Connection[tuple[object, ...]]
+
+TESTS = Path(__file__).resolve().parent
+ROOT = TESTS.parent
+LEDGER_DDL = """
+create table if not exists public.worker_ledger (
+    job_id bigint, lease_epoch bigint, at timestamptz default clock_timestamp()
+)
+"""
+QUICK_RETRY = {"strategy": "fixed", "base": "0.2 seconds", "max": "1 second", "jitter": False}
+
+
+class WorkerProcess:
+    """`jobctl worker` in a subprocess; stderr (the logs) and stdout go to files."""
+
+    def __init__(self, dsn: str, tmp: Path, args: list[str]) -> None:
+        self.err_path = tmp / f"worker{time.monotonic_ns()}.err"
+        self.out_path = self.err_path.with_suffix(".out")
+        cmd = [sys.executable, "-c", "from jobctl.worker import worker_command; worker_command()", *args]
+        env = {**os.environ, "JOBCTL_DSN": dsn, "PYTHONUNBUFFERED": "1"}
+        with open(self.err_path, "w") as err, open(self.out_path, "w") as out:
+            self.proc = subprocess.Popen(cmd, cwd=TESTS, env=env, stdout=out, stderr=err)
+
+    @property
+    def log(self) -> str:
+        return self.err_path.read_text()
+
+    @property
+    def stdout(self) -> str:
+        return self.out_path.read_text()
+
+    def signal(self, sig: int = signal.SIGTERM) -> None:
+        self.proc.send_signal(sig)
+
+    def stop(self, timeout: float = 15) -> int:
+        """SIGTERM, then the exit code (killed and failed when it takes longer than timeout)."""
+        if self.proc.poll() is None:
+            self.signal()
+        return self.wait(timeout)
+
+    def wait(self, timeout: float) -> int:
+        try:
+            return self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+            pytest.fail(f"worker did not exit within {timeout} s; log:\n{self.log[-3000:]}")
+
+    def summary(self) -> dict[str, str]:
+        lines = [line for line in self.log.splitlines() if "worker stopped" in line]
+        assert lines, f"no summary line in the log:\n{self.log[-3000:]}"
+        return dict(re.findall(r"(\w+)=(\S+)", lines[-1]))
+
+
+@pytest.fixture
+def spawn(dsn: str, tmp_path: Path) -> Iterator[Callable[..., WorkerProcess]]:
+    started: list[WorkerProcess] = []
+
+    def start(*args: str) -> WorkerProcess:
+        w = WorkerProcess(dsn, tmp_path, list(args))
+        started.append(w)
+        return w
+
+    yield start
+    for w in started:
+        if w.proc.poll() is None:
+            w.proc.kill()
+            w.proc.wait()
+
+
+@pytest.fixture
+def ledger(conn: Conn) -> None:
+    conn.execute(LEDGER_DDL)
+
+
+def wait_for(check: Callable[[], bool], timeout: float, what: str, every: float = 0.1) -> float:
+    """Poll until check() is true; the seconds it took. Fails after timeout."""
+    start = time.monotonic()
+    while not check():
+        if time.monotonic() - start > timeout:
+            pytest.fail(f"timed out after {timeout} s waiting for {what}")
+        time.sleep(every)
+    return time.monotonic() - start
+
+
+def submit(conn: Conn, tenant: str, queue: str, payloads: list[dict[str, Any]], **extra: Any) -> list[int]:
+    jobs = [{"tenant_id": tenant, "queue": queue, "payload": p, **extra} for p in payloads]
+    rows = conn.execute("select job_id from jobctl.submit_jobs(%s::jsonb)", (json.dumps(jobs),)).fetchall()
+    return [int(r[0]) for r in rows]
+
+
+def states(conn: Conn, ids: list[int]) -> dict[str, int]:
+    rows = conn.execute(
+        "select state, count(*) from jobctl.job where job_id = any(%s) group by state", (ids,)
+    ).fetchall()
+    return {str(s): int(str(n)) for s, n in rows}
+
+
+def all_in(conn: Conn, ids: list[int], state: str) -> Callable[[], bool]:
+    return lambda: states(conn, ids) == {state: len(ids)}
+
+
+def ledger_rows(conn: Conn, ids: list[int]) -> list[tuple[int, int]]:
+    rows = conn.execute(
+        "select job_id, lease_epoch from public.worker_ledger where job_id = any(%s) order by job_id", (ids,)
+    ).fetchall()
+    return [(int(str(j)), int(str(e))) for j, e in rows]
+
+
+def assert_exactly_once(conn: Conn, ids: list[int]) -> None:
+    """Every job completed, and its ledger row is the one its completing attempt wrote."""
+    assert states(conn, ids) == {"completed": len(ids)}
+    rows = ledger_rows(conn, ids)
+    assert [j for j, _ in rows] == sorted(ids), "a job has no ledger row, or more than one"
+    epochs = dict(
+        conn.execute("select job_id, lease_epoch from jobctl.job where job_id = any(%s)", (ids,)).fetchall()
+    )
+    assert all(epochs[j] == e for j, e in rows), "a ledger row comes from an attempt that did not complete"
+
+
+def worker_args(queue: str, handler: str = "handle", *more: str) -> list[str]:
+    return ["--handler", f"worker_handlers:{handler}", "--queue", queue, "--poll-interval", "0.2", *more]
+
+
+def history(conn: Conn, job_id: int) -> list[tuple[Any, ...]]:
+    return conn.execute("select event, attempt, detail from jobctl.job_history(%s)", (job_id,)).fetchall()
+
+
+# --- 1. plain run
+
+
+@pytest.mark.parametrize("handler", ["handle", "handle_sync"])
+def test_plain_run_completes_every_job_exactly_once(
+    conn: Conn, name: str, spawn: Any, ledger: None, handler: str
+) -> None:
+    queue = name + "_q"
+    ids = submit(conn, name, queue, [{"sleep": 0.01, "i": i} for i in range(200)])
+    w = spawn(*worker_args(queue, handler, "--concurrency", "8"))
+    wait_for(all_in(conn, ids, "completed"), 60, "200 jobs to complete")
+    assert w.stop() == 0
+    assert_exactly_once(conn, ids)
+    summary = w.summary()
+    assert (summary["claimed"], summary["completed"], summary["fenced"]) == ("200", "200", "0")
+    assert w.stdout == "", "the worker prints nothing on stdout"
+    results = conn.execute("select distinct result from jobctl.job where job_id = %s", (ids[0],)).fetchall()
+    assert results == [({"job": ids[0]},)]
+
+
+def test_results_failures_and_permanent_errors(conn: Conn, name: str, spawn: Any, ledger: None) -> None:
+    queue = name + "_q"
+    ok, flaky, doomed = submit(
+        conn,
+        name,
+        queue,
+        [
+            {"ledger": False, "result": {"answer": 42}},
+            {"fail_times": 1},
+            {"fail_times": 9, "permanent": True},
+        ],
+        backoff=QUICK_RETRY,
+    )
+    w = spawn(*worker_args(queue, "handle", "--log-format", "json"))
+    wait_for(
+        lambda: states(conn, [ok, flaky]) == {"completed": 2} and states(conn, [doomed]) == {"dead": 1},
+        20,
+        "outcomes",
+    )
+    assert w.stop() == 0
+    assert conn.execute("select result from jobctl.job where job_id = %s", (ok,)).fetchone() == (
+        {"answer": 42},
+    )
+    assert conn.execute("select attempt from jobctl.job where job_id = %s", (flaky,)).fetchone() == (2,)
+    assert ("failed", 1, "RuntimeError: failure on attempt 1") in history(conn, flaky)
+    assert conn.execute(
+        "select attempt, last_error from jobctl.job where job_id = %s", (doomed,)
+    ).fetchone() == (
+        1,
+        "PermanentError: permanent failure on attempt 1",
+    )
+    lines = [json.loads(line) for line in w.log.splitlines()]
+    final = [r for r in lines if r["msg"] == "worker stopped"][-1]
+    assert (final["completed"], final["failed"], final["dead"]) == (2, 1, 1)
+
+
+# --- 2. graceful shutdown
+
+
+def test_sigterm_with_short_grace_gives_running_jobs_back(
+    conn: Conn, name: str, spawn: Any, ledger: None
+) -> None:
+    queue = name + "_q"
+    ids = submit(conn, name, queue, [{"sleep": 3, "sleep_attempt": 1} for _ in range(4)])
+    w = spawn(*worker_args(queue, "handle", "--concurrency", "4", "--grace", "0.5"))
+    wait_for(all_in(conn, ids, "running"), 10, "4 running jobs")
+    t0 = time.monotonic()
+    assert w.stop() == 0
+    assert time.monotonic() - t0 < 2.5, "exits promptly after the grace period"
+    assert w.summary()["released"] == "4"
+    assert states(conn, ids) == {"pending": 4}
+    assert ledger_rows(conn, ids) == []
+    for job_id in ids:
+        assert conn.execute("select attempt from jobctl.job where job_id = %s", (job_id,)).fetchone() == (0,)
+        assert "released" in [e for e, _, _ in history(conn, job_id)]
+    second = spawn(*worker_args(queue, "handle", "--concurrency", "4"))
+    wait_for(all_in(conn, ids, "completed"), 20, "the second worker to complete them")
+    assert second.stop() == 0
+    assert_exactly_once(conn, ids)
+    attempts = conn.execute(
+        "select distinct attempt from jobctl.job where job_id = any(%s)", (ids,)
+    ).fetchall()
+    assert attempts == [(1,)], "the released attempt did not count"
+
+
+def test_sigterm_with_long_grace_lets_running_jobs_finish(
+    conn: Conn, name: str, spawn: Any, ledger: None
+) -> None:
+    queue = name + "_q"
+    ids = submit(conn, name, queue, [{"sleep": 1.5} for _ in range(3)])
+    w = spawn(*worker_args(queue, "handle_sync", "--concurrency", "3", "--grace", "30"))
+    wait_for(all_in(conn, ids, "running"), 10, "3 running jobs")
+    w.signal()
+    assert w.wait(15) == 0
+    assert_exactly_once(conn, ids)
+    summary = w.summary()
+    assert (summary["completed"], summary["released"]) == ("3", "0")
+
+
+def test_second_signal_skips_the_grace_period(conn: Conn, name: str, spawn: Any, ledger: None) -> None:
+    queue = name + "_q"
+    ids = submit(conn, name, queue, [{"sleep": 20} for _ in range(2)])
+    w = spawn(*worker_args(queue, "handle_sync", "--concurrency", "2", "--grace", "60"))
+    wait_for(all_in(conn, ids, "running"), 10, "2 running jobs")
+    w.signal()
+    time.sleep(0.5)
+    assert w.proc.poll() is None, "the first signal waits for the running jobs"
+    w.signal()
+    assert w.wait(5) == 0
+    assert states(conn, ids) == {"pending": 2}
+    assert w.summary()["released"] == "2"
+    assert ledger_rows(conn, ids) == [], "the cancelled sync handlers wrote nothing"
+
+
+def test_a_sync_handler_that_ignores_the_stop_does_not_hold_up_the_exit(
+    conn: Conn, name: str, spawn: Any, ledger: None
+) -> None:
+    queue = name + "_q"
+    ids = submit(conn, name, queue, [{"sleep": 20}])
+    w = spawn(*worker_args(queue, "handle_sync_stubborn", "--grace", "0.3"))
+    wait_for(all_in(conn, ids, "running"), 10, "the job to run")
+    assert w.stop(5) == 0
+    assert states(conn, ids) == {"pending": 1}
+    assert "sync handlers still running after shutdown" in w.log
+    assert w.summary()["released"] == "1"
+
+
+# --- 3. timeout
+
+
+@pytest.mark.parametrize("handler", ["handle", "handle_sync"])
+def test_a_job_past_its_timeout_fails_and_runs_again(
+    conn: Conn, name: str, spawn: Any, ledger: None, handler: str
+) -> None:
+    queue = name + "_q"
+    [job_id] = submit(conn, name, queue, [{"sleep": 30, "sleep_attempt": 1}], timeout=1, backoff=QUICK_RETRY)
+    w = spawn(*worker_args(queue, handler))
+    wait_for(all_in(conn, [job_id], "completed"), 15, "the job to complete on its second attempt")
+    assert w.stop() == 0
+    assert_exactly_once(conn, [job_id])
+    assert conn.execute("select attempt from jobctl.job where job_id = %s", (job_id,)).fetchone() == (2,)
+    failures = [d for e, a, d in history(conn, job_id) if e == "failed"]
+    assert len(failures) == 1 and "timed out" in failures[0], history(conn, job_id)
+
+
+# --- 4. cancel while running
+
+
+@pytest.mark.parametrize("handler", ["handle", "handle_sync"])
+def test_cancel_while_running_stops_the_handler(
+    conn: Conn, name: str, spawn: Any, ledger: None, handler: str
+) -> None:
+    queue = name + "_q"
+    [doomed] = submit(conn, name, queue, [{"sleep": 30}])
+    # one slot: the next job runs only once the cancelled handler has let go of it
+    w = spawn(*worker_args(queue, handler, "--concurrency", "1", "--lease", "3"))
+    wait_for(all_in(conn, [doomed], "running"), 10, "the job to run")
+    assert conn.execute("select jobctl.cancel_job(%s)", (doomed,)).fetchone() == ("cancelled",)
+    wait_for(lambda: "job cancelled while running" in w.log, 5, "the heartbeat to see the cancel")
+    [nxt] = submit(conn, name, queue, [{}])
+    wait_for(all_in(conn, [nxt], "completed"), 10, "the worker to go on with the next job")
+    assert w.stop() == 0
+    assert states(conn, [doomed]) == {"cancelled": 1}
+    assert ledger_rows(conn, [doomed]) == []
+    assert_exactly_once(conn, [nxt])
+    summary = w.summary()
+    assert (summary["cancelled"], summary["completed"], summary["failed"]) == ("1", "1", "0")
+
+
+# --- 5. terminated connections
+
+
+def terminate_worker_backends(conn: Conn) -> int:
+    row = conn.execute(
+        "select count(pg_terminate_backend(pid)) from pg_stat_activity"
+        " where application_name = 'jobctl-worker'"
+    ).fetchone()
+    assert row is not None
+    return int(str(row[0]))
+
+
+def test_terminated_connections_are_survived(conn: Conn, name: str, spawn: Any, ledger: None) -> None:
+    queue = name + "_q"
+    # the handlers hold their transactions open for a while: terminations hit some of them mid-way
+    ids = submit(
+        conn,
+        name,
+        queue,
+        [{"sleep": 0.02, "tx_sleep": 0.05} for _ in range(300)],
+        backoff=QUICK_RETRY,
+        max_attempts=20,
+    )
+    w = spawn(*worker_args(queue, "handle", "--concurrency", "8", "--lease", "5"))
+    for round_ in (1, 2):
+        wait_for(lambda r=round_: states(conn, ids).get("completed", 0) >= 60 * r, 30, "progress")
+        assert terminate_worker_backends(conn) >= 2
+    wait_for(all_in(conn, ids, "completed"), 60, "all jobs to complete")
+    assert w.proc.poll() is None, "the worker is still running"
+    assert w.stop() == 0
+    assert_exactly_once(conn, ids)
+    assert "database call failed; retrying" in w.log or "listener lost its connection" in w.log
+
+
+# --- 6. server restart
+
+
+def test_a_server_restart_is_survived(dsn: str, name: str, spawn: Any) -> None:
+    with psycopg.connect(dsn, autocommit=True) as c:
+        c.execute(LEDGER_DDL)
+        ids = submit(
+            c, name, name + "_q", [{"sleep": 0.05} for _ in range(300)], backoff=QUICK_RETRY, max_attempts=20
+        )
+        w = spawn(*worker_args(name + "_q", "handle", "--concurrency", "8", "--lease", "10"))
+        wait_for(lambda: states(c, ids).get("completed", 0) >= 50, 30, "progress")
+    subprocess.run([str(ROOT / "bin" / "db"), "stop"], cwd=ROOT, check=True, timeout=60, capture_output=True)
+    time.sleep(1)
+    start = subprocess.run(
+        [str(ROOT / "bin" / "db"), "start"], cwd=ROOT, timeout=120, capture_output=True, text=True
+    )
+    status = subprocess.run([str(ROOT / "bin" / "db"), "status"], cwd=ROOT, timeout=30, capture_output=True)
+    assert status.returncode == 0, f"the cluster did not come back: {start.stderr}"
+    with psycopg.connect(dsn, autocommit=True) as c:
+        wait_for(all_in(c, ids, "completed"), 60, "all jobs to complete after the restart")
+        assert w.proc.poll() is None, "the worker is still running"
+        assert w.stop() == 0
+        assert_exactly_once(c, ids)
+    assert "listener reconnected" in w.log
+
+
+# --- 7. a fenced zombie
+
+
+@pytest.mark.parametrize("handler", ["handle", "handle_sync_stubborn"])
+def test_a_zombies_writes_are_rolled_back(
+    conn: Conn, name: str, spawn: Any, ledger: None, handler: str
+) -> None:
+    queue = name + "_q"
+    [job_id] = submit(conn, name, queue, [{"sleep": 4, "sleep_attempt": 1}])
+    # a long lease: no heartbeat in this test's time, so the zombie does not learn it lost the job
+    zombie = spawn(*worker_args(queue, handler, "--concurrency", "1", "--lease", "60"))
+    wait_for(all_in(conn, [job_id], "running"), 10, "the zombie to claim the job")
+    conn.execute(
+        "update jobctl._running set lease_expires_at = clock_timestamp() - interval '1 second'"
+        " where job_id = %s",
+        (job_id,),
+    )
+    wait_for(
+        lambda: (
+            conn.execute("select jobctl.reap_expired_leases()") is not None
+            and states(conn, [job_id]) == {"failed": 1}
+        ),
+        5,
+        "the reaper to take the lease back",
+    )
+    healthy = spawn(*worker_args(queue, handler, "--concurrency", "1", "--lease", "60"))
+    wait_for(all_in(conn, [job_id], "completed"), 10, "the healthy worker to complete it")
+    wait_for(lambda: "job fenced" in zombie.log, 10, "the zombie to wake up and be fenced")
+    assert zombie.stop() == 0 and healthy.stop() == 0
+    assert_exactly_once(conn, [job_id])
+    assert conn.execute("select attempt from jobctl.job where job_id = %s", (job_id,)).fetchone() == (2,)
+    assert zombie.summary()["fenced"] == "1" and zombie.summary()["completed"] == "0"
+
+
+def test_a_bad_handler_is_one_line_error(dsn: str) -> None:
+    cmd = [sys.executable, "-c", "from jobctl.worker import worker_command; worker_command()"]
+    env = {**os.environ, "JOBCTL_DSN": dsn}
+    for spec, message in [
+        ("no_such_module:f", "cannot import no_such_module"),
+        ("worker_handlers", "module:function"),
+    ]:
+        r = subprocess.run(
+            [*cmd, "--handler", spec], cwd=TESTS, env=env, capture_output=True, text=True, timeout=30
+        )
+        assert r.returncode == 1 and message in r.stderr and "Traceback" not in r.stderr, r.stderr
