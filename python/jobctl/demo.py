@@ -150,7 +150,7 @@ def watch(
         if all(s.split("/")[0] in FINAL for s in seen.values()) and len(seen) == len(jobs):
             return
         time.sleep(0.25)
-    say("demo: some jobs did not finish in time; see .demo/worker.log")
+    sys.exit("demo: some jobs did not finish in time; see the worker's log")
 
 
 if __name__ == "__main__":

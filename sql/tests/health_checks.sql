@@ -29,7 +29,8 @@ select results_eq(
     $$select x.name from unnest(array[
             'extension pg_partman', 'extension pg_cron', 'pg_cron launcher', 'cron job jobctl-tick',
             'cron job jobctl-partitions', 'cron job jobctl-cron-history', 'reaper lag', 'dead tuples _delayed',
-            'dead tuples _lane_cache', 'dead tuples _ready', 'dead tuples _running', 'transaction ID age',
+            'bloat _delayed', 'dead tuples _lane_cache', 'bloat _lane_cache', 'dead tuples _ready', 'bloat _ready',
+            'dead tuples _running', 'bloat _running', 'transaction ID age',
             'oldest snapshot', 'partitions ahead jobctl.job', 'partitions ahead jobctl._event',
             'default partition rows', 'notification queue'
         ]) with ordinality as x (name, ord)
