@@ -38,5 +38,7 @@ def test_demo_runs_every_sample_job_to_its_end(tmp_path: Path) -> None:
         assert "failed attempt 2 (RuntimeError: simulated failure on attempt 2)" in text, text
         assert re.search(r"export TOKEN=jct_\d+_[0-9a-f]{64}", text), text
     finally:
-        subprocess.run([db.ROOT / "bin" / "demo", "stop"], env=env, capture_output=True, timeout=60, check=False)
+        subprocess.run(
+            [db.ROOT / "bin" / "demo", "stop"], env=env, capture_output=True, timeout=60, check=False
+        )
     assert not list(tmp_path.glob("*.pid")), "bin/demo stop leaves no processes behind"
