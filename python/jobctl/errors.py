@@ -80,13 +80,18 @@ BY_SQLSTATE: dict[str, type[JobctlError]] = {
 }
 
 
+def first_line(text: str) -> str:
+    """The first non-blank line of a message, stripped ("" for none)."""
+    return next((line.strip() for line in text.splitlines() if line.strip()), "")
+
+
 def from_db(e: psycopg.Error) -> JobctlError | None:
     """The JobctlError for a database error with a known SQLSTATE, else None (a real failure)."""
     diag = e.diag
     cls = BY_SQLSTATE.get(diag.sqlstate or "")
     if cls is None:
         return None
-    message = (diag.message_primary or str(e)).strip().splitlines()[0]
+    message = first_line(diag.message_primary or str(e))
     detail = diag.message_detail or ""
     field = detail.removeprefix("field: ").strip() if detail.startswith("field: ") else None
     return cls(message, sqlstate=diag.sqlstate or "", field=field, hint=diag.message_hint)

@@ -64,11 +64,13 @@ select jobctl.create_api_token(%(tenant_id)s::text, %(scopes)s::text[], %(label)
 """
 REVOKE_API_TOKEN = "select jobctl.revoke_api_token(%(token_id)s::bigint) as revoked"
 LIST_API_TOKENS = "select * from jobctl.list_api_tokens(%(tenant_id)s::text)"
-AUTHENTICATE = "select token_id, tenant_id from jobctl.authenticate(%(token)s::text, %(scope)s::text)"
+AUTHENTICATE = "select token_id, tenant_id, scopes from jobctl.authenticate(%(token)s::text, %(scope)s::text)"
 
 # --- figures and health
 STATS = "select * from jobctl.stats(%(tenant_id)s::text, %(queue)s::text)"
-CLAIM_METRICS = "select * from jobctl.claim_metrics(%(window)s::interval)"
+CLAIM_METRICS = """
+select * from jobctl.claim_metrics(%(window)s::interval, %(tenant_id)s::text, %(queue)s::text)
+"""
 HEALTH_CHECKS = "select * from jobctl.health_checks()"
 PING = "select 1"
 

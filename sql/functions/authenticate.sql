@@ -1,6 +1,7 @@
 -- jobctl.authenticate: who a bearer token speaks for, if it may perform scope. Reads: _api_token.
+-- The return type is new in 0002 and changes by DROP in a migration only once landed.
 create or replace function jobctl.authenticate(token text, scope text)
-returns table (token_id bigint, tenant_id text)
+returns table (token_id bigint, tenant_id text, scopes text[])
 language plpgsql
 stable
 set plan_cache_mode = force_generic_plan  -- plans made once per session: docs/design.md §6
@@ -20,10 +21,10 @@ begin
             message = format('this token may not %s', coalesce(authenticate.scope, 'NULL')),
             detail = format('token %s has scopes %s', v_token.token_id, array_to_string(v_token.scopes, ', '));
     end if;
-    return query select v_token.token_id, v_token.tenant_id;
+    return query select v_token.token_id, v_token.tenant_id, v_token.scopes;
 end
 $$;
 
 comment on function jobctl.authenticate(text, text) is
-'The token id and tenant (NULL: admin) of an API bearer token allowed to perform scope. Errors: JC020 unknown or
+'The token id, tenant (NULL: admin) and scopes of an API bearer token allowed to perform scope. Errors: JC020 unknown or
 revoked token, JC021 the token lacks the scope.';

@@ -1,7 +1,9 @@
 -- jobctl.claim_metrics: claims per tenant and queue over the last `window`, with the wait from due
 -- to claimed. It scans the hot job partitions (started_at is deliberately in no index: claims stay
 -- HOT updates), so it is an operator's query, not one to run every second on a large table.
-create or replace function jobctl.claim_metrics(window_length interval default '1 minute')
+create or replace function jobctl.claim_metrics(
+    window_length interval default '1 minute', only_tenant text default null, only_queue text default null
+)
 returns table (
     tenant_id text, queue text, claims bigint, claims_per_s double precision, wait_p50_s double precision,
     wait_p99_s double precision
@@ -25,13 +27,15 @@ begin
             filter (where j.run_at <= j.started_at)
     from jobctl.job as j
     where j.started_at >= clock_timestamp() - window_length
+        and (only_tenant is null or j.tenant_id = only_tenant)
+        and (only_queue is null or j.queue = only_queue)
     group by j.tenant_id, j.queue
     order by 1, 2;
 end
 $$;
 
-comment on function jobctl.claim_metrics(interval) is
-'Per tenant and queue, the jobs whose latest attempt was claimed in the last window_length: how many, the rate per
-second, and the p50 / p99 wait in seconds from due (run_at) to claimed (over jobs whose run_at is still that
+comment on function jobctl.claim_metrics(interval, text, text) is
+'Per tenant and queue (optionally only_tenant and/or only_queue), the jobs whose latest attempt was claimed in
+the last window_length: how many, the rate per second, and the p50 / p99 wait in seconds from due (run_at) to claimed (over jobs whose run_at is still that
 attempt''s due time: not failed, released or retried since). Scans the hot job partitions. Errors: JC001
 bad window_length.';

@@ -2,12 +2,16 @@
 -- and the p50 / p99 wait from due to claimed. Bad window_length: JC001. Tenants tap_cm_t, tap_cm_u;
 -- queues tap_cm_*; every claim names its queues.
 begin;
-select plan(22);
+select plan(24);
 -- the tests join temp tables that have no statistics: keep JIT from compiling those plans
 set local jit = off;
 
-select has_function('jobctl', 'claim_metrics', array['interval'], 'claim_metrics(window_length) exists');
-select function_returns('jobctl', 'claim_metrics', array['interval'], 'setof record', 'it returns a set of rows');
+select has_function(
+    'jobctl', 'claim_metrics', array['interval', 'text', 'text'], 'claim_metrics(window_length, only_tenant, only_queue) exists'
+);
+select function_returns(
+    'jobctl', 'claim_metrics', array['interval', 'text', 'text'], 'setof record', 'it returns a set of rows'
+);
 
 -- tenant t, queue q1: three jobs due 10, 20 and 30 s ago, and one due tomorrow (not claimed);
 -- tenant t, queue q2: two jobs due now; tenant u, queue q1: one job due now
@@ -140,7 +144,18 @@ select throws_ok(
     'window_length must be positive and at most 1 day', 'a window over 1 day: JC001'
 );
 
-select isnt(obj_description('jobctl.claim_metrics(interval)'::regprocedure), null, 'claim_metrics has a comment');
+-- the filters
+select results_eq(
+    $$select distinct tenant_id from jobctl.claim_metrics('1 minute', 'tap_cm_t') where tenant_id like 'tap_cm_%'$$,
+    array['tap_cm_t'],
+    'only_tenant: rows of that tenant only'
+);
+select is_empty(
+    $$select from jobctl.claim_metrics('1 minute', 'tap_cm_t', 'no_such_queue')$$,
+    'only_queue: a queue without claims gives no rows'
+);
+
+select isnt(obj_description('jobctl.claim_metrics(interval, text, text)'::regprocedure), null, 'claim_metrics has a comment');
 
 select * from finish();
 rollback;
