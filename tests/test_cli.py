@@ -228,13 +228,13 @@ def test_stats_joins_counts_and_claims(
         "TENANT",
         "QUEUE",
         "PENDING",
-        "FAILED",
         "RUNNING",
         "COMPLETED",
+        "FAILED",
         "DEAD",
         "CANCELLED",
     ]
-    assert table[1].split()[:5] == [name, q1, "2", "0", "1"] and len(table) == 2
+    assert table[1].split()[:6] == [name, q1, "2", "1", "0", "0"] and len(table) == 2
     assert ok(cli("stats", "--tenant", name + "-none")) == "(no jobs)\n"
 
 

@@ -17,7 +17,7 @@ from typing import Any
 
 import psycopg
 
-from jobctl import db, queries
+from jobctl import contract, db, queries
 
 TENANTS = ("acme", "globex", "initech")
 FINAL = {"completed", "dead", "cancelled"}
@@ -66,7 +66,7 @@ def main(base: str) -> None:
     with db.connect_dicts(autocommit=True) as conn:
         tokens: dict[str, str] = {}
         for t in TENANTS:
-            scopes = ["jobs:read", "jobs:submit", "jobs:cancel", "jobs:retry"]
+            scopes = list(contract.SCOPES)
             row = conn.execute(
                 queries.CREATE_API_TOKEN, {"tenant_id": t, "scopes": scopes, "label": "demo"}
             ).fetchone()

@@ -3,6 +3,8 @@ statuses by code, never by message text."""
 
 from __future__ import annotations
 
+import re
+
 import psycopg
 
 
@@ -13,12 +15,19 @@ class JobctlError(Exception):
     http_status = 400
 
     def __init__(
-        self, message: str, *, sqlstate: str = "", field: str | None = None, hint: str | None = None
+        self,
+        message: str,
+        *,
+        sqlstate: str = "",
+        field: str | None = None,
+        hint: str | None = None,
+        index: int | None = None,
     ) -> None:
         super().__init__(message)
         self.sqlstate = sqlstate or self.sqlstate
         self.field = field
         self.hint = hint
+        self.index = index  # which element of a submit_jobs batch, when the error is about one
 
 
 class InvalidInput(JobctlError):
@@ -80,13 +89,18 @@ BY_SQLSTATE: dict[str, type[JobctlError]] = {
 }
 
 
+_BATCH_INDEX = re.compile(r"^jobs\[(\d+)\]\.?")
+
+
 def first_line(text: str) -> str:
     """The first non-blank line of a message, stripped ("" for none)."""
     return next((line.strip() for line in text.splitlines() if line.strip()), "")
 
 
 def from_db(e: psycopg.Error) -> JobctlError | None:
-    """The JobctlError for a database error with a known SQLSTATE, else None (a real failure)."""
+    """The JobctlError for a database error with a known SQLSTATE, else None (a real failure).
+    submit_jobs names the element at fault (`jobs[3].priority must be ...`): that index moves from
+    the message and the field to `index`."""
     diag = e.diag
     cls = BY_SQLSTATE.get(diag.sqlstate or "")
     if cls is None:
@@ -94,4 +108,9 @@ def from_db(e: psycopg.Error) -> JobctlError | None:
     message = first_line(diag.message_primary or str(e))
     detail = diag.message_detail or ""
     field = detail.removeprefix("field: ").strip() if detail.startswith("field: ") else None
-    return cls(message, sqlstate=diag.sqlstate or "", field=field, hint=diag.message_hint)
+    index = None
+    if m := _BATCH_INDEX.match(message):
+        index, message = int(m[1]), message[m.end() :]
+    if field:
+        field = _BATCH_INDEX.sub("", field)
+    return cls(message, sqlstate=diag.sqlstate or "", field=field, hint=diag.message_hint, index=index)

@@ -16,7 +16,8 @@ from typing import Any
 import click
 
 from jobctl.cli import jobs, ops, schema, tenants, tokens
-from jobctl.cli.common import CliError, describe, first_line
+from jobctl.cli.common import CliError, describe
+from jobctl.errors import first_line
 
 
 class JobctlGroup(click.Group):

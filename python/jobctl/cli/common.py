@@ -12,6 +12,7 @@ from psycopg.rows import dict_row
 
 from jobctl import db, errors, output
 from jobctl import migrate as mig
+from jobctl.errors import first_line
 
 Row = dict[str, Any]
 Conn = psycopg.Connection[tuple[object, ...]]
@@ -50,11 +51,6 @@ def fetch_one(conn: Conn, query: str, params: Mapping[str, Any] | None = None) -
 
 def echo_json(doc: object) -> None:
     click.echo(output.to_json(doc))
-
-
-def first_line(text: str) -> str:
-    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
-    return lines[0] if lines else ""
 
 
 def parse_json(text: str, what: str, field: str | None = None) -> Any:

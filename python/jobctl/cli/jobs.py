@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import math
 import os
-import re
 import shlex
 import stat
 import sys
@@ -21,7 +20,7 @@ import click
 import psycopg
 from psycopg.types.json import Jsonb
 
-from jobctl import errors, output, queries
+from jobctl import contract, errors, output, queries
 from jobctl.cli.common import (
     CliError,
     Conn,
@@ -33,9 +32,6 @@ from jobctl.cli.common import (
     json_option,
     parse_json,
 )
-
-STATES = ("pending", "running", "completed", "failed", "dead", "cancelled")
-_BATCH_INDEX = re.compile(r"^jobs\[(\d+)\](\.?)")
 
 SUBMIT_EPILOG = """\b
 Examples:
@@ -87,16 +83,6 @@ def _job_spec(
     }
     spec.update({k: v for k, v in optional.items() if v is not None})
     return spec
-
-
-def _single_error(e: psycopg.Error) -> errors.JobctlError | None:
-    """A submit_jobs error about jobs[0], told as the error of a single submit."""
-    mapped = errors.from_db(e)
-    if mapped is None:
-        return None
-    message = _BATCH_INDEX.sub("", str(mapped))
-    field_name = _BATCH_INDEX.sub("", mapped.field) if mapped.field else None
-    return type(mapped)(message, sqlstate=mapped.sqlstate, field=field_name, hint=mapped.hint)
 
 
 @click.command(epilog=SUBMIT_EPILOG)
@@ -175,7 +161,7 @@ def submit(
                     spec["run_at"] = due["run_at"].isoformat()
                 row = fetch_one(conn, queries.SUBMIT_JOBS, {"jobs": Jsonb([spec])})
         except psycopg.Error as e:
-            mapped = _single_error(e)
+            mapped = errors.from_db(e)
             if mapped is None:
                 raise
             raise mapped from None
@@ -222,12 +208,9 @@ def _batches(stream: IO[bytes], size: int) -> Iterator[_Batch]:
 
 def _at_line(e: errors.JobctlError, batch: _Batch) -> errors.JobctlError:
     """A submit_jobs error about jobs[i], told as the error of line n of the file."""
-    match = _BATCH_INDEX.match(str(e))
-    if match is None or int(match[1]) >= len(batch.lines):
+    if e.index is None or e.index >= len(batch.lines):
         return e
-    where = f"line {batch.lines[int(match[1])]}" + (": " if match[2] else "")
-    field_name = _BATCH_INDEX.sub("", e.field) if e.field else None
-    return type(e)(_BATCH_INDEX.sub(where, str(e)), sqlstate=e.sqlstate, field=field_name, hint=e.hint)
+    return type(e)(f"line {batch.lines[e.index]}: {e}", sqlstate=e.sqlstate, field=e.field, hint=e.hint)
 
 
 def _file_size(stream: IO[bytes]) -> int | None:
@@ -333,7 +316,7 @@ def get(job_id: int, as_json: bool) -> None:
 
 @click.command("list", epilog=JOB_LIST_EPILOG)
 @click.option("--tenant", "tenant_id", metavar="TENANT", required=True, help="Whose jobs.")
-@click.option("--state", type=click.Choice(STATES), help="Only jobs in this state.")
+@click.option("--state", type=click.Choice(contract.STATES), help="Only jobs in this state.")
 @click.option("--queue", metavar="QUEUE", help="Only jobs of this queue.")
 @click.option(
     "--before", "before_id", type=int, metavar="ID", help="Only jobs older than this id (next page)."

@@ -16,12 +16,11 @@ from datetime import datetime, timedelta
 import click
 import psycopg
 
+from jobctl import contract, output, queries
 from jobctl import migrate as mig
-from jobctl import output, queries
 from jobctl.cli.common import Conn, Row, connect, describe, echo_json, fetch_all, fetch_one, json_option
 from jobctl.cli.schema import plan_issues
 
-STATES = ("pending", "failed", "running", "completed", "dead", "cancelled")
 WAITING = ("pending", "failed")  # due jobs in these states wait for a claim
 VERDICTS = ("ok", "warn", "fail")
 
@@ -44,11 +43,15 @@ def figures(
     assert clock is not None
     now: datetime = clock["now"]
     counts = fetch_all(conn, queries.STATS, {"tenant_id": tenant_id, "queue": queue})
-    claims = fetch_all(conn, queries.CLAIM_METRICS, {"window": timedelta(seconds=window)})
+    claims = fetch_all(
+        conn,
+        queries.CLAIM_METRICS,
+        {"window": timedelta(seconds=window), "tenant_id": tenant_id, "queue": queue},
+    )
     rows: dict[tuple[str, str], Row] = {}
 
     def row(t: str, q: str) -> Row:
-        blank: Row = {"tenant_id": t, "queue": q, **dict.fromkeys(STATES, 0), "oldest_due_s": None}
+        blank: Row = {"tenant_id": t, "queue": q, **dict.fromkeys(contract.STATES, 0), "oldest_due_s": None}
         blank |= {"claims": 0, "claims_per_s": 0.0, "wait_p50_s": None, "wait_p99_s": None}
         return rows.setdefault((t, q), blank)
 
@@ -59,10 +62,9 @@ def figures(
         if c["state"] in WAITING and oldest is not None and oldest <= now:
             r["oldest_due_s"] = max((now - oldest).total_seconds(), r["oldest_due_s"] or 0.0)
     for m in claims:
-        if (tenant_id is None or m["tenant_id"] == tenant_id) and (queue is None or m["queue"] == queue):
-            row(m["tenant_id"], m["queue"]).update(
-                {k: m[k] for k in ("claims", "claims_per_s", "wait_p50_s", "wait_p99_s")}
-            )
+        row(m["tenant_id"], m["queue"]).update(
+            {k: m[k] for k in ("claims", "claims_per_s", "wait_p50_s", "wait_p99_s")}
+        )
     return now, [rows[k] for k in sorted(rows)]
 
 
@@ -70,7 +72,7 @@ def figures_table(rows: list[Row]) -> str:
     headers = [
         "TENANT",
         "QUEUE",
-        *(s.upper() for s in STATES),
+        *(s.upper() for s in contract.STATES),
         "OLDEST DUE",
         "CLAIMS/S",
         "WAIT P50",
@@ -80,7 +82,7 @@ def figures_table(rows: list[Row]) -> str:
         [
             r["tenant_id"],
             r["queue"],
-            *(r[s] for s in STATES),
+            *(r[s] for s in contract.STATES),
             output.duration(r["oldest_due_s"]),
             f"{r['claims_per_s']:.1f}",
             output.duration(r["wait_p50_s"]),
@@ -88,7 +90,7 @@ def figures_table(rows: list[Row]) -> str:
         ]
         for r in rows
     ]
-    n = 2 + len(STATES)
+    n = 2 + len(contract.STATES)
     return output.table(headers, body, right=range(n, n + 4))
 
 

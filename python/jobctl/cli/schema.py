@@ -6,7 +6,8 @@ import click
 import psycopg
 
 from jobctl import migrate as mig
-from jobctl.cli.common import connect, echo_json, first_line, json_option
+from jobctl.cli.common import connect, echo_json, json_option
+from jobctl.errors import first_line
 
 
 def plan_issues(p: mig.Plan) -> list[str]:

@@ -2,16 +2,13 @@
 
 from __future__ import annotations
 
-import re
-
 import click
 import psycopg
 
-from jobctl import errors, output, queries
+from jobctl import contract, errors, output, queries
 from jobctl.cli.common import connect, echo_json, fetch_all, fetch_one, json_option
 
-SCOPES = ("jobs:read", "jobs:submit", "jobs:cancel", "jobs:retry")
-_TOKEN = re.compile(r"^jct_(\d+)_[0-9a-f]+$")
+SCOPES = contract.SCOPES
 
 CREATE_EPILOG = """\b
 Examples:
@@ -54,7 +51,7 @@ def create(
         )
     assert row is not None
     value = str(row["token"])
-    match = _TOKEN.match(value)
+    match = contract.TOKEN_RE.match(value)
     token_id = int(match[1]) if match else None
     whom = f"tenant {tenant_id}" if tenant_id is not None else "every tenant (admin)"
     if as_json:
@@ -81,7 +78,7 @@ def revoke(token_ref: str, as_json: bool) -> None:
         if token_ref.isdigit():
             token_id = int(token_ref)
         else:
-            match = _TOKEN.match(token_ref)
+            match = contract.TOKEN_RE.match(token_ref)
             if match is None:
                 raise errors.InvalidInput("expected a token id or a token jct_<id>_<secret>", field="token")
             token_id = int(match[1])
