@@ -59,6 +59,7 @@ select jobctl.put_tenant(%(tenant_id)s::text, %(weight)s::int, %(max_pending)s::
     %(submit_rate)s::numeric, %(submit_burst)s::int, %(claim_rate)s::numeric, %(claim_burst)s::int)
 """
 LIST_TENANTS = "select * from jobctl.list_tenants()"
+GET_TENANT = "select * from jobctl.list_tenants() as t where t.tenant_id = %(tenant_id)s::text"
 CREATE_API_TOKEN = """
 select jobctl.create_api_token(%(tenant_id)s::text, %(scopes)s::text[], %(label)s::text) as token
 """
@@ -74,8 +75,7 @@ select * from jobctl.claim_metrics(%(window)s::interval, %(tenant_id)s::text, %(
 HEALTH_CHECKS = "select * from jobctl.health_checks()"
 PING = "select 1"
 
-# --- cli (added)
-# `jobctl submit --delay`: the run_at that many seconds from now, by the database clock
+# --- the database clock: `jobctl submit --delay` (a run_at that many seconds from now), and the ages
+# `jobctl stats` and `jobctl top` show
 RUN_AT_AFTER = "select now() + make_interval(secs => %(seconds)s::float8) as run_at"
-# the database clock, for the ages `jobctl stats` and `jobctl top` show (display only)
 NOW = "select now() as now"

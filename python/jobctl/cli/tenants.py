@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from jobctl import errors, output, queries
-from jobctl.cli.common import Row, connect, echo_json, fetch_all, json_option
+from jobctl.cli.common import Row, connect, echo_json, fetch_all, fetch_one, json_option
 
 PUT_EPILOG = """\b
 Examples:
@@ -68,13 +68,13 @@ def put(
     }
     with connect() as conn, conn.transaction():
         conn.execute(queries.PUT_TENANT, params)
-        saved = [t for t in fetch_all(conn, queries.LIST_TENANTS) if t["tenant_id"] == tenant_id]
-    if not saved:
+        saved = fetch_one(conn, queries.GET_TENANT, {"tenant_id": tenant_id})
+    if saved is None:
         raise errors.NotFound(f"tenant {tenant_id} was not saved")
     if as_json:
-        echo_json(saved[0])
+        echo_json(saved)
     else:
-        click.echo(_show(saved[0]))
+        click.echo(_show(saved))
 
 
 @tenant.command("list")
