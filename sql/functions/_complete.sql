@@ -12,7 +12,7 @@ declare
     v_ids bigint[];
     v_epochs bigint[];
     v_cas timestamptz[];
-    v_results jsonb[];
+    v_results jsonb;  -- {job_id: result} of the completed jobs that carry one
 begin
     if p_ids is null or p_epochs is null or cardinality(p_ids) <> cardinality(p_epochs)
        or cardinality(p_results) <> cardinality(p_ids) then
@@ -28,21 +28,17 @@ begin
         where r.job_id = a.job_id and r.lease_epoch = a.lease_epoch
         returning r.job_id, r.lease_epoch, r.created_at, a.result
     )
-    select array_agg(g.job_id), array_agg(g.lease_epoch), array_agg(g.created_at), array_agg(g.result)
+    select array_agg(g.job_id), array_agg(g.lease_epoch), array_agg(g.created_at),
+        jsonb_object_agg(g.job_id::text, g.result) filter (where g.result is not null)
     into v_ids, v_epochs, v_cas, v_results
     from gone as g;
 
-    -- Batches carry no results (complete_jobs): no join, which a generic plan would make a nested
-    -- loop over both arrays (1,000 jobs: 107 ms instead of a few).
-    if v_ids is not null and p_results is null then
+    -- No join with the results: a generic plan makes it a nested loop over both arrays (1,000 jobs:
+    -- 107 ms instead of a few). Results are looked up by id in one jsonb object instead.
+    if v_ids is not null then
         update jobctl.job as j
-        set state = 'completed', finished_at = v_now, result = null, last_error = null
+        set state = 'completed', finished_at = v_now, result = v_results -> j.job_id::text, last_error = null
         where j.job_id = any(v_ids) and j.created_at = any(v_cas);
-    elsif v_ids is not null then
-        update jobctl.job as j
-        set state = 'completed', finished_at = v_now, result = x.result, last_error = null
-        from unnest(v_ids, v_results) as x (job_id, result)
-        where j.job_id = any(v_ids) and j.created_at = any(v_cas) and j.job_id = x.job_id;
     end if;
 
     return query
