@@ -1,7 +1,9 @@
 """The generic worker as a real process against the real database: exactly-once completion through
-job.transaction(), graceful shutdown, timeouts, cancellation, lost connections, a server restart and
-a fenced zombie. Handlers are in tests/worker_handlers.py; each writes one ledger row per successful
-attempt inside job.transaction(), so the ledger shows what committed."""
+job.transaction(), graceful shutdown, timeouts, cancellation, lost connections, a server restart,
+a fenced zombie, a job claimed again by the same worker, errors a retry cannot cure, errors while
+reporting, finished jobs waiting for their completion, and a stop during a claim. Handlers are in
+tests/worker_handlers.py; each writes one ledger row per successful attempt inside job.transaction(),
+so the ledger shows what committed."""
 
 from __future__ import annotations
 
@@ -18,6 +20,8 @@ from typing import Any
 
 import psycopg
 import pytest
+from jobctl.worker.runner import retryable
+from psycopg_pool import PoolTimeout
 
 Conn = psycopg.Connection[tuple[object, ...]]
 
@@ -77,8 +81,8 @@ class WorkerProcess:
 def spawn(dsn: str, tmp_path: Path) -> Iterator[Callable[..., WorkerProcess]]:
     started: list[WorkerProcess] = []
 
-    def start(*args: str) -> WorkerProcess:
-        w = WorkerProcess(dsn, tmp_path, list(args))
+    def start(*args: str, dsn_: str | None = None) -> WorkerProcess:
+        w = WorkerProcess(dsn_ or dsn, tmp_path, list(args))
         started.append(w)
         return w
 
@@ -145,6 +149,44 @@ def worker_args(queue: str, handler: str = "handle", *more: str) -> list[str]:
 
 def history(conn: Conn, job_id: int) -> list[tuple[Any, ...]]:
     return conn.execute("select event, attempt, detail from jobctl.job_history(%s)", (job_id,)).fetchall()
+
+
+def attempt_of(conn: Conn, job_id: int) -> int:
+    row = conn.execute("select attempt from jobctl.job where job_id = %s", (job_id,)).fetchone()
+    assert row is not None
+    return int(str(row[0]))
+
+
+def expire_lease(conn: Conn, job_id: int) -> None:
+    """Revoke a running job's lease behind its worker's back: expired, then reaped."""
+    conn.execute(
+        "update jobctl._running set lease_expires_at = clock_timestamp() - interval '1 second'"
+        " where job_id = %s",
+        (job_id,),
+    )
+    reap(conn)
+
+
+def reap(conn: Conn) -> bool:
+    """What pg_cron (and any worker's claim) does: revoke expired leases. True, for use in wait_for."""
+    conn.execute("select jobctl.reap_expired_leases()")
+    return True
+
+
+def lock_job_row(dsn: str, job_id: int) -> psycopg.Connection[tuple[object, ...]]:
+    """A connection in a transaction holding the job's row lock: claim_job and complete_jobs wait for it
+    (heartbeats and the reaper do not touch that row). Leave its `with` block to release it."""
+    locker: psycopg.Connection[tuple[object, ...]] = psycopg.connect(dsn)
+    locker.execute("select from jobctl.job where job_id = %s for update", (job_id,))
+    return locker
+
+
+def blocked_by(conn: Conn, locker: psycopg.Connection[tuple[object, ...]]) -> bool:
+    row = conn.execute(
+        "select count(*) from pg_stat_activity where %s = any(pg_blocking_pids(pid))",
+        (locker.info.backend_pid,),
+    ).fetchone()
+    return row is not None and int(str(row[0])) > 0
 
 
 # --- 1. plain run
@@ -388,18 +430,9 @@ def test_a_zombies_writes_are_rolled_back(
     # a long lease: no heartbeat in this test's time, so the zombie does not learn it lost the job
     zombie = spawn(*worker_args(queue, handler, "--concurrency", "1", "--lease", "60"))
     wait_for(all_in(conn, [job_id], "running"), 10, "the zombie to claim the job")
-    conn.execute(
-        "update jobctl._running set lease_expires_at = clock_timestamp() - interval '1 second'"
-        " where job_id = %s",
-        (job_id,),
-    )
+    expire_lease(conn, job_id)
     wait_for(
-        lambda: (
-            conn.execute("select jobctl.reap_expired_leases()") is not None
-            and states(conn, [job_id]) == {"failed": 1}
-        ),
-        5,
-        "the reaper to take the lease back",
+        lambda: reap(conn) and states(conn, [job_id]) == {"failed": 1}, 5, "the reaper to take the lease back"
     )
     healthy = spawn(*worker_args(queue, handler, "--concurrency", "1", "--lease", "60"))
     wait_for(all_in(conn, [job_id], "completed"), 10, "the healthy worker to complete it")
@@ -408,6 +441,172 @@ def test_a_zombies_writes_are_rolled_back(
     assert_exactly_once(conn, [job_id])
     assert conn.execute("select attempt from jobctl.job where job_id = %s", (job_id,)).fetchone() == (2,)
     assert zombie.summary()["fenced"] == "1" and zombie.summary()["completed"] == "0"
+
+
+# --- 8. the same worker claims a job again
+
+
+def test_a_job_claimed_again_by_the_same_worker_keeps_its_new_slot(
+    conn: Conn, name: str, spawn: Any, ledger: None
+) -> None:
+    queue = name + "_q"
+    # attempt 1 sleeps 1 s (ignoring any stop), attempt 2 sleeps 3 s: longer than the 2 s lease
+    [job_id] = submit(conn, name, queue, [{"sleeps": [1, 3]}])
+    w = spawn(*worker_args(queue, "handle_sync_stubborn", "--concurrency", "2", "--lease", "2"))
+    wait_for(all_in(conn, [job_id], "running"), 10, "the first attempt to run", every=0.02)
+    # revoked before the worker's first heartbeat (lease/3 after it started), so it does not hear; the
+    # reaper's NOTIFY has it claim the job again at once, into its spare slot
+    expire_lease(conn, job_id)
+    wait_for(lambda: attempt_of(conn, job_id) == 2, 5, "the same worker to claim the job again", every=0.02)
+    # the reaper keeps running (pg_cron, other workers' claims): a lease nobody extends is revoked
+    wait_for(lambda: reap(conn) and states(conn, [job_id]) == {"completed": 1}, 15, "the job to complete")
+    assert w.stop() == 0
+    assert_exactly_once(conn, [job_id])
+    assert attempt_of(conn, job_id) == 2, history(conn, job_id)
+    summary = w.summary()
+    assert (summary["claimed"], summary["completed"], summary["fenced"]) == ("2", "1", "1"), summary
+
+
+# --- 9. errors a retry cannot cure
+
+
+def test_only_errors_a_retry_can_cure_are_retried() -> None:
+    lookup = psycopg.errors.lookup
+    assert retryable(psycopg.OperationalError("server closed the connection unexpectedly"))
+    assert retryable(PoolTimeout("couldn't get a connection after 10.00 sec"))
+    for code in ["08000", "08006", "57P01", "57P02", "57P03", "40001", "40P01"]:
+        assert retryable(lookup(code)("x")), code
+    for code in ["57014", "53100", "53200", "54000", "40002", "55P03", "22P02", "42883", "JC001"]:
+        cls = lookup(code) if code != "JC001" else psycopg.errors.RaiseException
+        assert not retryable(cls("x")), code
+    assert not retryable(psycopg.DataError("PostgreSQL text fields cannot contain NUL (0x00) bytes"))
+    assert not retryable(ValueError("x"))
+
+
+def test_a_claim_error_a_retry_cannot_cure_is_not_retried_in_a_loop(
+    dsn: str, conn: Conn, name: str, spawn: Any, ledger: None
+) -> None:
+    queue = name + "_q"
+    [job_id] = submit(conn, name, queue, [{}])
+    with lock_job_row(dsn, job_id):
+        # claim_job waits for the locked row until the worker's statement_timeout cancels it (57014)
+        w = spawn(*worker_args(queue), dsn_=dsn + " options='-c statement_timeout=300'")
+        wait_for(lambda: "claim failed" in w.log, 10, "the claim to fail")
+    wait_for(all_in(conn, [job_id], "completed"), 15, "the job to complete once the lock is gone")
+    assert w.stop() == 0
+    assert_exactly_once(conn, [job_id])
+    assert "canceling statement due to statement timeout" in w.log
+    assert "database call failed; retrying" not in w.log
+
+
+# --- 10. errors while reporting; a crashed worker
+
+
+def test_an_error_while_reporting_fails_the_job_for_good(
+    conn: Conn, name: str, spawn: Any, ledger: None
+) -> None:
+    queue = name + "_q"
+    nested, broken, fine = submit(
+        conn, name, queue, [{"ledger": False, "nest": 100_000}, {"ledger": False, "broken_mapping": True}, {}]
+    )
+    bad_str, nul = submit(conn, name, queue, [{"bad_str": True}, {"nul_error": True}], max_attempts=1)
+    w = spawn(*worker_args(queue))
+    wait_for(
+        lambda: (
+            states(conn, [nested, broken, bad_str, nul]) == {"dead": 4}
+            and states(conn, [fine]) == {"completed": 1}
+        ),
+        10,
+        "the outcomes",
+    )
+    assert w.proc.poll() is None, "the worker is still running"
+    assert w.stop() == 0
+    rows = conn.execute(
+        "select job_id, attempt, last_error from jobctl.job where job_id = any(%s)",
+        ([nested, broken, bad_str, nul],),
+    ).fetchall()
+    errors = {job_id: (attempt, error) for job_id, attempt, error in rows}
+    assert errors[nested] == (1, "result is not JSON-serialisable: it is nested too deeply")
+    # an error nobody foresaw in the worker's report: logged with its traceback, the job failed for good
+    assert errors[broken] == (1, "worker error: RuntimeError: broken items")
+    assert "job supervisor failed; failing the job for good" in w.log and "Traceback" in w.log
+    # a handler's exception whose str() fails is still reported as the handler's failure
+    assert errors[bad_str] == (1, "BadStr: <str() failed: AttributeError>")
+    assert errors[nul] == (1, "RuntimeError: a NUL \\0 here"), "text cannot hold NUL: it is spelled out"
+    assert_exactly_once(conn, [fine])
+
+
+def test_a_crashed_worker_with_a_stuck_thread_exits_at_once(
+    conn: Conn, name: str, spawn: Any, ledger: None
+) -> None:
+    queue = name + "_q"
+    [job_id] = submit(conn, name, queue, [{"sleep": 30}])
+    w = spawn(*worker_args(queue, "handle_sync_crash", "--grace", "0.3"))
+    assert w.wait(8) == 1, "exit status 1, without waiting for the stuck thread"
+    assert "worker task died" in w.log
+    assert "sync handlers still running after shutdown" in w.log
+    assert states(conn, [job_id]) == {"pending": 1}, "the job was given back"
+
+
+# --- 11. completions waiting to be sent
+
+
+def test_finished_jobs_waiting_to_be_completed_keep_their_leases(
+    dsn: str, conn: Conn, name: str, spawn: Any
+) -> None:
+    queue = name + "_q"
+    first, second = submit(
+        conn,
+        name,
+        queue,
+        [{"ledger": False, "sleep": 0.5, "result": 1}, {"ledger": False, "sleep": 1, "result": 2}],
+    )
+    w = spawn(*worker_args(queue, "handle", "--concurrency", "2", "--lease", "1.5"))
+    wait_for(all_in(conn, [first, second], "running"), 10, "both jobs to run", every=0.02)
+    with lock_job_row(dsn, first):
+        # the first job's complete_jobs waits for the lock; the second job finishes and waits for the
+        # flusher past its lease, while the reaper runs
+        assert states(conn, [first]) == {"running": 1}, "locked before the first job finished"
+        end = time.monotonic() + 3
+        while time.monotonic() < end:
+            reap(conn)
+            time.sleep(0.1)
+        assert states(conn, [second]) == {"running": 1}
+    wait_for(all_in(conn, [first, second], "completed"), 10, "both jobs to complete")
+    assert w.stop() == 0
+    assert (attempt_of(conn, first), attempt_of(conn, second)) == (1, 1)
+    summary = w.summary()
+    assert (summary["claimed"], summary["completed"], summary["fenced"]) == ("2", "2", "0"), summary
+
+
+# --- 12. a stop during a claim
+
+
+def test_a_stop_while_the_claim_waits_for_the_database_exits_promptly(tmp_path: Path, spawn: Any) -> None:
+    # nothing listens there: every connection attempt fails, and the claim waits for a connection
+    w = spawn(*worker_args("q"), dsn_=f"host={tmp_path} port=1 dbname=jobctl user=postgres")
+    wait_for(lambda: "listener lost its connection" in w.log, 10, "the worker to try the database")
+    t0 = time.monotonic()
+    assert w.stop() == 0
+    assert time.monotonic() - t0 < 3, "the claim's wait for a connection was dropped"
+
+
+def test_jobs_claimed_as_the_stop_arrives_are_given_back(
+    dsn: str, conn: Conn, name: str, spawn: Any, ledger: None
+) -> None:
+    queue = name + "_q"
+    [job_id] = submit(conn, name, queue, [{}])
+    with lock_job_row(dsn, job_id) as locker:
+        w = spawn(*worker_args(queue))
+        wait_for(lambda: blocked_by(conn, locker), 10, "the claim to wait for the lock")
+        w.signal()
+        time.sleep(0.3)
+    assert w.wait(5) == 0
+    summary = w.summary()
+    assert (summary["claimed"], summary["released"], summary["completed"]) == ("1", "1", "0"), summary
+    assert states(conn, [job_id]) == {"pending": 1}
+    assert attempt_of(conn, job_id) == 0
+    assert ledger_rows(conn, [job_id]) == []
 
 
 def test_a_bad_handler_is_one_line_error(dsn: str) -> None:

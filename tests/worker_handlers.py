@@ -2,15 +2,19 @@
 
 Each reads what to do from the job's payload:
   sleep: seconds to sleep first;  sleep_attempt: sleep only on this attempt;
+  sleeps: seconds to sleep on attempt 1, 2, ... (instead of sleep; 0 past the list's end);
   fail_times: raise on attempts up to this one;  permanent: raise PermanentError instead;
   ledger: false to skip the ledger row;  tx_sleep: seconds to sleep inside the transaction;
-  result: the result to store.
+  result: the result to store;  nest: return a list nested this deep (no JSON for it);
+  broken_mapping: return a mapping whose items() fails (an unexpected error in the worker's report);
+  bad_str: raise an exception whose str() fails;  nul_error: raise one with a NUL in its message.
 Then it writes a row to public.worker_ledger inside job.transaction(), which completes the job.
 """
 
 from __future__ import annotations
 
 import asyncio
+import gc
 import time
 from typing import Any
 
@@ -19,8 +23,25 @@ from jobctl.worker import Job, PermanentError
 LEDGER = "insert into public.worker_ledger (job_id, lease_epoch) values (%s, %s)"
 
 
+class BadStr(Exception):
+    """An exception whose str() fails, as a buggy exception class's can."""
+
+    def __str__(self) -> str:
+        raise AttributeError("BadStr has no message")
+
+
+class BrokenMapping(dict[str, Any]):
+    """A mapping whose items() fails: json.dumps raises neither TypeError nor ValueError for it."""
+
+    def items(self) -> Any:
+        raise RuntimeError("broken items")
+
+
 def _sleep_for(job: Job) -> float:
     p = job.payload
+    if "sleeps" in p:
+        sleeps = p["sleeps"]
+        return float(sleeps[job.attempt - 1]) if job.attempt <= len(sleeps) else 0.0
     wanted = p.get("sleep_attempt")
     return float(p.get("sleep", 0)) if wanted is None or wanted == job.attempt else 0.0
 
@@ -31,6 +52,17 @@ def _maybe_fail(job: Job) -> None:
         if p.get("permanent"):
             raise PermanentError(f"permanent failure on attempt {job.attempt}")
         raise RuntimeError(f"failure on attempt {job.attempt}")
+    if p.get("bad_str"):
+        raise BadStr()
+    if p.get("nul_error"):
+        raise RuntimeError("a NUL \x00 here")
+
+
+def _nested(depth: int) -> Any:
+    value: Any = None
+    for _ in range(depth):
+        value = [value]
+    return value
 
 
 async def handle(job: Job) -> Any:
@@ -43,6 +75,10 @@ async def handle(job: Job) -> Any:
             await conn.execute(LEDGER, (job.job_id, job.lease_epoch))
             await asyncio.sleep(float(job.payload.get("tx_sleep", 0)))
         return None
+    if "nest" in job.payload:
+        return _nested(int(job.payload["nest"]))
+    if job.payload.get("broken_mapping"):
+        return BrokenMapping(a=1)
     return job.payload.get("result")
 
 
@@ -68,3 +104,18 @@ def _finish_sync(job: Job) -> Any:
             time.sleep(float(job.payload.get("tx_sleep", 0)))
         return None
     return job.payload.get("result")
+
+
+def handle_sync_crash(job: Job) -> Any:
+    """Kills the worker's heartbeat task (a worker task dying: the worker shuts down and exits 1),
+    then sleeps ignoring cancellation, as a stuck thread would."""
+    loop = next(o for o in gc.get_objects() if isinstance(o, asyncio.AbstractEventLoop) and o.is_running())
+
+    def kill_heartbeat() -> None:
+        for task in asyncio.all_tasks(loop):
+            if task.get_name() == "jobctl-heartbeat":
+                task.cancel()
+
+    loop.call_soon_threadsafe(kill_heartbeat)
+    time.sleep(_sleep_for(job))
+    return None

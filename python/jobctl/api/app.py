@@ -8,7 +8,6 @@ from typing import Any
 
 import psycopg
 from fastapi import FastAPI
-from psycopg.conninfo import conninfo_to_dict
 from psycopg_pool import AsyncConnectionPool
 
 from jobctl import __version__, db
@@ -27,21 +26,15 @@ rule.
 `jobctl.create_api_token(tenant_id, scopes)`. A token speaks for one tenant (or, made with a NULL
 tenant, for every tenant: an admin token) and only for its scopes: `jobs:read`, `jobs:submit`,
 `jobs:cancel`, `jobs:retry`. Only its SHA-256 is stored. No or a bad token: 401; a missing scope: 403.
-Another tenant's job is invisible: it answers 404, exactly as an unknown id does.
+Another tenant's job is invisible: it answers 404, exactly as an unknown id does. Only `jobs:read`
+shows a job's contents: a submit that repeats a `dedup_key` answers a token without it with the
+first job's `job_id`, `tenant_id` and `state` only.
 
 **Errors.** Every 4xx and 5xx has the same JSON body: `error` (a short code), `message` (one line),
 `field` (the request field at fault, or null) and `sqlstate` (when the database raised it; see
 docs/errors.md); request validation adds `errors`, a list of `{field, reason}`. 429 and 503 carry
 `Retry-After`.
 """
-
-
-def connection_kwargs(conninfo: str) -> dict[str, Any]:
-    """Autocommit sessions named jobctl-api, unless the DSN names them itself."""
-    kwargs: dict[str, Any] = {"autocommit": True}
-    if "application_name" not in conninfo_to_dict(conninfo):
-        kwargs["application_name"] = APPLICATION_NAME
-    return kwargs
 
 
 def create_app(
@@ -57,7 +50,7 @@ def create_app(
         conninfo = dsn if dsn is not None else db.dsn()
         pool = AsyncConnectionPool(
             conninfo,
-            kwargs=connection_kwargs(conninfo),
+            kwargs=db.connection_kwargs(conninfo, APPLICATION_NAME, autocommit=True),
             min_size=pool_min,
             max_size=pool_max,
             timeout=pool_timeout,

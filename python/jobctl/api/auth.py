@@ -1,14 +1,15 @@
 """Bearer tokens: `Authorization: Bearer <token>`, checked by jobctl.authenticate (which stores only
 their hash) for one scope. A token speaks for one tenant, or for every tenant (admin).
 
-The dependency holds one pooled connection for the whole request: authentication and the
-endpoint's own statement share it.
+The dependency lends one pooled connection to the endpoint function: authentication and the
+endpoint's own statements share it. It is function-scoped (`Depends(..., scope="function")`, FastAPI
+0.121+), so the connection goes back to the pool when the endpoint returns, before the response is
+sent: a client that reads a large page slowly holds a socket, never a database connection.
 """
 
 from __future__ import annotations
 
 import logging
-import re
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Annotated, Any
@@ -19,11 +20,10 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from psycopg_pool import AsyncConnectionPool
 
 from jobctl import errors, queries
+from jobctl.contract import SCOPES, TOKEN_RE
 from jobctl.api import error_handlers
 
 log = logging.getLogger("jobctl.api.auth")
-
-SCOPES = ("jobs:read", "jobs:submit", "jobs:cancel", "jobs:retry")
 
 # Declares the scheme in the OpenAPI document; the header itself is parsed below, so that a missing
 # and a malformed header get distinct messages.
@@ -39,7 +39,11 @@ bearer_scheme = HTTPBearer(
 class Caller:
     token_id: int
     tenant_id: str | None  # None: an admin token
+    scopes: frozenset[str]  # all the token's scopes, not only the one checked
     conn: psycopg.AsyncConnection[Any]
+
+    def may(self, scope: str) -> bool:
+        return scope in self.scopes
 
     def tenant_for(self, requested: str | None, field: str) -> str:
         """The tenant a request acts for: the token's own, unless an admin token names one."""
@@ -69,7 +73,7 @@ def _token(request: Request) -> str:
 
 
 def _refuse(request: Request, err: errors.JobctlError, scope: str, token: str = "") -> errors.JobctlError:
-    claimed = re.match(r"jct_(\d+)_", token)  # the id is not secret (list_api_tokens shows it); the rest is
+    claimed = TOKEN_RE.match(token)  # the id is not secret (list_api_tokens shows it); the rest is
     log.warning(
         "authentication failed: %s",
         err,
@@ -84,7 +88,8 @@ def _refuse(request: Request, err: errors.JobctlError, scope: str, token: str = 
 
 
 def authorized(scope: str) -> Callable[..., AsyncIterator[Caller]]:
-    """A dependency: the Caller, if the request's token may perform scope; else 401 or 403."""
+    """The dependency function: the Caller, if the request's token may perform scope; else 401 or 403.
+    Use it through `caller_for`, which makes it function-scoped."""
     assert scope in SCOPES, scope
 
     async def dependency(
@@ -105,6 +110,13 @@ def authorized(scope: str) -> Callable[..., AsyncIterator[Caller]]:
                     raise _refuse(request, err, scope, token) from None
                 raise
             assert row is not None  # authenticate returns a row or raises
-            yield Caller(token_id=int(row[0]), tenant_id=row[1], conn=conn)
+            token_id, tenant_id, scopes = row
+            yield Caller(token_id=int(token_id), tenant_id=tenant_id, scopes=frozenset(scopes), conn=conn)
 
     return dependency
+
+
+def caller_for(scope: str) -> Any:
+    """`Depends` for an endpoint's Caller. scope="function": the pooled connection is returned when the
+    endpoint function returns, not after the response is sent (FastAPI's default for `yield`)."""
+    return Depends(authorized(scope), scope="function")

@@ -1,8 +1,9 @@
 """One JSON shape for every 4xx and 5xx answer (models.ErrorBody), and the handlers that produce it.
 
-Database errors are mapped by SQLSTATE (jobctl.errors.from_db), never by message text. A database
-that cannot be reached answers 503 with Retry-After; anything unexpected answers a generic 500 and is
-logged, with its traceback, on the server only.
+Database errors are mapped by SQLSTATE (jobctl.errors.from_db), never by message text; a 429's
+Retry-After is the `retry_after: <seconds>` line of the error's DETAIL (structured, for machines). A
+database that cannot be reached answers 503 with Retry-After; anything unexpected answers a generic
+500 and is logged, with its traceback, on the server only.
 """
 
 from __future__ import annotations
@@ -63,10 +64,15 @@ def body(
     return {"error": error, "message": message, "field": field, "sqlstate": sqlstate, **extra}
 
 
-def retry_after(hint: str | None) -> int:
-    """Whole seconds to wait: the first number in the error's hint, rounded up, else 1."""
-    found = re.search(r"\d+(?:\.\d+)?", hint or "")
-    return max(1, math.ceil(float(found.group()))) if found else 1
+# The wait a 429 (JC004/JC005) asks for: a line `retry_after: <seconds>` of the error's DETAIL, which
+# the SQL writes for machines (message and hint are for people, and never parsed)
+_RETRY_AFTER = re.compile(r"^retry_after:\s*(\d+(?:\.\d*)?)\s*$", re.MULTILINE)
+
+
+def retry_after(detail: str | None) -> int:
+    """Whole seconds to wait: `retry_after: N` in the database error's DETAIL, rounded up; else 1."""
+    found = _RETRY_AFTER.search(detail or "")
+    return max(1, math.ceil(float(found.group(1)))) if found else 1
 
 
 def from_db(e: psycopg.Error) -> errors.JobctlError | None:
@@ -76,7 +82,7 @@ def from_db(e: psycopg.Error) -> errors.JobctlError | None:
     if err is None:
         if not isinstance(e, psycopg.DataError):
             return None
-        message = (e.diag.message_primary or str(e)).strip().splitlines()[0]
+        message = errors.first_line(e.diag.message_primary or str(e))
         err = errors.InvalidInput(message, sqlstate=e.diag.sqlstate or "")
     err.args = (str(err).removeprefix(_BATCH_PREFIX),)
     if err.field is not None:
@@ -85,7 +91,8 @@ def from_db(e: psycopg.Error) -> errors.JobctlError | None:
     return err
 
 
-def error_response(err: errors.JobctlError) -> JSONResponse:
+def error_response(err: errors.JobctlError, detail: str | None = None) -> JSONResponse:
+    """The answer to err; detail is the DETAIL of the database error it came from (see retry_after)."""
     code = CODE_BY_SQLSTATE.get(err.sqlstate) or CODE_BY_CLASS.get(type(err), "internal_error")
     headers: dict[str, str] = {}
     if err.http_status == 401:
@@ -95,7 +102,7 @@ def error_response(err: errors.JobctlError) -> JSONResponse:
     elif err.sqlstate == "JC021":
         headers["WWW-Authenticate"] = 'Bearer realm="jobctl", error="insufficient_scope"'
     if err.http_status in (429, 503):
-        headers["Retry-After"] = str(retry_after(err.hint))
+        headers["Retry-After"] = str(retry_after(detail))
     return JSONResponse(
         body(code, str(err), err.field, err.sqlstate or None), status_code=err.http_status, headers=headers
     )
@@ -122,19 +129,23 @@ def _answer(request: Request, response: JSONResponse) -> JSONResponse:
     return response
 
 
+def _known_error(request: Request, err: errors.JobctlError, detail: str | None) -> JSONResponse:
+    if err.http_status == 500:  # e.g. JC006/JC007: cannot happen on the API's autocommit sessions
+        log.error("%s %s: %s", request.method, request.url.path, err, extra={"sqlstate": err.sqlstate})
+        return _answer(request, internal_error())
+    return _answer(request, error_response(err, detail))
+
+
 async def _jobctl_error(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, errors.JobctlError)
-    if exc.http_status == 500:  # e.g. JC006/JC007: cannot happen on the API's autocommit sessions
-        log.error("%s %s: %s", request.method, request.url.path, exc, extra={"sqlstate": exc.sqlstate})
-        return _answer(request, internal_error())
-    return _answer(request, error_response(exc))
+    return _known_error(request, exc, None)
 
 
 async def _db_error(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, psycopg.Error)
     err = from_db(exc)
     if err is not None:
-        return await _jobctl_error(request, err)
+        return _known_error(request, err, exc.diag.message_detail)
     if isinstance(exc, psycopg.OperationalError | psycopg.InterfaceError):
         log.warning("%s %s: database unavailable: %s", request.method, request.url.path, str(exc).strip())
         return _answer(request, unavailable())

@@ -10,12 +10,35 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Annotated, Any, Literal
 
-from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, JsonValue, StrictInt, field_validator
+from pydantic import (
+    AfterValidator,
+    AwareDatetime,
+    BaseModel,
+    ConfigDict,
+    Field,
+    JsonValue,
+    StrictInt,
+    WithJsonSchema,
+    field_validator,
+)
+
+from jobctl.contract import STATES
 
 INT4_MIN, INT4_MAX = -(2**31), 2**31 - 1
 JOB_ID_MAX = 2**63 - 1
 
-State = Literal["pending", "running", "completed", "failed", "dead", "cancelled"]
+
+
+def _known_state(value: str) -> str:
+    if value not in STATES:
+        raise ValueError(f"unknown job state {value!r}")
+    return value
+
+
+# A job state: one of contract.STATES (the one list the CLI, the worker and the API share)
+State = Annotated[
+    str, AfterValidator(_known_state), WithJsonSchema({"type": "string", "enum": list(STATES), "title": "State"})
+]
 
 
 class JobSubmit(BaseModel):
@@ -121,8 +144,22 @@ class JobOut(BaseModel):
     job: Job
 
 
+class JobRef(BaseModel):
+    """A job's id, tenant and state, and nothing else: what a duplicate submit shows a token that lacks
+    jobs:read (the dedup key alone must not reveal a job's payload, result or error)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    job_id: int
+    tenant_id: str
+    state: State
+
+
 class Submitted(BaseModel):
-    job: Job
+    job: Job | JobRef = Field(
+        description="The job in full (`Job`); but for a duplicate when the token lacks jobs:read, only its "
+        "job_id, tenant_id and state (`JobRef`)."
+    )
     duplicate: bool = Field(description="true: a job with this dedup_key already existed; nothing changed.")
 
 

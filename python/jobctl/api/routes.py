@@ -1,5 +1,18 @@
-"""The endpoints. Each is a thin caller of one jobctl function (queries.py), after authentication;
-submit, cancel and retry then read the job back with get_job for the answer."""
+"""The endpoints. Each one is, in this order, and nothing more:
+
+1. the token check: `jobctl.authenticate(token, scope)` (auth.caller_for), which names the token's
+   tenant (NULL: an admin token) and all its scopes, or refuses it (401, 403);
+2. one statement of queries.py calling one contract function: submit_jobs, get_job, cancel_job,
+   retry_job or list_jobs. The by-id forms (GET_JOB_OF, CANCEL_JOB_OF, RETRY_JOB_OF) act only on a
+   job of the token's tenant: no row is 404, for an unknown id and another tenant's job alike;
+3. for the endpoints that change a job (submit, cancel, retry): a read-back with `get_job`, whose row
+   is the response. A duplicate submit by a token without jobs:read answers only the job's id, tenant
+   and state (models.JobRef).
+
+The rules are the SQL functions'; an endpoint only turns HTTP into their parameters and their rows
+into JSON (their errors: error_handlers). All three steps use the one connection auth lends for the
+endpoint function; it is back in the pool before the response is sent.
+"""
 
 from __future__ import annotations
 
@@ -14,8 +27,19 @@ from psycopg.types.json import Jsonb
 
 from jobctl import errors, queries
 from jobctl.api import audit
-from jobctl.api.auth import Caller, authorized, pool_of
-from jobctl.api.models import JOB_ID_MAX, ErrorBody, Health, Job, JobOut, JobPage, JobSubmit, Submitted
+from jobctl.api.auth import Caller, caller_for, pool_of
+from jobctl.api.models import (
+    JOB_ID_MAX,
+    ErrorBody,
+    Health,
+    Job,
+    JobOut,
+    JobPage,
+    JobRef,
+    JobSubmit,
+    Submitted,
+)
+from jobctl.contract import STATES
 
 log = logging.getLogger("jobctl.api")
 
@@ -79,7 +103,9 @@ async def _job(caller: Caller, job_id: int) -> Job:
     responses={
         200: {
             "model": Submitted,
-            "description": 'A job with this dedup_key exists: it, with "duplicate": true.',
+            "description": 'A job with this dedup_key exists: it, with "duplicate": true, and nothing '
+            "changed. The job is shown in full only to a token that also has jobs:read; to a token "
+            "without it, `job` holds only `job_id`, `tenant_id` and `state` (`JobRef`).",
         },
         **_errors(
             400,
@@ -97,15 +123,24 @@ async def submit_job(
     request: Request,
     response: Response,
     job: JobSubmit,
-    caller: Annotated[Caller, Depends(authorized("jobs:submit"))],
+    caller: Annotated[Caller, caller_for("jobs:submit")],
 ) -> Submitted:
-    """Submit one job (scope `jobs:submit`). Fields left out take the database's defaults."""
+    """Submit one job (scope `jobs:submit`). Fields left out take the database's defaults.
+
+    A repeat of a `dedup_key` answers 200 with the first job and `"duplicate": true`. Its payload,
+    result and error are shown only to a token that also has `jobs:read`; a token without it gets
+    `{"job": {"job_id", "tenant_id", "state"}, "duplicate": true}`."""
     act = audit.begin(request, audit.Action(caller.token_id, caller.tenant_id, "submit"))
     act.tenant = caller.tenant_for(job.tenant_id, "tenant_id")
     spec = job.model_dump(mode="json", exclude_unset=True) | {"tenant_id": act.tenant}
     rows = await _fetch_all(caller, queries.SUBMIT_JOBS, {"jobs": Jsonb([spec])})
     act.job_id, duplicate = int(rows[0]["job_id"]), bool(rows[0]["duplicate"])
-    out = Submitted(job=await _job(caller, act.job_id), duplicate=duplicate)
+    job = await _job(caller, act.job_id)
+    if duplicate and not caller.may("jobs:read"):
+        # the first job may not be this token's doing: a dedup key must not reveal its contents
+        out = Submitted(job=JobRef(job_id=job.job_id, tenant_id=job.tenant_id, state=job.state), duplicate=True)
+    else:
+        out = Submitted(job=job, duplicate=duplicate)
     response.status_code = 200 if duplicate else 201
     act.record(response.status_code)
     return out
@@ -117,7 +152,7 @@ async def submit_job(
     summary="Get a job",
     responses=_errors(404, 422, notes={422: "The id is not a positive integer."}),
 )
-async def get_job(job_id: JobId, caller: Annotated[Caller, Depends(authorized("jobs:read"))]) -> JobOut:
+async def get_job(job_id: JobId, caller: Annotated[Caller, caller_for("jobs:read")]) -> JobOut:
     """One job (scope `jobs:read`). Another tenant's job answers 404, as an unknown id does."""
     rows = await _fetch_all(caller, queries.GET_JOB_OF, {"job_id": job_id, "tenant_id": caller.tenant_id})
     if not rows:
@@ -133,7 +168,7 @@ async def get_job(job_id: JobId, caller: Annotated[Caller, Depends(authorized("j
     responses=_errors(404, 409, 422, notes={409: "The job is already completed, dead or cancelled."}),
 )
 async def cancel_job(
-    request: Request, job_id: JobId, caller: Annotated[Caller, Depends(authorized("jobs:cancel"))]
+    request: Request, job_id: JobId, caller: Annotated[Caller, caller_for("jobs:cancel")]
 ) -> JobOut:
     """Cancel a pending, failed or running job (scope `jobs:cancel`); a running job's lease is revoked, so
     its worker's heartbeat answers `cancelled` and its completion is refused."""
@@ -154,7 +189,7 @@ async def cancel_job(
     responses=_errors(404, 409, 422, notes={409: "The job is pending, running or completed."}),
 )
 async def retry_job(
-    request: Request, job_id: JobId, caller: Annotated[Caller, Depends(authorized("jobs:retry"))]
+    request: Request, job_id: JobId, caller: Annotated[Caller, caller_for("jobs:retry")]
 ) -> JobOut:
     """Make a failed, dead or cancelled job pending and due now (scope `jobs:retry`). Its attempt count is
     kept and max_attempts raised to at least attempt + 1."""
@@ -180,13 +215,13 @@ async def retry_job(
     ),
 )
 async def list_jobs(
-    caller: Annotated[Caller, Depends(authorized("jobs:read"))],
+    caller: Annotated[Caller, caller_for("jobs:read")],
     tenant: Annotated[
         str | None, Query(description="The tenant; defaults to the token's. Required with an admin token.")
     ] = None,
     status: Annotated[
         str | None,
-        Query(description="Only jobs in this state: pending, running, completed, failed, dead or cancelled."),
+        Query(description="Only jobs in this state: " + ", ".join(STATES) + "."),
     ] = None,
     queue: Annotated[str | None, Query(description="Only jobs of this queue.")] = None,
     before: Annotated[

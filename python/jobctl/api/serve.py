@@ -5,9 +5,12 @@ from __future__ import annotations
 import logging
 
 import click
+import psycopg
 import uvicorn
+from psycopg.conninfo import conninfo_to_dict
 
 from jobctl import db, logs
+from jobctl.errors import first_line
 from jobctl.api.app import create_app
 
 
@@ -17,7 +20,7 @@ def _drop_color_message(record: logging.LogRecord) -> bool:
     return True
 
 
-@click.command("serve")
+@click.command("serve", short_help="Serve the HTTP API (/api/v1).")
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
 @click.option(
     "--port", default=8080, show_default=True, type=click.IntRange(0, 65535), help="Port to listen on."
@@ -50,8 +53,11 @@ def serve_command(host: str, port: int, log_format: str, pool_size: int, pool_ti
         handler.addFilter(_drop_color_message)
     try:
         dsn = db.dsn()
+        conninfo_to_dict(dsn)  # a DSN that does not parse fails here, in one line, not at startup
     except db.NoDsnError as e:
         raise click.ClickException(str(e)) from None
+    except psycopg.ProgrammingError as e:
+        raise click.ClickException(f"invalid DSN: {first_line(str(e))}") from None
     uvicorn.run(
         create_app(dsn, pool_max=pool_size, pool_timeout=pool_timeout),
         host=host,

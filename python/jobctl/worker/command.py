@@ -11,7 +11,9 @@ import sys
 import click
 
 from jobctl import db, logs
-from jobctl.worker.runner import Handler, Worker
+from jobctl.worker.runner import Handler, Worker, describe
+
+log = logging.getLogger("jobctl.worker")
 
 
 class HandlerError(ValueError):
@@ -29,7 +31,7 @@ def load_handler(spec: str) -> Handler:
     try:
         obj: object = importlib.import_module(module_name)
     except Exception as e:
-        raise HandlerError(f"cannot import {module_name}: {_first_line(e)}") from None
+        raise HandlerError(f"cannot import {module_name}: {describe(e, one_line=True)}") from None
     for part in attr.split("."):
         try:
             obj = getattr(obj, part)
@@ -40,12 +42,7 @@ def load_handler(spec: str) -> Handler:
     return obj
 
 
-def _first_line(e: BaseException) -> str:
-    text = str(e).strip()
-    return f"{type(e).__name__}: {text.splitlines()[0]}" if text else type(e).__name__
-
-
-@click.command("worker")
+@click.command("worker", short_help="Run jobs with a handler (module:function).")
 @click.option(
     "--handler",
     "handler_spec",
@@ -85,12 +82,19 @@ def _first_line(e: BaseException) -> str:
     help="On SIGTERM/SIGINT, seconds to let running jobs finish before giving them back.",
 )
 @click.option("--worker-id", default=None, help="Recorded on claims. Default: hostname:pid.")
-@click.option("--log-format", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.option(
+    "--log-format",
+    type=click.Choice(["text", "json"]),
+    default="text",
+    show_default=True,
+    help="Logs on stderr: plain lines, or one JSON object per line.",
+)
 @click.option(
     "--log-level",
     type=click.Choice(["debug", "info", "warning", "error"], case_sensitive=False),
     default="info",
     show_default=True,
+    help="The least severe log level written.",
 )
 def worker_command(
     handler_spec: str,
@@ -122,11 +126,17 @@ def worker_command(
         grace=grace,
         worker_id=worker_id,
     )
-    asyncio.run(worker.run())
-    if worker.crashed is not None:
-        sys.exit(1)
+    try:
+        asyncio.run(worker.run())
+        crashed = worker.crashed is not None
+    except Exception:
+        log.exception("worker failed")
+        crashed = True
     if worker.stuck_threads:
-        # a thread cannot be killed, and the interpreter would wait for it at exit: leave now
+        # a thread cannot be killed, and the interpreter would wait for it at exit (sys.exit too)
         logging.shutdown()
+        sys.stdout.flush()
         sys.stderr.flush()
-        os._exit(0)
+        os._exit(1 if crashed else 0)
+    if crashed:
+        sys.exit(1)

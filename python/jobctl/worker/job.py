@@ -45,6 +45,8 @@ def result_json(value: Any) -> str | None:
         text = json.dumps(value, allow_nan=False)
     except (TypeError, ValueError) as e:
         raise ValueError(f"result is not JSON-serialisable: {e}") from None
+    except RecursionError:
+        raise ValueError("result is not JSON-serialisable: it is nested too deeply") from None
     if "\\u0000" in text:
         raise ValueError("result contains a NUL character, which jsonb does not accept")
     return text

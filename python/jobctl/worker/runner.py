@@ -6,22 +6,48 @@ One asyncio loop runs a few long-lived tasks over a small autocommit pool of its
   the poll interval, whichever comes first;
 - the listener: a dedicated connection running LISTEN jobctl; a hint for one of our queues wakes the
   claim loop; after it reconnects the claim loop polls at once (hints may have been missed);
-- the heartbeat: every lease/3 seconds one statement extends every running job's lease; a job whose
-  heartbeat answers `cancelled` or `lost` is stopped and nothing is reported for it;
-- the flusher: finished jobs wait in a buffer that one task sends with complete_jobs, as soon as the
+- the heartbeat: every lease/3 seconds one statement extends the lease of every running job and of
+  every finished one whose completion waits in the outbox (until complete_jobs is sent for it); a
+  running job whose heartbeat answers `cancelled` or `lost` is stopped and nothing is reported for it;
+- the flusher: finished jobs wait in an outbox that one task sends with complete_jobs, as soon as the
   previous batch has its answer (whatever accumulated meanwhile goes in the next batch);
-- one supervisor per job: waits for the handler, its timeout or a stop, then reports the outcome.
+- one supervisor per job: waits for the handler, its timeout or a stop, then reports the outcome. An
+  unexpected error on that path is logged with its traceback and fails the job for good.
+
+A running job is known by its job_id and lease_epoch together. When the worker claims a job it is
+still running (its lease was revoked while the worker did not hear, say during an outage longer than
+the lease), the older attempt is stopped at once as `lost`, and it never touches the newer one's slot.
 
 Handlers run as asyncio tasks (`async def`) or in a thread pool sized to the concurrency (`def`).
 A thread cannot be interrupted: when its job times out, is cancelled, loses its lease or is given
 back at shutdown, its `job.cancelled` is set and whatever it does afterwards is ignored (the
 database fences any late completion), but it keeps its slot until it returns.
 
-Every database call goes through one retry wrapper: on a connection error or a pool timeout it logs a
-warning and tries again after an exponential backoff with jitter (0.1 s doubling to 5 s), and the
-pools check connections before lending them, so a terminated backend or a server restart is survived.
+Every database call goes through one retry wrapper, which retries only what a retry can cure: a lost
+or failed connection (no SQLSTATE, i.e. failed on the client side; class 08; 57P01/57P02/57P03, the
+server shutting down or starting up), a pool timeout, and 40001/40P01 (serialization failure,
+deadlock). It logs a warning and tries again after an exponential backoff with jitter (0.1 s doubling
+to 5 s); the pools check connections before lending them, so a terminated backend or a server
+restart is survived. Any other error is answered once, never retried in a loop: a complete_jobs
+batch is sent again one job at a time (a job whose own completion fails is failed: for good when
+its result was refused, SQLSTATE class 22 or 54, else with a retry); a claim is logged and tried again
+after a pause that doubles from the poll interval up to CLAIM_ERROR_MAX; a failed fail_job,
+release_job or heartbeat is logged with the job ids, and the job comes back when its lease expires.
 Completions are retried until they get an answer, never dropped. A claim whose answer is lost after
 it committed leaves its jobs leased to nobody: they come back when their lease expires.
+
+Shutdown. The first stop ends claiming at once: a claim still waiting for a connection or for its
+next try is dropped; one already sent gets CLAIM_ANSWER_WAIT (2 s) to answer, and its jobs are given
+back unrun (no answer by then: it is cancelled, and anything it claimed comes back with its lease).
+Running jobs get the grace period, counted from the stop (a second stop ends it); then the rest are
+stopped (an async handler gets CANCEL_WAIT, 2 s, to unwind) and given back, the waiting completions
+are sent, and the pools close. Sync handlers' threads are not waited for (`jobctl worker` exits
+without them, os._exit). How long `run()` takes after the first stop, at most:
+- the database answers: max(grace, 2 s) + 2 s (an async handler that ignores its cancellation; else
+  a fraction of a second after the grace, or at once when no job runs);
+- it does not: max(grace, 3 s) + 31 s, as every call after the grace gives up SHUTDOWN_DB_WAIT
+  (15 s) later, psycopg may take 10 s more to cancel a statement then in flight, background tasks
+  get 1 s to end and the pools 5 s to close.
 """
 
 from __future__ import annotations
@@ -41,10 +67,11 @@ from datetime import timedelta
 from typing import Any, TypeVar
 
 import psycopg
-from psycopg.conninfo import conninfo_to_dict
-from psycopg_pool import AsyncConnectionPool, ConnectionPool, PoolTimeout
+from psycopg_pool import AsyncConnectionPool, ConnectionPool
 
 from jobctl import queries
+from jobctl.db import connection_kwargs
+from jobctl.errors import first_line
 from jobctl.worker.job import AsyncConn, Conn, Job, LeaseLost, PermanentError, result_json
 
 log = logging.getLogger("jobctl.worker")
@@ -53,9 +80,14 @@ APP_NAME = "jobctl-worker"
 MAX_BATCH = 1000  # claim_job's and our completion batches' cap
 BACKOFF_FIRST, BACKOFF_MAX = 0.1, 5.0
 POOL_WAIT = 10.0  # seconds to wait for a pooled connection before counting it as a failed try
-SHUTDOWN_DB_WAIT = 15.0  # after the grace period, how long shutdown keeps retrying the database
+SHUTDOWN_DB_WAIT = 15.0  # after the grace period, how long shutdown keeps trying the database
+CLAIM_ANSWER_WAIT = 2.0  # at a stop, how long a claim already sent gets to answer
+CLAIM_ERROR_MAX = 30.0  # the longest pause after a claim error a retry cannot cure
 LISTEN_CHECK = 30.0  # an idle listener checks its connection this often
-CANCEL_WAIT = 5.0  # how long a cancelled async handler gets to unwind (roll back) before we move on
+CANCEL_WAIT = 2.0  # how long a cancelled async handler gets to unwind (roll back) before we move on
+# SQLSTATEs a retry can cure, besides no SQLSTATE (a client-side connection failure) and class 08
+RETRY_SQLSTATES = frozenset({"57P01", "57P02", "57P03", "40001", "40P01"})
+RESULT_REFUSED = ("22", "54")  # SQLSTATE classes by which a completion refuses a job's result
 # A pool retries a failed connection with a doubling delay until this many seconds, then gives up and
 # grows again when a caller waits (our retry wrapper always does): a short value bounds the lag between
 # the server coming back and the pool noticing (the default, 300 s, lets the delay grow to minutes).
@@ -111,29 +143,59 @@ def default_worker_id() -> str:
     return f"{socket.gethostname()}:{os.getpid()}"
 
 
-def describe(exc: BaseException) -> str:
-    """`<ExcType>: <message>`, as stored in last_error."""
-    return f"{type(exc).__name__}: {exc}"
+def describe(exc: BaseException, *, one_line: bool = False) -> str:
+    """`<ExcType>: <message>` (the type alone for an empty message), as stored in last_error;
+    `one_line`: only the message's first line, for logs and one-line errors."""
+    try:
+        text = str(exc)
+    except Exception as e:  # a broken __str__ must not hide the error it belongs to
+        text = f"<str() failed: {type(e).__name__}>"
+    message = first_line(text) if one_line else text.strip()
+    return f"{type(exc).__name__}: {message}" if message else type(exc).__name__
 
 
-def _one_line(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return text.splitlines()[0] if text else type(exc).__name__
+def retryable(exc: BaseException) -> bool:
+    """True for the errors a retry can cure: a lost or failed connection, a pool timeout, 40001/40P01."""
+    if not isinstance(exc, psycopg.Error):
+        return False
+    state = exc.sqlstate
+    if state is None:  # failed on the client side: connecting, or a connection lost mid-call
+        return isinstance(exc, psycopg.OperationalError)  # PoolTimeout included
+    return state.startswith("08") or state in RETRY_SQLSTATES
 
 
-def _conn_kwargs(dsn: str, *, autocommit: bool) -> dict[str, Any]:
-    kwargs: dict[str, Any] = {"autocommit": autocommit, "application_name": APP_NAME}
-    if "connect_timeout" not in conninfo_to_dict(dsn):
-        kwargs["connect_timeout"] = 10
-    return kwargs
+def _error_fields(exc: BaseException) -> dict[str, Any]:
+    """Log fields for an error: its first line, and its SQLSTATE when it has one."""
+    fields: dict[str, Any] = {"error": describe(exc, one_line=True)}
+    state = getattr(exc, "sqlstate", None)
+    if state:
+        fields["sqlstate"] = state
+    return fields
 
 
-def _rows(sql: str, params: dict[str, Any]) -> Callable[[AsyncConn], Awaitable[list[tuple[Any, ...]]]]:
+class _Sending:
+    """Whether a call's statement has been sent (and not failed): from then on its answer may hold
+    what the database committed; before, the call is only waiting for a connection or its next try."""
+
+    sent = False
+
+
+def _rows(
+    sql: str, params: dict[str, Any], sending: _Sending | None = None
+) -> Callable[[AsyncConn], Awaitable[list[tuple[Any, ...]]]]:
     """A call of one statement for the retry wrapper: all its rows."""
 
     async def op(conn: AsyncConn) -> list[tuple[Any, ...]]:
-        cur = await conn.execute(sql, params)
-        return await cur.fetchall()
+        if sending is None:
+            cur = await conn.execute(sql, params)
+            return await cur.fetchall()
+        sending.sent = True
+        try:
+            cur = await conn.execute(sql, params)
+            return await cur.fetchall()
+        except BaseException:
+            sending.sent = False
+            raise
 
     return op
 
@@ -188,6 +250,7 @@ class Worker:
         self.stats = Stats()
         self.crashed: BaseException | None = None  # a background task that died: exit non-zero
         self._stopping = False
+        self._stop_at: float | None = None  # time.monotonic() of the first stop: the grace counts from it
         self._stop = asyncio.Event()
         self._hurry = asyncio.Event()
         self._wake = asyncio.Event()
@@ -195,9 +258,13 @@ class Worker:
         self._flush_wake = asyncio.Event()
         self._closing = False
         self._busy = 0  # handlers still running (a stopped sync handler's thread included)
+        # running jobs by job_id: the slot of the newest attempt; an older attempt's slot (a job claimed
+        # again) is stopped at once and removed only by its own supervisor while it is still the one here
         self._active: dict[int, _Slot] = {}
         self._supervisors: set[asyncio.Task[None]] = set()
-        self._outbox: list[tuple[Job, str | None]] = []
+        self._outbox: list[tuple[Job, str | None]] = []  # finished jobs waiting for complete_jobs
+        self._sending: list[tuple[Job, str | None]] = []  # the batch the flusher is sending
+        self._send_state = _Sending()  # whether that batch's statement is on the wire
         self._db_deadline: float | None = None
         self._pool: AsyncConnectionPool[AsyncConn] | None = None
         self._tx_pool: AsyncConnectionPool[AsyncConn] | None = None
@@ -211,11 +278,16 @@ class Worker:
         calls: stop waiting. Call it from the worker's event loop (signal handlers do)."""
         if not self._stopping:
             log.info("stopping: no new claims", extra={"grace": self.grace, "running": len(self._active)})
-            self._stopping = True
-            self._stop.set()
+            self._begin_stop()
         else:
             log.info("stopping now: not waiting for running jobs", extra={"running": len(self._active)})
             self._hurry.set()
+
+    def _begin_stop(self) -> None:
+        if self._stop_at is None:
+            self._stop_at = time.monotonic()
+        self._stopping = True
+        self._stop.set()
 
     @property
     def stuck_threads(self) -> int:
@@ -260,32 +332,45 @@ class Worker:
         watched = {stop_wait, claimer, flusher, *background}
         done, _ = await asyncio.wait(watched, return_when=asyncio.FIRST_COMPLETED)
         for task in done - {stop_wait}:
-            error = task.exception() if not task.cancelled() else asyncio.CancelledError()
-            if error is not None or not self._stopping:
-                self.crashed = error or RuntimeError(f"{task.get_name()} ended")
-                log.error("worker task died; shutting down", exc_info=self.crashed)
+            self._task_ended(task)
         stop_wait.cancel()
-        self._stopping = True
-        self._stop.set()
+        self._begin_stop()
         try:
             if not claimer.done():
-                await claimer
+                # a stop ends claiming at once (a claim already sent: CLAIM_ANSWER_WAIT and a moment)
+                await asyncio.wait({claimer})
+                self._task_ended(claimer)
             await self._drain()
         finally:
             for task in background:
                 task.cancel()
-            await asyncio.gather(*background, return_exceptions=True)
+            # a statement being cancelled can take psycopg a while: not waited for beyond a moment
+            await asyncio.wait(background, timeout=1.0)
             self._closing = True
             self._flush_wake.set()
             await asyncio.gather(flusher, return_exceptions=True)
 
+    def _task_ended(self, task: asyncio.Task[Any]) -> None:
+        """A long-lived task ended: a crash unless it returned because the worker is stopping."""
+        error = task.exception() if not task.cancelled() else asyncio.CancelledError()
+        if error is not None or not self._stopping:
+            if self.crashed is None:
+                self.crashed = error or RuntimeError(f"{task.get_name()} ended")
+            log.error("worker task died; shutting down", exc_info=error, extra={"task": task.get_name()})
+
     async def _drain(self) -> None:
-        """Wait up to the grace period for running jobs, then stop the rest and give them back."""
-        if self._supervisors and self.grace > 0 and not self._hurry.is_set():
-            log.info("waiting for running jobs", extra={"running": len(self._active), "grace": self.grace})
+        """Wait for running jobs until the grace period (counted from the stop) ends, then stop the
+        rest and give them back."""
+        assert self._stop_at is not None
+        left = self._stop_at + self.grace - time.monotonic()
+        if self._supervisors and left > 0 and not self._hurry.is_set():
+            if self._active:
+                log.info(
+                    "waiting for running jobs", extra={"running": len(self._active), "grace": self.grace}
+                )
             everyone = asyncio.ensure_future(asyncio.wait(set(self._supervisors)))
             hurry = asyncio.ensure_future(self._hurry.wait())
-            await asyncio.wait({everyone, hurry}, timeout=self.grace, return_when=asyncio.FIRST_COMPLETED)
+            await asyncio.wait({everyone, hurry}, timeout=left, return_when=asyncio.FIRST_COMPLETED)
             everyone.cancel()
             hurry.cancel()
         self._db_deadline = time.monotonic() + SHUTDOWN_DB_WAIT
@@ -305,7 +390,7 @@ class Worker:
         else:
             self._sync_tx_pool = ConnectionPool(
                 self.dsn,
-                kwargs=_conn_kwargs(self.dsn, autocommit=True),
+                kwargs=connection_kwargs(self.dsn, APP_NAME, autocommit=True),
                 min_size=0,
                 max_size=self.concurrency,
                 check=ConnectionPool.check_connection,
@@ -320,7 +405,7 @@ class Worker:
         """Autocommit connections, checked before each use so that dead ones are replaced."""
         return AsyncConnectionPool(
             self.dsn,
-            kwargs=_conn_kwargs(self.dsn, autocommit=True),
+            kwargs=connection_kwargs(self.dsn, APP_NAME, autocommit=True),
             min_size=min_size,
             max_size=max_size,
             check=AsyncConnectionPool.check_connection,
@@ -334,11 +419,10 @@ class Worker:
             self._executor.shutdown(wait=False, cancel_futures=True)
             if self._busy:
                 log.warning("sync handlers still running after shutdown", extra={"threads": self._busy})
+        closing: list[Awaitable[None]] = [p.close(timeout=5.0) for p in (self._tx_pool, self._pool) if p]
         if self._sync_tx_pool is not None:
-            await asyncio.to_thread(self._sync_tx_pool.close, 5.0)
-        for pool in (self._tx_pool, self._pool):
-            if pool is not None:
-                await pool.close(timeout=5.0)
+            closing.append(asyncio.to_thread(self._sync_tx_pool.close, 5.0))
+        await asyncio.gather(*closing)  # all at once: 5 s at most
 
     # --- the database, through one retry wrapper
 
@@ -349,22 +433,37 @@ class Worker:
         *,
         abort: Callable[[], bool] | None = None,
     ) -> T:
-        """Run `op` on a pooled connection, retrying connection errors with backoff and jitter until
-        it succeeds, `abort()` says to stop, or the shutdown deadline passes (GaveUp)."""
+        """Run `op` on a pooled connection. Errors a retry can cure (`retryable`) are retried with
+        backoff and jitter until it succeeds, `abort()` says to stop, or the shutdown deadline passes
+        (GaveUp; after that deadline no call lasts longer); any other error is raised at once."""
         assert self._pool is not None
         delay = BACKOFF_FIRST
         while True:
+            left = None if self._db_deadline is None else self._db_deadline - time.monotonic()
+            if left is not None and left <= 0:
+                raise GaveUp(f"{what}: shutting down, and the database did not answer in time")
+            deadline = asyncio.timeout(left)
             try:
-                async with self._pool.connection(timeout=POOL_WAIT) as conn:
-                    return await op(conn)
-            except (psycopg.OperationalError, PoolTimeout) as e:
-                past_deadline = self._db_deadline is not None and time.monotonic() > self._db_deadline
+                async with deadline:
+                    wait = POOL_WAIT if left is None else min(POOL_WAIT, left)
+                    async with self._pool.connection(timeout=wait) as conn:
+                        return await op(conn)
+            except TimeoutError as e:
+                if not deadline.expired():
+                    raise
+                raise GaveUp(f"{what}: shutting down, and the database did not answer in time") from e
+            except psycopg.Error as e:
+                if not retryable(e):
+                    raise
+                past_deadline = self._db_deadline is not None and time.monotonic() >= self._db_deadline
                 if (abort is not None and abort()) or past_deadline:
-                    raise GaveUp(f"{what}: {_one_line(e)}") from e
+                    raise GaveUp(f"{what}: {describe(e, one_line=True)}") from e
                 pause = random.uniform(delay / 2, delay)
+                if self._db_deadline is not None:
+                    pause = min(pause, max(0.0, self._db_deadline - time.monotonic()))
                 log.warning(
                     "database call failed; retrying",
-                    extra={"call": what, "error": _one_line(e), "retry_in": round(pause, 2)},
+                    extra={"call": what, **_error_fields(e), "retry_in": round(pause, 2)},
                 )
                 await asyncio.sleep(pause)
                 delay = min(delay * 2, BACKOFF_MAX)
@@ -372,6 +471,7 @@ class Worker:
     # --- claiming
 
     async def _claim_loop(self) -> None:
+        errors = 0  # claims in a row that failed with an error a retry cannot cure
         while not self._stopping:
             free = self.concurrency - self._busy
             if free <= 0:
@@ -384,28 +484,68 @@ class Worker:
                 got = await self._claim(asked)
             except GaveUp:
                 return
-            except psycopg.Error as e:
-                log.error("claim failed", extra={"error": _one_line(e)})
-                got = 0
+            except psycopg.Error as e:  # the retry wrapper retries the errors a retry can cure
+                errors += 1
+                pause = min(
+                    self.poll_interval * 2 ** min(errors - 1, 16), max(self.poll_interval, CLAIM_ERROR_MAX)
+                )
+                log.error(
+                    "claim failed; claiming again later",
+                    extra={**_error_fields(e), "retry_in": round(pause, 2)},
+                )
+                await self._wait_any(self._stop, timeout=pause)
+                continue
+            errors = 0
             if got < asked:
                 await self._wait_any(self._wake, self._stop, timeout=self.poll_interval)
 
     async def _claim(self, max_jobs: int) -> int:
+        """One claim, which a stop cuts short: dropped while it waits for a connection or its next try;
+        once sent, given CLAIM_ANSWER_WAIT to answer, and the jobs it brings are given back unrun."""
         params = {
             "worker_id": self.worker_id,
             "queues": self.queues,
             "max_jobs": max_jobs,
             "lease": timedelta(seconds=self.lease),
         }
-        rows = await self._db("claim_job", _rows(queries.CLAIM_JOB, params), abort=lambda: self._stopping)
-        claimed_at = (
-            asyncio.get_running_loop().time()
-        )  # timeouts count from here (a retried claim: the last try)
+        sending = _Sending()
+        call = asyncio.ensure_future(
+            self._db("claim_job", _rows(queries.CLAIM_JOB, params, sending), abort=lambda: self._stopping)
+        )
+        stop_wait = asyncio.ensure_future(self._stop.wait())
+        try:
+            await asyncio.wait({call, stop_wait}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            stop_wait.cancel()
+        if not call.done():
+            if sending.sent:
+                await asyncio.wait({call}, timeout=CLAIM_ANSWER_WAIT)
+            if not call.done():
+                was_sent = sending.sent
+                call.cancel()  # psycopg asks the server to cancel a statement in flight
+                call.add_done_callback(lambda c: c.cancelled() or c.exception())  # none goes unretrieved
+                await asyncio.wait({call}, timeout=1.0)
+                if was_sent:
+                    log.warning(
+                        "claim cancelled at shutdown: no answer; any job it claimed returns after its lease"
+                    )
+        if not call.done() or call.cancelled():
+            return 0
+        rows = call.result()  # GaveUp or psycopg.Error: to the claim loop
+        # timeouts count from here (a retried claim: from its last try)
+        claimed_at = asyncio.get_running_loop().time()
         log.debug("claimed", extra={"jobs": len(rows), "asked": max_jobs})
         self.stats.claimed += len(rows)
-        for row in rows:
-            self._start(self._job(row), claimed_at)
-        return len(rows)
+        jobs = [self._job(row) for row in rows]
+        if self._stopping:
+            if jobs:
+                log.info("jobs claimed as the worker stopped: giving them back", extra={"jobs": len(jobs)})
+            for job in jobs:
+                self._track(self._release(job))
+            return len(jobs)
+        for job in jobs:
+            self._start(job, claimed_at)
+        return len(jobs)
 
     def _job(self, row: tuple[Any, ...]) -> Job:
         job_id, tenant_id, queue, payload, priority, attempt, max_attempts, epoch, expires, timeout = row
@@ -437,10 +577,22 @@ class Worker:
         handler.add_done_callback(self._handler_ended)
         deadline = None if job.timeout is None else claimed_at + job.timeout
         slot = _Slot(job, handler, deadline)
+        older = self._active.get(job.job_id)
+        if older is not None:
+            # claimed again, so the older attempt's lease is gone whether or not a heartbeat said so
+            log.warning(
+                "job claimed again while an older attempt runs; stopping that attempt",
+                extra={**self._ids(job), "older_epoch": older.job.lease_epoch},
+            )
+            self._request_job_stop(older, "lost")
         self._active[job.job_id] = slot
-        supervisor = asyncio.create_task(self._supervise(slot))
-        self._supervisors.add(supervisor)
-        supervisor.add_done_callback(self._supervisors.discard)
+        self._track(self._supervise(slot))
+
+    def _track(self, work: Awaitable[None]) -> None:
+        """Run a job's supervisor (or its give-back) as a task that shutdown waits for."""
+        task = asyncio.ensure_future(work)
+        self._supervisors.add(task)
+        task.add_done_callback(self._supervisors.discard)
 
     async def _call_async(self, job: Job) -> Any:
         return await self.handler(job)
@@ -465,6 +617,31 @@ class Worker:
             slot.handler.cancel()
 
     async def _supervise(self, slot: _Slot) -> None:
+        """Wait for the handler, its timeout or a stop, then report. An unexpected error on the way
+        fails the job for good rather than leaving it to its lease."""
+        try:
+            await self._settle(slot)
+        except Exception as e:
+            await self._supervisor_failed(slot, e)
+        finally:
+            self._forget(slot)
+
+    def _forget(self, slot: _Slot) -> None:
+        """Stop heartbeating a job: only its own slot, never a newer attempt's."""
+        if self._active.get(slot.job.job_id) is slot:
+            del self._active[slot.job.job_id]
+
+    async def _supervisor_failed(self, slot: _Slot, error: Exception) -> None:
+        job = slot.job
+        log.error("job supervisor failed; failing the job for good", exc_info=error, extra=self._ids(job))
+        self._request_job_stop(slot, "failed")
+        self._forget(slot)
+        try:
+            await self._fail(job, f"worker error: {describe(error)}", retryable=False)
+        except Exception:
+            log.exception("could not fail job; it returns when its lease expires", extra=self._ids(job))
+
+    async def _settle(self, slot: _Slot) -> None:
         job, handler = slot.job, slot.handler
         loop = asyncio.get_running_loop()
         stop_wait = asyncio.create_task(slot.stop.wait())
@@ -477,7 +654,7 @@ class Worker:
             self._request_job_stop(slot, "timed_out")  # keeps the reason of a stop already asked for
             if self.is_async:
                 await asyncio.wait({handler}, timeout=CANCEL_WAIT)  # let its transaction roll back
-        self._active.pop(job.job_id, None)
+        self._forget(slot)
         if job._completed:
             self.stats.completed += 1  # its own transaction completed it
         elif job._stop_reason is not None:
@@ -525,15 +702,18 @@ class Worker:
         params = {
             "job_id": job.job_id,
             "lease_epoch": job.lease_epoch,
-            "error": error,
+            "error": error.replace("\x00", "\\0"),  # text cannot hold NUL
             "retryable": retryable,
         }
         try:
             state = await self._db("fail_job", _value(queries.FAIL_JOB, params))
         except (GaveUp, psycopg.Error) as e:
-            log.error("could not fail job", extra={**self._ids(job), "error": _one_line(e)})
+            log.error(
+                "could not fail job; it returns when its lease expires",
+                extra={**self._ids(job), **_error_fields(e), "job_error": first_line(error)},
+            )
             return
-        extra = {**self._ids(job), "error": error.strip().splitlines()[0] if error.strip() else error}
+        extra = {**self._ids(job), "error": first_line(error)}
         if state is None:
             self.stats.fenced += 1
             log.warning("job failure fenced: its lease was no longer current", extra=extra)
@@ -551,7 +731,7 @@ class Worker:
         except (GaveUp, psycopg.Error) as e:
             log.error(
                 "could not release job; it returns when its lease expires",
-                extra={**self._ids(job), "error": _one_line(e)},
+                extra={**self._ids(job), **_error_fields(e)},
             )
             return
         if released:
@@ -572,6 +752,8 @@ class Worker:
                 await self._flush_wake.wait()
                 continue
             batch, self._outbox = self._outbox[:MAX_BATCH], self._outbox[MAX_BATCH:]
+            # heartbeats go on for the batch until its statement is sent (its rows are then locked)
+            self._sending, self._send_state = batch, _Sending()
             try:
                 await self._complete(batch)
             except GaveUp as e:
@@ -582,8 +764,11 @@ class Worker:
                 )
                 self._outbox.clear()
                 return
+            finally:
+                self._sending = []
 
     async def _complete(self, batch: list[tuple[Job, str | None]]) -> None:
+        batch.sort(key=lambda entry: entry[0].job_id)  # row locks in job_id order, as heartbeats take them
         results = [result for _, result in batch]
         params = {
             "job_ids": [job.job_id for job, _ in batch],
@@ -592,13 +777,17 @@ class Worker:
             "results": results if any(r is not None for r in results) else None,
         }
         try:
-            rows = await self._db("complete_jobs", _rows(queries.COMPLETE_JOBS, params))
+            rows = await self._db("complete_jobs", _rows(queries.COMPLETE_JOBS, params, self._send_state))
         except GaveUp:
             raise
         except psycopg.Error as e:
             log.error(
                 "complete_jobs failed; completing one by one",
-                extra={"jobs": len(batch), "error": _one_line(e)},
+                extra={
+                    "jobs": len(batch),
+                    **_error_fields(e),
+                    "job_ids": ",".join(str(j.job_id) for j, _ in batch[:20]),
+                },
             )
             await self._complete_each(batch)
             return
@@ -613,7 +802,10 @@ class Worker:
             except GaveUp:
                 raise
             except psycopg.Error as e:
-                await self._fail(job, f"result rejected: {_one_line(e)}", retryable=False)
+                refused = (e.sqlstate or "")[:2] in RESULT_REFUSED  # the result: no retry would help
+                log.error("could not complete job", extra={**self._ids(job), **_error_fields(e)})
+                what = "result rejected" if refused else "completion failed"
+                await self._fail(job, f"{what}: {describe(e, one_line=True)}", retryable=not refused)
                 continue
             self._completed(job, bool(ok))
 
@@ -633,25 +825,47 @@ class Worker:
         while True:
             await asyncio.sleep(max(0.0, next_at - loop.time()))
             next_at = loop.time() + every
-            slots = [s for s in self._active.values() if s.job._stop_reason is None]
-            if slots:
-                await self._heartbeat(slots)
+            targets = self._heartbeat_targets()
+            if targets:
+                await self._heartbeat(targets)
 
-    async def _heartbeat(self, slots: list[_Slot]) -> None:
+    def _heartbeat_targets(self) -> dict[int, tuple[Job, _Slot | None]]:
+        """What to heartbeat, by job_id: running jobs not told to stop (with their slot), and finished
+        ones waiting for complete_jobs to be sent (no slot). One entry per job_id (the answers carry
+        only the job_id): its newest epoch, since an older one's lease is gone anyway."""
+        targets: dict[int, tuple[Job, _Slot | None]] = {}
+        waiting = self._outbox if self._send_state.sent else [*self._sending, *self._outbox]
+        for job, _ in waiting:
+            known = targets.get(job.job_id)
+            if known is None or known[0].lease_epoch < job.lease_epoch:
+                targets[job.job_id] = (job, None)
+        for slot in self._active.values():
+            known = targets.get(slot.job.job_id)
+            if slot.job._stop_reason is None and (
+                known is None or known[0].lease_epoch < slot.job.lease_epoch
+            ):
+                targets[slot.job.job_id] = (slot.job, slot)
+        return targets
+
+    async def _heartbeat(self, targets: dict[int, tuple[Job, _Slot | None]]) -> None:
+        ordered = sorted(targets)  # row locks in job_id order, as complete_jobs takes them
         params = {
-            "job_ids": [s.job.job_id for s in slots],
-            "lease_epochs": [s.job.lease_epoch for s in slots],
+            "job_ids": ordered,
+            "lease_epochs": [targets[job_id][0].lease_epoch for job_id in ordered],
             "extend": timedelta(seconds=self.lease),
         }
         try:
             rows = await self._db("heartbeat", _rows(queries.HEARTBEATS, params))
         except (GaveUp, psycopg.Error) as e:
-            log.error("heartbeat failed", extra={"error": _one_line(e)})
+            log.error("heartbeat failed", extra={"jobs": len(ordered), **_error_fields(e)})
             return
-        sent = {s.job.job_id: s for s in slots}
         for job_id, status in rows:
-            slot = sent.get(job_id)
-            if status != "ok" and slot is not None and self._active.get(job_id) is slot:
+            if status == "ok" or job_id not in targets:
+                continue
+            job, slot = targets[job_id]
+            if slot is None:  # a finished job: its completion will be fenced and counted then
+                log.debug("heartbeat of a finished job answered %s", status, extra=self._ids(job))
+            elif self._active.get(job_id) is slot:
                 self._request_job_stop(slot, status)
 
     # --- wake-ups
@@ -662,7 +876,7 @@ class Worker:
         while True:
             try:
                 conn = await psycopg.AsyncConnection.connect(
-                    self.dsn, **_conn_kwargs(self.dsn, autocommit=True)
+                    self.dsn, **connection_kwargs(self.dsn, APP_NAME, autocommit=True)
                 )
                 async with conn:
                     await conn.execute(queries.LISTEN)
@@ -672,13 +886,15 @@ class Worker:
                     first, delay = False, BACKOFF_FIRST
                     await self._receive(conn)
             except psycopg.Error as e:
-                pause = random.uniform(delay / 2, delay)
-                log.warning(
-                    "listener lost its connection; reconnecting",
-                    extra={"error": _one_line(e), "retry_in": round(pause, 2)},
-                )
+                if retryable(e):
+                    pause = random.uniform(delay / 2, delay)
+                    delay = min(delay * 2, BACKOFF_MAX)
+                    message = "listener lost its connection; reconnecting"
+                else:  # not a lost connection: try again much later (claims poll meanwhile)
+                    pause = LISTEN_CHECK
+                    message = "listener failed; polling only until it reconnects"
+                log.warning(message, extra={**_error_fields(e), "retry_in": round(pause, 2)})
                 await asyncio.sleep(pause)
-                delay = min(delay * 2, BACKOFF_MAX)
 
     async def _receive(self, conn: AsyncConn) -> None:
         while True:
