@@ -527,7 +527,8 @@ class Worker:
                 await asyncio.wait({call}, timeout=1.0)
                 if was_sent:
                     log.warning(
-                        "claim cancelled at shutdown: no answer; any job it claimed returns after its lease"
+                        "claim cancelled at shutdown without an answer; had it committed, its jobs"
+                        " come back when their leases expire"
                     )
         if not call.done() or call.cancelled():
             return 0
