@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import socket
@@ -17,8 +18,8 @@ from typing import Any
 import httpx
 import psycopg
 import pytest
-from jobctl import errors
-from jobctl.api import error_handlers
+from jobctl import contract, errors
+from jobctl.api import create_app, error_handlers
 from psycopg.conninfo import make_conninfo
 
 Conn = psycopg.Connection[tuple[object, ...]]
@@ -213,6 +214,24 @@ def test_dropped_connections_are_replaced(client: httpx.Client, admin_db: Conn, 
         assert client.get("/api/v1/health").status_code == 200
 
 
+def jobctl_cli(*args: str) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if k != "JOBCTL_DSN"}
+    return subprocess.run(
+        [sys.executable, "-m", "jobctl.cli", *args], env=env, capture_output=True, text=True, timeout=30
+    )
+
+
+def test_serve_help_and_bad_dsn() -> None:
+    listed = jobctl_cli("--help")
+    assert listed.returncode == 0, listed.stderr
+    assert "  serve     Serve the HTTP API (/api/v1).\n" in listed.stdout  # whole, not cut off with ...
+    for dsn, why in (("nonsense===", 'invalid connection option "nonsense"'), ("host='x", "unterminated")):
+        run = jobctl_cli("--dsn", dsn, "serve", "--port", str(free_port()))
+        assert run.returncode == 1, run.stderr
+        assert run.stderr.startswith("jobctl: invalid DSN: ") and why in run.stderr, run.stderr
+        assert run.stderr.count("\n") == 1 and "Traceback" not in run.stderr, run.stderr
+
+
 def test_database_down_is_503(dsn: str, make_token: MakeToken, name: str) -> None:
     token = make_token(name)
     nowhere = make_conninfo(dsn, host="127.0.0.1", port=str(free_port()), connect_timeout="1")
@@ -231,16 +250,103 @@ def test_database_down_is_503(dsn: str, make_token: MakeToken, name: str) -> Non
         srv.stop()
 
 
-def test_over_limit_answer_has_retry_after() -> None:
-    # JC004/JC005 are raised by SQL once tenant quotas land; the answer is built here already
-    r = error_handlers.error_response(
-        errors.OverLimit("tenant t is over its submit rate", sqlstate="JC005", hint="Retry in 2.5 seconds.")
-    )
+def test_connection_is_released_before_the_response_is_sent(
+    dsn: str, make_token: MakeToken, admin_db: Conn, name: str
+) -> None:
+    """An ASGI server's `send` may wait for the client (backpressure: hypercorn awaits the socket's
+    drain; uvicorn buffers a body unread instead). While one answer's body waits so, its pooled
+    connection must already be back: with a pool of one, another request is answered meanwhile.
+
+    Driven in-process, as an ASGI server would, so that the first `send` can be held at will."""
+    token = make_token(name, ["jobs:read"])
+    rows = admin_db.execute(
+        "select job_id from jobctl.submit_jobs(%s::jsonb)",
+        (json.dumps([{"tenant_id": name, "queue": "q", "payload": {"i": i}} for i in range(3)]),),
+    ).fetchall()
+    job_id = int(str(rows[0][0]))
+    app = create_app(dsn, pool_min=1, pool_max=1, pool_timeout=1)
+
+    async def get(path: str, started: asyncio.Event, hold: asyncio.Event) -> tuple[int, Any]:
+        """GET path as a client that reads the body once hold is set; started: the answer has begun."""
+        status, body, requested = 0, b"", False
+
+        async def receive() -> dict[str, Any]:
+            nonlocal requested
+            if requested:
+                await asyncio.Event().wait()  # the client stays connected
+            requested = True
+            return {"type": "http.request", "body": b"", "more_body": False}
+
+        async def send(message: dict[str, Any]) -> None:
+            nonlocal status, body
+            if message["type"] == "http.response.start":
+                status = message["status"]
+                started.set()
+            elif message["type"] == "http.response.body":
+                await hold.wait()
+                body += message.get("body", b"")
+
+        path, _, query = path.partition("?")
+        scope = {
+            "type": "http",
+            "asgi": {"version": "3.0"},
+            "http_version": "1.1",
+            "method": "GET",
+            "scheme": "http",
+            "path": path,
+            "raw_path": path.encode(),
+            "query_string": query.encode(),
+            "root_path": "",
+            "headers": [(b"host", b"test"), (b"authorization", f"Bearer {token}".encode())],
+            "client": ("127.0.0.1", 50000),
+            "server": ("test", 80),
+            "state": {},
+        }
+        await app(scope, receive, send)
+        return status, json.loads(body)
+
+    async def scenario() -> None:
+        async with app.router.lifespan_context(app):
+            started, hold, now = asyncio.Event(), asyncio.Event(), asyncio.Event()
+            now.set()
+            slow = asyncio.create_task(get("/api/v1/jobs?limit=10", started, hold))
+            await asyncio.wait_for(started.wait(), 5)  # its page is fetched; its body waits for the client
+            status, out = await asyncio.wait_for(get(f"/api/v1/jobs/{job_id}", asyncio.Event(), now), 5)
+            assert status == 200, out  # with the connection still lent to the slow answer: 503
+            assert out["job"]["job_id"] == job_id
+            assert not slow.done()
+            assert app.state.pool.get_stats()["pool_available"] == 1
+            hold.set()
+            status, out = await asyncio.wait_for(slow, 5)
+            assert (status, len(out["jobs"])) == (200, 3), out
+
+    asyncio.run(scenario())
+
+
+def test_over_limit_answer_has_retry_after(admin_db: Conn) -> None:
+    # JC004/JC005 are raised by SQL once tenant quotas land, with the wait in the DETAIL as
+    # `retry_after: <seconds>`; here such an error comes from the real server, raised by hand
+    with pytest.raises(psycopg.Error) as raised:
+        admin_db.execute(
+            "do $$ begin raise exception 'tenant t is over its submit rate' using errcode = 'JC005', "
+            "detail = 'retry_after: 2.5', hint = 'Slow down; try again in 9 seconds.'; end $$"
+        )
+    err = error_handlers.from_db(raised.value)
+    assert isinstance(err, errors.OverLimit)
+    r = error_handlers.error_response(err, raised.value.diag.message_detail)
     assert r.status_code == 429
-    assert r.headers["Retry-After"] == "3"
+    assert r.headers["Retry-After"] == "3"  # from the DETAIL, rounded up; the hint's 9 is not read
     assert json.loads(bytes(r.body))["error"] == "rate_limited"
+
+    # only a `retry_after: N` line of the DETAIL counts; no such line: 1
+    r = error_handlers.error_response(errors.OverLimit("over", sqlstate="JC004", hint="Retry in 30 seconds."))
+    assert r.headers["Retry-After"] == "1"
     assert error_handlers.retry_after(None) == 1
-    assert error_handlers.retry_after("try again later") == 1
+    assert error_handlers.retry_after("wait 5 seconds") == 1
+    assert error_handlers.retry_after("retry_after: 0") == 1
+    assert error_handlers.retry_after("retry_after: 12") == 12
+    assert error_handlers.retry_after("pending: 100\nretry_after: 0.2") == 1
+    assert error_handlers.retry_after("pending: 100\nretry_after: 7.01\n") == 8
 
 
 # --- authentication and tenants ---------------------------------------------------------------------
@@ -274,6 +380,45 @@ def test_wrong_and_revoked_tokens(
     failures = [r for r in server.records() if r["msg"].startswith("authentication failed")]
     assert failures[-1]["token_id"] == int(token.split("_")[1])
     assert token not in server.logs()
+
+
+def test_duplicate_shows_the_job_only_to_readers(
+    client: httpx.Client, make_token: MakeToken, server: Server, name: str
+) -> None:
+    submitter = make_token(name, ["jobs:submit"])
+    other_submitter = make_token(name, ["jobs:submit", "jobs:cancel"])
+    reader = make_token(name, ["jobs:submit", "jobs:read"])
+    admin_submitter = make_token(None, ["jobs:submit"])
+    fields = {"queue": f"{name}-q", "payload": {"secret": "s3"}, "dedup_key": "order-1"}
+    first = submit(client, submitter, **fields)
+    assert first.status_code == 201, first.text
+    assert first.json()["job"]["payload"] == {"secret": "s3"}  # its own new job: in full
+    job_id = job_id_of(first)
+
+    # a submit-only token learns the first job's id, tenant and state from a dedup hit, nothing more
+    for token, extra in ((submitter, {}), (other_submitter, {}), (admin_submitter, {"tenant_id": name})):
+        r = submit(client, token, **fields, **extra)
+        assert r.status_code == 200, r.text
+        assert r.json() == {
+            "job": {"job_id": job_id, "tenant_id": name, "state": "pending"},
+            "duplicate": True,
+        }
+    # with jobs:read too: the job in full
+    r = submit(client, reader, **{**fields, "payload": {}})
+    assert r.status_code == 200, r.text
+    assert r.json()["duplicate"] is True
+    assert r.json()["job"]["job_id"] == job_id and r.json()["job"]["payload"] == {"secret": "s3"}
+    assert [status for _, status, _, _ in server.audit(job_id)] == [201, 200, 200, 200, 200]
+
+    doc = client.get("/api/v1/openapi.json").json()
+    schemas = doc["components"]["schemas"]
+    assert schemas["JobRef"]["required"] == ["job_id", "tenant_id", "state"]
+    assert {s["$ref"] for s in schemas["Submitted"]["properties"]["job"]["anyOf"]} == {
+        "#/components/schemas/Job",
+        "#/components/schemas/JobRef",
+    }
+    assert "jobs:read" in doc["paths"]["/api/v1/jobs"]["post"]["responses"]["200"]["description"]
+    assert schemas["Job"]["properties"]["state"]["enum"] == list(contract.STATES)
 
 
 def test_scopes(client: httpx.Client, make_token: MakeToken, name: str) -> None:

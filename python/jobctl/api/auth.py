@@ -20,8 +20,8 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from psycopg_pool import AsyncConnectionPool
 
 from jobctl import errors, queries
-from jobctl.contract import SCOPES, TOKEN_RE
 from jobctl.api import error_handlers
+from jobctl.contract import SCOPES, TOKEN_RE
 
 log = logging.getLogger("jobctl.api.auth")
 

@@ -53,8 +53,6 @@ CODE_BY_STATUS = {
 }
 # Field names the SQL functions use, as this API spells them
 API_FIELD = {"job_id": "id", "state": "status", "before_id": "before", "max_rows": "limit"}
-# The API submits one job through submit_jobs, whose messages and fields name it jobs[0]
-_BATCH_PREFIX = "jobs[0]."
 _UNAVAILABLE_RETRY_AFTER = 2
 
 
@@ -84,10 +82,8 @@ def from_db(e: psycopg.Error) -> errors.JobctlError | None:
             return None
         message = errors.first_line(e.diag.message_primary or str(e))
         err = errors.InvalidInput(message, sqlstate=e.diag.sqlstate or "")
-    err.args = (str(err).removeprefix(_BATCH_PREFIX),)
     if err.field is not None:
-        field = err.field.removeprefix(_BATCH_PREFIX)
-        err.field = API_FIELD.get(field, field)
+        err.field = API_FIELD.get(err.field, err.field)
     return err
 
 

@@ -28,7 +28,6 @@ INT4_MIN, INT4_MAX = -(2**31), 2**31 - 1
 JOB_ID_MAX = 2**63 - 1
 
 
-
 def _known_state(value: str) -> str:
     if value not in STATES:
         raise ValueError(f"unknown job state {value!r}")
@@ -37,7 +36,9 @@ def _known_state(value: str) -> str:
 
 # A job state: one of contract.STATES (the one list the CLI, the worker and the API share)
 State = Annotated[
-    str, AfterValidator(_known_state), WithJsonSchema({"type": "string", "enum": list(STATES), "title": "State"})
+    str,
+    AfterValidator(_known_state),
+    WithJsonSchema({"type": "string", "enum": list(STATES), "title": "State"}),
 ]
 
 
@@ -153,6 +154,10 @@ class JobRef(BaseModel):
     job_id: int
     tenant_id: str
     state: State
+
+    @classmethod
+    def of(cls, job: Job) -> JobRef:
+        return cls(job_id=job.job_id, tenant_id=job.tenant_id, state=job.state)
 
 
 class Submitted(BaseModel):

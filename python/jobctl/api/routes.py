@@ -20,7 +20,7 @@ import logging
 from typing import Annotated, Any
 
 import psycopg
-from fastapi import APIRouter, Depends, Path, Query, Request, Response
+from fastapi import APIRouter, Path, Query, Request, Response
 from fastapi.responses import JSONResponse
 from psycopg.rows import dict_row
 from psycopg.types.json import Jsonb
@@ -135,12 +135,10 @@ async def submit_job(
     spec = job.model_dump(mode="json", exclude_unset=True) | {"tenant_id": act.tenant}
     rows = await _fetch_all(caller, queries.SUBMIT_JOBS, {"jobs": Jsonb([spec])})
     act.job_id, duplicate = int(rows[0]["job_id"]), bool(rows[0]["duplicate"])
-    job = await _job(caller, act.job_id)
-    if duplicate and not caller.may("jobs:read"):
-        # the first job may not be this token's doing: a dedup key must not reveal its contents
-        out = Submitted(job=JobRef(job_id=job.job_id, tenant_id=job.tenant_id, state=job.state), duplicate=True)
-    else:
-        out = Submitted(job=job, duplicate=duplicate)
+    first = await _job(caller, act.job_id)
+    # a dedup hit may be another token's job: its contents are for jobs:read only
+    shown = JobRef.of(first) if duplicate and not caller.may("jobs:read") else first
+    out = Submitted(job=shown, duplicate=duplicate)
     response.status_code = 200 if duplicate else 201
     act.record(response.status_code)
     return out

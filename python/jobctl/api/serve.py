@@ -10,8 +10,8 @@ import uvicorn
 from psycopg.conninfo import conninfo_to_dict
 
 from jobctl import db, logs
-from jobctl.errors import first_line
 from jobctl.api.app import create_app
+from jobctl.errors import first_line
 
 
 def _drop_color_message(record: logging.LogRecord) -> bool:

@@ -39,7 +39,13 @@ class JobctlGroup(click.Group):
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
-        except (click.ClickException, click.exceptions.Exit, click.exceptions.Abort):
+        except click.UsageError:
+            raise
+        except click.ClickException as e:  # raised by a command (serve, worker): the same one-line form
+            if type(e) is click.ClickException:
+                raise CliError(e.format_message()) from None
+            raise
+        except (click.exceptions.Exit, click.exceptions.Abort):
             raise
         except BrokenPipeError:  # `jobctl list ... | head`: stop quietly
             with contextlib.suppress(OSError, ValueError):  # no flush error at exit either
