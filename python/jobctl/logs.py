@@ -8,6 +8,8 @@ import sys
 from datetime import UTC, datetime
 from typing import Any
 
+import click
+
 # LogRecord attributes that are not fields passed through `extra=`
 _STANDARD = set(vars(logging.LogRecord("", 0, "", 0, "", None, None))) | {"message", "asctime", "taskName"}
 
@@ -36,6 +38,16 @@ class TextFormatter(logging.Formatter):
         if record.exc_info:
             line += "\n" + self.formatException(record.exc_info)
         return line
+
+
+# the --log-format option of the long-running commands
+format_option = click.option(
+    "--log-format",
+    type=click.Choice(["text", "json"]),
+    default="text",
+    show_default=True,
+    help="Logs on stderr: plain lines, or one JSON object per line.",
+)
 
 
 def setup(json_logs: bool = False, level: int = logging.INFO) -> None:

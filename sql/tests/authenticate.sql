@@ -3,25 +3,12 @@
 -- Tenant tap_auth_t.
 begin;
 select plan(27);
+\ir helpers.psql
 -- the tests join temp tables that have no statistics: keep JIT from compiling those plans
 set local jit = off;
 
 select has_function('jobctl', 'authenticate', array['text', 'text'], 'authenticate(token, scope) exists');
 select function_returns('jobctl', 'authenticate', array['text', 'text'], 'setof record', 'it returns a row');
-
--- the SQLSTATE and message (and DETAIL) of the error a statement raises
-create function pg_temp.error_of(p_sql text) returns text
-language plpgsql as $$
-declare
-    v_detail text;
-begin
-    execute p_sql;
-    return 'no error';
-exception when others then
-    get stacked diagnostics v_detail = pg_exception_detail;
-    return sqlstate || ': ' || sqlerrm || coalesce(' (' || v_detail || ')', '');
-end
-$$;
 
 -- authenticate a token for a scope, as SQL text for throws_ok / error_of
 create function pg_temp.auth_sql(p_token text, p_scope text) returns text

@@ -3,6 +3,7 @@
 -- Tenants tap_token_*.
 begin;
 select plan(33);
+\ir helpers.psql
 -- the tests join temp tables that have no statistics: keep JIT from compiling those plans
 set local jit = off;
 
@@ -10,20 +11,6 @@ select has_function(
     'jobctl', 'create_api_token', array['text', 'text[]', 'text'], 'create_api_token(tenant_id, scopes, label) exists'
 );
 select function_returns('jobctl', 'create_api_token', array['text', 'text[]', 'text'], 'text', 'it returns text');
-
--- the SQLSTATE, message and DETAIL of the error a statement raises
-create function pg_temp.error_of(p_sql text) returns text
-language plpgsql as $$
-declare
-    v_detail text;
-begin
-    execute p_sql;
-    return 'no error';
-exception when others then
-    get stacked diagnostics v_detail = pg_exception_detail;
-    return sqlstate || ': ' || sqlerrm || coalesce(' (' || v_detail || ')', '');
-end
-$$;
 
 create temp table n0 as
 select count(*) as n from jobctl._api_token;

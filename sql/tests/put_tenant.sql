@@ -2,6 +2,7 @@
 -- defaults); out-of-range values raise JC001 naming the field and write nothing. Tenants tap_tenant_*.
 begin;
 select plan(35);
+\ir helpers.psql
 -- the tests join temp tables that have no statistics: keep JIT from compiling those plans
 set local jit = off;
 
@@ -23,20 +24,6 @@ returns table (
 language sql as $$
     select t.weight, t.max_pending, t.max_running, t.submit_rate, t.submit_burst, t.claim_rate, t.claim_burst
     from jobctl.tenant as t where t.tenant_id = p_tenant_id
-$$;
-
--- the SQLSTATE and DETAIL of the error a statement raises
-create function pg_temp.error_of(p_sql text) returns text
-language plpgsql as $$
-declare
-    v_detail text;
-begin
-    execute p_sql;
-    return 'no error';
-exception when others then
-    get stacked diagnostics v_detail = pg_exception_detail;
-    return sqlstate || ' ' || coalesce(v_detail, '');
-end
 $$;
 
 -- every field
@@ -132,12 +119,12 @@ select throws_ok(
 );
 select is(
     pg_temp.error_of($$select jobctl.put_tenant('tap_tenant_c', 1, 10, 10, 1, 1, 1, -5)$$),
-    'JC001 field: claim_burst',
+    'JC001: claim_burst is out of range (field: claim_burst)',
     'the DETAIL names the field too'
 );
 select is(
     pg_temp.error_of($$select jobctl.put_tenant('tap_tenant_c', 0, -1)$$),
-    'JC001 field: weight',
+    'JC001: weight is out of range (field: weight)',
     'with several bad fields, the first one is named'
 );
 select is_empty($$select 1 from jobctl.tenant where tenant_id = 'tap_tenant_c'$$, 'a rejected put_tenant writes nothing');

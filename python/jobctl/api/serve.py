@@ -25,13 +25,7 @@ def _drop_color_message(record: logging.LogRecord) -> bool:
 @click.option(
     "--port", default=8080, show_default=True, type=click.IntRange(0, 65535), help="Port to listen on."
 )
-@click.option(
-    "--log-format",
-    type=click.Choice(["text", "json"]),
-    default="text",
-    show_default=True,
-    help="Log lines as text, or one JSON object per line.",
-)
+@logs.format_option
 @click.option(
     "--pool-size",
     default=10,

@@ -82,13 +82,7 @@ def load_handler(spec: str) -> Handler:
     help="On SIGTERM/SIGINT, seconds to let running jobs finish before giving them back.",
 )
 @click.option("--worker-id", default=None, help="Recorded on claims. Default: hostname:pid.")
-@click.option(
-    "--log-format",
-    type=click.Choice(["text", "json"]),
-    default="text",
-    show_default=True,
-    help="Logs on stderr: plain lines, or one JSON object per line.",
-)
+@logs.format_option
 @click.option(
     "--log-level",
     type=click.Choice(["debug", "info", "warning", "error"], case_sensitive=False),
