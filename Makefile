@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 DSN = $${JOBCTL_DSN:-$$(cat .pg/dsn)}
 
 .DEFAULT_GOAL := help
-.PHONY: help setup db db-stop db-destroy migrate validate demo demo-stop test lint sqlfluff pgtap pytest bench-claim psql clean
+.PHONY: help setup db db-stop db-destroy migrate validate demo demo-stop test lint sqlfluff pgtap pytest bench-setup bench bench-quick bench-claim psql clean
 
 help: ## List the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -51,6 +51,15 @@ pgtap: db ## Run the pgTAP suites with pg_prove
 
 pytest: db ## Run the pytest suites (real concurrency, real processes)
 	@$(BIN)/pytest -q
+
+bench-setup: setup ## Install the peers for the benchmarks (npm: graphile-worker, pg-boss; a venv: pgqueuer, procrastinate)
+	@bin/bench-setup
+
+bench: bench-setup ## jobctl vs its peers side by side, 3 rounds, 100,000-job drains (about 40 minutes)
+	@$(BIN)/python benchmarks/compare.py
+
+bench-quick: bench-setup ## The same comparison, smaller and one round (about 5 minutes)
+	@$(BIN)/python benchmarks/compare.py --quick
 
 bench-claim: db ## Claim cost at depth, jobctl vs a naive SKIP LOCKED queue (JOBS=1000000 TENANTS=1000)
 	@$(BIN)/python benchmarks/claim_depth.py --jobs $${JOBS:-1000000} --tenants $${TENANTS:-1000}

@@ -1,15 +1,17 @@
 # Shared shell helpers for bin/ scripts: paths, the PostgreSQL major version, running as the server's OS user.
 # shellcheck shell=bash
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-PGDIR="$ROOT/.pg"
+# JOBCTL_PGNAME names another cluster beside the development one (the benchmarks' .bench-pg)
+PGNAME=${JOBCTL_PGNAME:-.pg}
+PGDIR="$ROOT/$PGNAME"
 # As root the server runs as the OS user postgres, which may be unable to reach a checkout under a
 # private directory: then the cluster lives under postgres's home and .pg is a link to it.
 if [ "$(id -u)" = 0 ] && [ ! -e "$PGDIR" ] && id postgres >/dev/null 2>&1 \
    && ! runuser -u postgres -- test -x "$ROOT"; then
-  far="$(getent passwd postgres | cut -d: -f6)/jobctl-$(echo "$ROOT" | md5sum | cut -c1-12)"
+  far="$(getent passwd postgres | cut -d: -f6)/jobctl-$(echo "$ROOT/$PGNAME" | md5sum | cut -c1-12)"
   mkdir -p "$far" && chown postgres:postgres "$far" && ln -sfn "$far" "$PGDIR"
 fi
-PGLINK="$ROOT/.pg"
+PGLINK="$ROOT/$PGNAME"
 [ -L "$PGDIR" ] && PGDIR=$(readlink -f "$PGDIR")
 
 # The highest PostgreSQL major whose server binaries are installed (empty when none is).

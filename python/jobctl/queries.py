@@ -8,6 +8,9 @@ from __future__ import annotations
 
 # --- submitting: submit_jobs handles absent keys as the contract's defaults
 SUBMIT_JOBS = "select job_id, duplicate from jobctl.submit_jobs(%(jobs)s::jsonb)"
+SUBMIT_JOB = """
+select job_id, duplicate from jobctl.submit_job(%(tenant_id)s::text, %(queue)s::text, %(payload)s::jsonb)
+"""
 
 # --- the worker's side
 CLAIM_JOB = """

@@ -1,0 +1,476 @@
+"""jobctl and its peers side by side: enqueue, drain, pickup latency, on one private cluster.
+
+    .venv/bin/python benchmarks/compare.py              # full: 3 rounds, 100,000-job drains (make bench)
+    .venv/bin/python benchmarks/compare.py --quick      # about 5 minutes (make bench-quick)
+
+One PostgreSQL cluster (`.bench-pg/`: shared_buffers 1GB, TCP on 127.0.0.1, everything else
+default: fsync and synchronous_commit on), a fresh database for every measurement, each system's
+own schema install, CHECKPOINT before each timed phase. Systems run interleaved within a round,
+so that noise on this shared 2-core machine falls on all of them alike. Each system is driven by an
+adapter (benchmarks/adapters/README.md): jobctl with its real worker, the peers with theirs at
+their documented fastest settings (SYSTEMS below; measured in peers-bench.md).
+
+Workloads: E-bulk (batch API, 1,000 per call), E-single (one job per call and transaction, 8
+clients), D-drain (N pending jobs, the worker's best setting, until none is unfinished; every job
+must have run exactly once), L-pickup (idle workers, then 500/s and 50/s offered; enqueue to
+handler start). Per measurement also: transaction IDs and WAL bytes per job, the size of the
+system's relations and their dead tuples afterwards. Prints JSON lines (also appended to
+benchmarks/results/compare.jsonl) and a table of medians, ranges and jobctl/peer ratios.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+import psycopg
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+ADAPTERS = HERE / "adapters"
+RESULTS = HERE / "results"
+PEERS_PY = HERE / ".venv-peers" / "bin" / "python"
+DB = "bench"
+
+
+@dataclass
+class System:
+    name: str
+    cmd: list[str]
+    unfinished_sql: str
+    schemas: list[str]
+    drain_settings: list[dict[str, Any]]  # each may carry "procs": worker processes to start
+    pickup_setting: dict[str, Any]
+    needs: Path | None = None  # what must exist for the system to run (installed by make bench-setup)
+    notes: str = ""
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+SYSTEMS = {
+    s.name: s
+    for s in [
+        System(
+            "jobctl",
+            [sys.executable, str(ADAPTERS / "jobctl_adapter.py")],
+            "select (select count(*) from jobctl._ready) + (select count(*) from jobctl._delayed)"
+            " + (select count(*) from jobctl._running)",
+            ["jobctl"],
+            [{"procs": 2, "concurrency": 200}],
+            {"procs": 1, "concurrency": 50},
+            notes="the real worker: leases, heartbeats, fencing, history, fairness all on",
+        ),
+        System(
+            "graphile-worker",
+            ["node", str(ADAPTERS / "graphile.mjs")],
+            "select count(*) from graphile_worker._private_jobs",
+            ["graphile_worker"],
+            [{"procs": 2, "concurrency": 10, "localQueueSize": 100, "completeJobBatchDelay": 250}],
+            {"procs": 1, "concurrency": 10},
+            needs=ADAPTERS / "node_modules" / "graphile-worker",
+            notes="0.17.3 (0.18 needs Node 22); local queue 100 and batched completion 250 ms",
+        ),
+        System(
+            "pg-boss",
+            ["node", str(ADAPTERS / "pgboss.mjs")],
+            "select count(*) from pgboss.job where name = 'noop' and state < 'completed'",
+            ["pgboss"],
+            [{"procs": 1, "works": 4, "batchSize": 5000, "pollingIntervalSeconds": 0.5}],
+            {"procs": 1, "works": 1, "batchSize": 100, "pollingIntervalSeconds": 0.5},
+            needs=ADAPTERS / "node_modules" / "pg-boss",
+            notes="10.4.2 (11+ needs Node 22); polls (0.5 s is its minimum), no cross-process NOTIFY",
+        ),
+        System(
+            "pgqueuer",
+            [str(PEERS_PY), str(ADAPTERS / "pgqueuer_adapter.py")],
+            "select count(*) from pgqueuer",
+            ["public"],
+            [{"procs": 2, "batch_size": 100}],
+            {"procs": 1, "batch_size": 10},
+            needs=PEERS_PY,
+            notes="1.6.0, asyncpg",
+        ),
+        System(
+            "procrastinate",
+            [str(PEERS_PY), str(ADAPTERS / "procrastinate_adapter.py")],
+            "select count(*) from procrastinate_jobs where status in ('todo', 'doing')",
+            ["public"],
+            [{"procs": 2, "concurrency": 10}],
+            {"procs": 1, "concurrency": 10},
+            needs=PEERS_PY,
+            notes="3.10.0; drains use --drain-slow jobs (it runs ~700 jobs/s)",
+            extra={"slow": True},
+        ),
+    ]
+}
+WORKLOADS = ("e-bulk", "e-single", "d-drain", "l-pickup")
+
+
+SIZES = {
+    "full": {"bulk": 100_000, "single": 20_000, "drain": 100_000, "drain_slow": 10_000, "pickup_s": 20},
+    "quick": {"bulk": 30_000, "single": 4_000, "drain": 30_000, "drain_slow": 3_000, "pickup_s": 5},
+    "smoke": {"bulk": 2_000, "single": 200, "drain": 2_000, "drain_slow": 300, "pickup_s": 1},
+}
+
+
+# --- the cluster -----------------------------------------------------------------------------
+
+
+def cluster_url(db: str) -> str:
+    """Start (idempotently) the benchmark cluster and return a URL for database db."""
+    env = {
+        **os.environ,
+        "JOBCTL_PGNAME": ".bench-pg",
+        "JOBCTL_PG_PORT": os.environ.get("JOBCTL_BENCH_PORT", "55440"),
+        "JOBCTL_PG_DB": "postgres",
+        # later lines win in postgresql.conf: the benchmark settings over bin/db's
+        "JOBCTL_PG_EXTRA_CONF": "shared_buffers = '1GB'\nlisten_addresses = '127.0.0.1'\n"
+        "cron.database_name = 'postgres'\nmax_connections = 300",
+    }
+    subprocess.run([str(ROOT / "bin" / "db")], env=env, check=True, stdout=subprocess.DEVNULL)
+    port = (ROOT / ".bench-pg" / "port").read_text().strip()
+    return f"postgresql://postgres@127.0.0.1:{port}/{db}"
+
+
+def fresh_database(admin_url: str, url: str) -> None:
+    with psycopg.connect(admin_url, autocommit=True) as c:
+        c.execute(f"drop database if exists {DB} with (force)")
+        c.execute(f"create database {DB}")
+
+
+def counters(url: str) -> tuple[int, int]:
+    """The next transaction ID (not consuming one) and the WAL insert position."""
+    with psycopg.connect(url, autocommit=True) as c:
+        row = c.execute(
+            "select txid_snapshot_xmax(txid_current_snapshot()), pg_wal_lsn_diff(pg_current_wal_lsn(), '0/0')"
+        ).fetchone()
+        assert row is not None
+        return int(row[0]), int(row[1])
+
+
+def footprint(url: str, schemas: list[str]) -> dict[str, Any]:
+    """Size and dead tuples of the system's relations (call once its workers have exited: a backend's
+    statistics reach pg_stat_user_tables when it ends or idles)."""
+    time.sleep(1.0)
+    with psycopg.connect(url, autocommit=True) as c:
+        row = c.execute(
+            """
+            select coalesce(sum(pg_total_relation_size(c.oid)), 0),
+                   coalesce(sum(s.n_dead_tup), 0)
+            from pg_class as c
+            join pg_namespace as n on n.oid = c.relnamespace
+            left join pg_stat_user_tables as s on s.relid = c.oid
+            where n.nspname = any(%s) and c.relkind in ('r', 'm')
+            """,
+            (schemas,),
+        ).fetchone()
+        assert row is not None
+        return {"relations_mib": round(int(row[0]) / 2**20, 1), "dead_tuples": int(row[1])}
+
+
+def checkpoint(url: str) -> None:
+    with psycopg.connect(url, autocommit=True) as c:
+        c.execute("checkpoint")
+
+
+def unfinished(url: str, sql: str) -> int:
+    with psycopg.connect(url, autocommit=True) as c:
+        return int(c.execute(sql).fetchone()[0])  # type: ignore[index]
+
+
+# --- running adapters -------------------------------------------------------------------------
+
+
+def adapter(system: System, *args: str, timeout: float = 1800) -> dict[str, Any]:
+    out = subprocess.run([*system.cmd, *args], capture_output=True, text=True, timeout=timeout, check=False)
+    if out.returncode != 0:
+        raise RuntimeError(f"{system.name} {args[0]} failed ({out.returncode}): {out.stderr.strip()[-2000:]}")
+    lines = [line for line in out.stdout.splitlines() if line.strip()]
+    return json.loads(lines[-1]) if lines else {}
+
+
+class Workers:
+    """Worker processes of one system, started, released with `go`, stopped with SIGTERM."""
+
+    def __init__(self, system: System, url: str, setting: dict[str, Any], tmp: Path) -> None:
+        procs = int(setting.get("procs", 1))
+        own = {k: v for k, v in setting.items() if k != "procs"}
+        self.outs = [tmp / f"{system.name}-{i}.json" for i in range(procs)]
+        self.procs = [
+            subprocess.Popen(
+                [*system.cmd, "work", "--dsn", url, "--setting", json.dumps(own), "--out", str(out)],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=open(tmp / f"{system.name}-{i}.log", "w"),  # noqa: SIM115 (closed with the process)
+                text=True,
+            )
+            for i, out in enumerate(self.outs)
+        ]
+        for p in self.procs:
+            assert p.stdout is not None
+            line = p.stdout.readline().strip()
+            if line != "ready":
+                self.stop()
+                raise RuntimeError(f"{system.name} worker did not start: {line!r} (log in {tmp})")
+
+    def go(self) -> None:
+        for p in self.procs:
+            assert p.stdin is not None
+            p.stdin.write("go\n")
+            p.stdin.flush()
+
+    def stop(self) -> dict[str, Any]:
+        for p in self.procs:
+            if p.poll() is None:
+                p.send_signal(signal.SIGTERM)
+        for p in self.procs:
+            try:
+                p.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                p.kill()
+        handled: list[int] = []
+        latency: list[float] = []
+        cpu = 0.0
+        for out in self.outs:
+            if out.exists():
+                doc = json.loads(out.read_text())
+                handled += doc["handled"]
+                latency += doc["latency_ms"]
+                cpu += doc["cpu_s"]
+        return {"handled": handled, "latency_ms": latency, "cpu_s": cpu}
+
+
+def exactly_once(handled: list[int], expected: range) -> dict[str, int]:
+    seen: dict[int, int] = {}
+    for n in handled:
+        seen[n] = seen.get(n, 0) + 1
+    return {
+        "duplicates": sum(c - 1 for c in seen.values() if c > 1),
+        "missing": sum(1 for n in expected if n not in seen),
+    }
+
+
+def percentiles(values: list[float]) -> dict[str, float | None]:
+    if not values:
+        return {"p50_ms": None, "p95_ms": None, "p99_ms": None}
+    q = statistics.quantiles(values, n=100, method="inclusive") if len(values) > 1 else [values[0]] * 99
+    return {"p50_ms": round(q[49], 2), "p95_ms": round(q[94], 2), "p99_ms": round(q[98], 2)}
+
+
+# --- workloads ----------------------------------------------------------------------------------
+
+
+def measure(url: str, system: System, phase: Any) -> dict[str, Any]:
+    """Run phase() between two readings of the xid and WAL counters."""
+    xid0, wal0 = counters(url)
+    result: dict[str, Any] = phase()
+    xid1, wal1 = counters(url)
+    jobs = max(int(result.get("jobs", 0)), 1)
+    result["xids_per_job"] = round((xid1 - xid0) / jobs, 3)
+    result["wal_bytes_per_job"] = round((wal1 - wal0) / jobs)
+    return result
+
+
+def e_bulk(url: str, system: System, size: dict[str, int], tmp: Path) -> dict[str, Any]:
+    def phase() -> dict[str, Any]:
+        r = adapter(system, "enqueue-bulk", "--dsn", url, "--jobs", str(size["bulk"]), "--batch", "1000")
+        return {"jobs": r["jobs"], "jobs_per_s": round(r["jobs"] / r["seconds"])}
+
+    return measure(url, system, phase) | footprint(url, system.schemas)
+
+
+def e_single(url: str, system: System, size: dict[str, int], tmp: Path) -> dict[str, Any]:
+    def phase() -> dict[str, Any]:
+        r = adapter(system, "enqueue-single", "--dsn", url, "--jobs", str(size["single"]), "--clients", "8")
+        return {"jobs": r["jobs"], "jobs_per_s": round(r["jobs"] / r["seconds"])}
+
+    return measure(url, system, phase) | footprint(url, system.schemas)
+
+
+def d_drain(url: str, system: System, size: dict[str, int], tmp: Path) -> dict[str, Any]:
+    n = size["drain_slow"] if system.extra.get("slow") else size["drain"]
+    adapter(system, "enqueue-bulk", "--dsn", url, "--jobs", str(n), "--batch", "1000")
+    setting = system.drain_settings[0]
+    checkpoint(url)
+    workers = Workers(system, url, setting, tmp)
+
+    def phase() -> dict[str, Any]:
+        t0 = time.perf_counter()
+        workers.go()
+        while unfinished(url, system.unfinished_sql) > 0:
+            time.sleep(0.05)
+        seconds = time.perf_counter() - t0
+        return {"jobs": n, "jobs_per_s": round(n / seconds), "seconds": round(seconds, 2)}
+
+    try:
+        result = measure(url, system, phase)
+    finally:
+        done = workers.stop()
+    result.update(exactly_once(done["handled"], range(n)))
+    result["worker_cpu_s"] = round(done["cpu_s"], 1)
+    result["setting"] = setting
+    return result | footprint(url, system.schemas)
+
+
+def l_pickup(url: str, system: System, size: dict[str, int], tmp: Path) -> dict[str, Any]:
+    seconds = size["pickup_s"]
+    workers = Workers(system, url, system.pickup_setting, tmp)
+    result: dict[str, Any] = {"setting": system.pickup_setting}
+    try:
+        workers.go()
+        time.sleep(1.0)  # idle: listeners connected, first polls done
+        first = 0
+        offsets = {}
+        for rate in (500, 50):
+            r = adapter(
+                system, "enqueue-paced", "--dsn", url, "--rate", str(rate), "--seconds", str(seconds),
+                "--first", str(first),
+            )  # fmt: skip
+            offsets[rate] = (first, first + r["jobs"])
+            first += r["jobs"]
+            deadline = time.monotonic() + 120
+            while unfinished(url, system.unfinished_sql) > 0 and time.monotonic() < deadline:
+                time.sleep(0.1)
+    finally:
+        done = workers.stop()
+    # latencies are recorded in handling order; attribute them to the rate by their n
+    by_n = dict(zip(done["handled"][-len(done["latency_ms"]) :], done["latency_ms"], strict=False))
+    for rate, (lo, hi) in offsets.items():
+        lat = [v for k, v in by_n.items() if lo <= k < hi]
+        result[f"at_{rate}"] = {**percentiles(lat), "jobs": hi - lo, "handled": len(lat)}
+    result.update(exactly_once(done["handled"], range(first)))
+    return result
+
+
+RUNNERS = {"e-bulk": e_bulk, "e-single": e_single, "d-drain": d_drain, "l-pickup": l_pickup}
+
+
+# --- report -------------------------------------------------------------------------------------
+
+
+def headline(workload: str, r: dict[str, Any]) -> float | None:
+    """The figure a workload is ranked by: jobs/s (higher is better) or pickup p99 at 500/s (lower)."""
+    if workload == "l-pickup":
+        p99 = r.get("at_500", {}).get("p99_ms")
+        return float(p99) if p99 is not None else None
+    return float(r["jobs_per_s"]) if "jobs_per_s" in r else None
+
+
+def table(rows: list[dict[str, Any]]) -> str:
+    lines = []
+    for workload in WORKLOADS:
+        got = [r for r in rows if r["workload"] == workload and "error" not in r]
+        if not got:
+            continue
+        unit = "p99 ms at 500/s (p50 / p99 at 50/s)" if workload == "l-pickup" else "jobs/s"
+        lines.append(
+            f"\n{workload}  ({unit}; median [min-max] over rounds; ratio = jobctl / peer, >1 is better)"
+        )
+        figures: dict[str, list[float]] = {}
+        for r in got:
+            h = headline(workload, r)
+            if h is not None:
+                figures.setdefault(r["system"], []).append(h)
+        ours = statistics.median(figures["jobctl"]) if "jobctl" in figures else None
+        for system, values in figures.items():
+            med = statistics.median(values)
+            ratio = ""
+            if ours is not None and system != "jobctl" and med:
+                ratio = f"{(med / ours if workload == 'l-pickup' else ours / med):.2f}x"
+            extra = _extras(workload, [r for r in got if r["system"] == system])
+            lines.append(
+                f"  {system:<16} {med:>10,.1f} [{min(values):,.1f}-{max(values):,.1f}]  {ratio:>7}  {extra}"
+            )
+    return "\n".join(lines)
+
+
+def _extras(workload: str, rs: list[dict[str, Any]]) -> str:
+    def med(key: str) -> Any:
+        vals = [r[key] for r in rs if r.get(key) is not None]
+        return statistics.median(vals) if vals else None
+
+    parts = [
+        f"xid/job {med('xids_per_job')}",
+        f"WAL B/job {med('wal_bytes_per_job')}",
+        f"{med('relations_mib')} MiB",
+    ]
+    if workload == "d-drain":
+        parts += [f"dead {med('dead_tuples')}", f"dup {med('duplicates')} miss {med('missing')}"]
+    if workload == "l-pickup":
+        p50 = [r["at_50"]["p50_ms"] for r in rs if r.get("at_50", {}).get("p50_ms") is not None]
+        p99 = [r["at_50"]["p99_ms"] for r in rs if r.get("at_50", {}).get("p99_ms") is not None]
+        if p50:
+            parts.insert(0, f"50/s: {statistics.median(p50):.1f} / {statistics.median(p99):.1f} ms")
+        parts = [p for p in parts if not p.startswith(("xid", "WAL"))]
+    return ", ".join(parts)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--quick", action="store_true", help="smaller runs, about 5 minutes")
+    ap.add_argument("--smoke", action="store_true", help="tiny runs: checks the harness, not the speed")
+    ap.add_argument("--rounds", type=int, default=None, help="rounds (default 3, quick 1)")
+    ap.add_argument(
+        "--systems", default=",".join(SYSTEMS), help="comma-separated, from: " + ", ".join(SYSTEMS)
+    )
+    ap.add_argument(
+        "--workloads", default=",".join(WORKLOADS), help="comma-separated, from: " + ", ".join(WORKLOADS)
+    )
+    ap.add_argument("--url", help="admin URL of an existing cluster (default: start .bench-pg)")
+    a = ap.parse_args()
+    mode = "smoke" if a.smoke else "quick" if a.quick else "full"
+    size = SIZES[mode]
+    rounds = a.rounds or (3 if mode == "full" else 1)
+    systems = [SYSTEMS[s] for s in a.systems.split(",")]
+    missing = [s.name for s in systems if s.needs is not None and not s.needs.exists()]
+    if missing:
+        print(f"compare: skipping {', '.join(missing)} (run make bench-setup)", file=sys.stderr)
+        systems = [s for s in systems if s.name not in missing]
+    admin = a.url or cluster_url("postgres")
+    url = urlunsplit(urlsplit(admin)._replace(path=f"/{DB}"))
+    RESULTS.mkdir(exist_ok=True)
+    run_id = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+    rows: list[dict[str, Any]] = []
+    with (
+        tempfile.TemporaryDirectory(prefix="jobctl-bench-") as tmpdir,
+        open(RESULTS / "compare.jsonl", "a") as log,
+    ):
+        for rnd in range(1, rounds + 1):
+            for workload in a.workloads.split(","):
+                for system in systems:
+                    fresh_database(admin, url)
+                    adapter(system, "install", "--dsn", url)
+                    checkpoint(url)
+                    row: dict[str, Any] = {"run": run_id, "mode": mode, "round": rnd, "workload": workload}
+                    row["system"] = system.name
+                    try:
+                        row.update(RUNNERS[workload](url, system, size, Path(tmpdir)))
+                    except Exception as e:  # one system's failure must not hide the others' figures
+                        row["error"] = str(e)[-500:]
+                    print(json.dumps(row), flush=True)
+                    log.write(json.dumps(row) + "\n")
+                    rows.append(row)
+    print(f"\n{mode} run {run_id}, {rounds} round(s); systems: " + ", ".join(s.name for s in systems))
+    print(table(rows))
+    for s in systems:
+        if s.notes:
+            print(f"  {s.name}: {s.notes}")
+    errors = [r for r in rows if "error" in r]
+    for r in errors:
+        print(f"  error: {r['system']} {r['workload']}: {r['error']}", file=sys.stderr)
+    sys.exit(1 if errors else 0)
+
+
+if __name__ == "__main__":
+    main()
