@@ -51,8 +51,7 @@ class System:
     cmd: list[str]
     unfinished_sql: str
     schemas: list[str]
-    drain_settings: list[dict[str, Any]]  # each may carry "procs": worker processes to start
-    pickup_setting: dict[str, Any]
+    setting: dict[str, Any]  # the worker's best setting, for drains and pickup; "procs": processes to start
     needs: Path | None = None  # what must exist for the system to run (installed by make bench-setup)
     notes: str = ""
     extra: dict[str, Any] = field(default_factory=dict)
@@ -67,8 +66,7 @@ SYSTEMS = {
             "select (select count(*) from jobctl._ready) + (select count(*) from jobctl._delayed)"
             " + (select count(*) from jobctl._running)",
             ["jobctl"],
-            [{"procs": 2, "concurrency": 200}],
-            {"procs": 1, "concurrency": 50},
+            {"procs": 2, "concurrency": 200},
             notes="the real worker: leases, heartbeats, fencing, history, fairness all on",
         ),
         System(
@@ -76,8 +74,7 @@ SYSTEMS = {
             ["node", str(ADAPTERS / "graphile.mjs")],
             "select count(*) from graphile_worker._private_jobs",
             ["graphile_worker"],
-            [{"procs": 2, "concurrency": 10, "localQueueSize": 100, "completeJobBatchDelay": 250}],
-            {"procs": 1, "concurrency": 10},
+            {"procs": 2, "concurrency": 10, "localQueueSize": 100, "completeJobBatchDelay": 250},
             needs=ADAPTERS / "node_modules" / "graphile-worker",
             notes="0.17.3 (0.18 needs Node 22); local queue 100 and batched completion 250 ms",
         ),
@@ -86,8 +83,7 @@ SYSTEMS = {
             ["node", str(ADAPTERS / "pgboss.mjs")],
             "select count(*) from pgboss.job where name = 'noop' and state < 'completed'",
             ["pgboss"],
-            [{"procs": 1, "works": 4, "batchSize": 5000, "pollingIntervalSeconds": 0.5}],
-            {"procs": 1, "works": 1, "batchSize": 100, "pollingIntervalSeconds": 0.5},
+            {"procs": 1, "works": 4, "batchSize": 5000, "pollingIntervalSeconds": 0.5},
             needs=ADAPTERS / "node_modules" / "pg-boss",
             notes="10.4.2 (11+ needs Node 22); polls (0.5 s is its minimum), no cross-process NOTIFY",
         ),
@@ -96,8 +92,7 @@ SYSTEMS = {
             [str(PEERS_PY), str(ADAPTERS / "pgqueuer_adapter.py")],
             "select count(*) from pgqueuer",
             ["public"],
-            [{"procs": 2, "batch_size": 100}],
-            {"procs": 1, "batch_size": 10},
+            {"procs": 2, "batch_size": 100},
             needs=PEERS_PY,
             notes="1.6.0, asyncpg",
         ),
@@ -106,8 +101,7 @@ SYSTEMS = {
             [str(PEERS_PY), str(ADAPTERS / "procrastinate_adapter.py")],
             "select count(*) from procrastinate_jobs where status in ('todo', 'doing')",
             ["public"],
-            [{"procs": 2, "concurrency": 10}],
-            {"procs": 1, "concurrency": 10},
+            {"procs": 2, "concurrency": 10},
             needs=PEERS_PY,
             notes="3.10.0; drains use --drain-slow jobs (it runs ~700 jobs/s)",
             extra={"slow": True},
@@ -284,7 +278,8 @@ def measure(url: str, system: System, phase: Any) -> dict[str, Any]:
 
 def e_bulk(url: str, system: System, size: dict[str, int], tmp: Path) -> dict[str, Any]:
     def phase() -> dict[str, Any]:
-        r = adapter(system, "enqueue-bulk", "--dsn", url, "--jobs", str(size["bulk"]), "--batch", "1000")
+        n = str(size["bulk"])
+        r = adapter(system, "enqueue-bulk", "--dsn", url, "--jobs", n, "--batch", "1000", "--first", "0")
         return {"jobs": r["jobs"], "jobs_per_s": round(r["jobs"] / r["seconds"])}
 
     return measure(url, system, phase) | footprint(url, system.schemas)
@@ -292,7 +287,8 @@ def e_bulk(url: str, system: System, size: dict[str, int], tmp: Path) -> dict[st
 
 def e_single(url: str, system: System, size: dict[str, int], tmp: Path) -> dict[str, Any]:
     def phase() -> dict[str, Any]:
-        r = adapter(system, "enqueue-single", "--dsn", url, "--jobs", str(size["single"]), "--clients", "8")
+        n = str(size["single"])
+        r = adapter(system, "enqueue-single", "--dsn", url, "--jobs", n, "--clients", "8", "--first", "0")
         return {"jobs": r["jobs"], "jobs_per_s": round(r["jobs"] / r["seconds"])}
 
     return measure(url, system, phase) | footprint(url, system.schemas)
@@ -300,8 +296,8 @@ def e_single(url: str, system: System, size: dict[str, int], tmp: Path) -> dict[
 
 def d_drain(url: str, system: System, size: dict[str, int], tmp: Path) -> dict[str, Any]:
     n = size["drain_slow"] if system.extra.get("slow") else size["drain"]
-    adapter(system, "enqueue-bulk", "--dsn", url, "--jobs", str(n), "--batch", "1000")
-    setting = system.drain_settings[0]
+    adapter(system, "enqueue-bulk", "--dsn", url, "--jobs", str(n), "--batch", "1000", "--first", "0")
+    setting = system.setting
     checkpoint(url)
     workers = Workers(system, url, setting, tmp)
 
@@ -325,8 +321,8 @@ def d_drain(url: str, system: System, size: dict[str, int], tmp: Path) -> dict[s
 
 def l_pickup(url: str, system: System, size: dict[str, int], tmp: Path) -> dict[str, Any]:
     seconds = size["pickup_s"]
-    workers = Workers(system, url, system.pickup_setting, tmp)
-    result: dict[str, Any] = {"setting": system.pickup_setting}
+    workers = Workers(system, url, system.setting, tmp)
+    result: dict[str, Any] = {"setting": system.setting}
     try:
         workers.go()
         time.sleep(1.0)  # idle: listeners connected, first polls done
@@ -412,7 +408,7 @@ def _extras(workload: str, rs: list[dict[str, Any]]) -> str:
         p99 = [r["at_50"]["p99_ms"] for r in rs if r.get("at_50", {}).get("p99_ms") is not None]
         if p50:
             parts.insert(0, f"50/s: {statistics.median(p50):.1f} / {statistics.median(p99):.1f} ms")
-        parts = [p for p in parts if not p.startswith(("xid", "WAL"))]
+        parts = parts[:1] if p50 else []
     return ", ".join(parts)
 
 
