@@ -14,8 +14,9 @@ Workloads: E-bulk (batch API, 1,000 per call), E-single (one job per call and tr
 clients), D-drain (N pending jobs, the worker's best setting, until none is unfinished; every job
 must have run exactly once), L-pickup (idle workers, then 500/s and 50/s offered; enqueue to
 handler start). Per measurement also: transaction IDs and WAL bytes per job, the size of the
-system's relations and their dead tuples afterwards. Prints JSON lines (also appended to
-benchmarks/results/compare.jsonl) and a table of medians, ranges and jobctl/peer ratios.
+system's relations and their dead tuples afterwards. Prints JSON lines and a table of medians,
+ranges and jobctl/peer ratios, and keeps both in benchmarks/results/runs/<run>-<mode>.{jsonl,txt}
+(not committed; docs/benchmarks.md cites copies of the runs it quotes).
 """
 
 from __future__ import annotations
@@ -435,12 +436,13 @@ def main() -> None:
         systems = [s for s in systems if s.name not in missing]
     admin = a.url or cluster_url("postgres")
     url = urlunsplit(urlsplit(admin)._replace(path=f"/{DB}"))
-    RESULTS.mkdir(exist_ok=True)
     run_id = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+    runs = RESULTS / "runs"
+    runs.mkdir(parents=True, exist_ok=True)
     rows: list[dict[str, Any]] = []
     with (
         tempfile.TemporaryDirectory(prefix="jobctl-bench-") as tmpdir,
-        open(RESULTS / "compare.jsonl", "a") as log,
+        open(runs / f"{run_id}-{mode}.jsonl", "w") as log,
     ):
         for rnd in range(1, rounds + 1):
             for workload in a.workloads.split(","):
@@ -457,11 +459,10 @@ def main() -> None:
                     print(json.dumps(row), flush=True)
                     log.write(json.dumps(row) + "\n")
                     rows.append(row)
-    print(f"\n{mode} run {run_id}, {rounds} round(s); systems: " + ", ".join(s.name for s in systems))
-    print(table(rows))
-    for s in systems:
-        if s.notes:
-            print(f"  {s.name}: {s.notes}")
+    report = [f"{mode} run {run_id}, {rounds} round(s); systems: " + ", ".join(s.name for s in systems)]
+    report += [table(rows), *(f"  {s.name}: {s.notes}" for s in systems if s.notes)]
+    print("\n" + "\n".join(report))
+    (runs / f"{run_id}-{mode}.txt").write_text("\n".join(report) + "\n")
     errors = [r for r in rows if "error" in r]
     for r in errors:
         print(f"  error: {r['system']} {r['workload']}: {r['error']}", file=sys.stderr)

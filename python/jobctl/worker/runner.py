@@ -84,7 +84,10 @@ SHUTDOWN_DB_WAIT = 15.0  # after the grace period, how long shutdown keeps tryin
 CLAIM_ANSWER_WAIT = 2.0  # at a stop, how long a claim already sent gets to answer
 CLAIM_ERROR_MAX = 30.0  # the longest pause after a claim error a retry cannot cure
 LISTEN_CHECK = 30.0  # an idle listener checks its connection this often
-NOTIFY_WINDOW = 0.01  # jobctl._notify sends at most one hint per queue per 10 ms per session
+# jobctl._notify sends one hint per queue at a time across sessions: a job whose submit skipped its
+# hint may commit just after the claim the other hint caused, so look again this soon after a claim
+# that found work
+SECOND_LOOK = 0.01
 CANCEL_WAIT = 2.0  # how long a cancelled async handler gets to unwind (roll back) before we move on
 # SQLSTATEs a retry can cure, besides no SQLSTATE (a client-side connection failure) and class 08
 RETRY_SQLSTATES = frozenset({"57P01", "57P02", "57P03", "40001", "40P01"})
@@ -498,9 +501,7 @@ class Worker:
                 continue
             errors = 0
             if got < asked:
-                # after a claim that found work, look again soon: senders hold back the hints of
-                # jobs submitted within NOTIFY_WINDOW of their last one (jobctl._notify)
-                wait = min(NOTIFY_WINDOW, self.poll_interval) if got else self.poll_interval
+                wait = min(SECOND_LOOK, self.poll_interval) if got else self.poll_interval
                 await self._wait_any(self._wake, self._stop, timeout=wait)
 
     async def _claim(self, max_jobs: int) -> int:
