@@ -143,19 +143,6 @@ select results_eq(
     'the tenant''s other token still authenticates'
 );
 
--- the JC020 HINT tells a client what to send
-create function pg_temp.hint_of(p_sql text) returns text
-language plpgsql as $$
-declare
-    v_hint text;
-begin
-    execute p_sql;
-    return 'no error';
-exception when others then
-    get stacked diagnostics v_hint = pg_exception_hint;
-    return v_hint;
-end
-$$;
 select matches(
     pg_temp.hint_of(pg_temp.auth_sql('nope', 'jobs:read')), 'Authorization: Bearer', 'the JC020 HINT names the header'
 );

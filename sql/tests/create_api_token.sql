@@ -145,19 +145,6 @@ select is(
     'so does the empty one''s'
 );
 
--- the HINT lists the scopes
-create function pg_temp.hint_of(p_sql text) returns text
-language plpgsql as $$
-declare
-    v_hint text;
-begin
-    execute p_sql;
-    return 'no error';
-exception when others then
-    get stacked diagnostics v_hint = pg_exception_hint;
-    return v_hint;
-end
-$$;
 select is(
     pg_temp.hint_of($$select jobctl.create_api_token('tap_token_b', array['jobs:delete'])$$),
     'Scopes: jobs:cancel, jobs:read, jobs:retry, jobs:submit.',
