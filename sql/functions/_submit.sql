@@ -14,36 +14,34 @@ as $$
 declare
     v_now timestamptz := now();
     v_bad record;
+    v_msg text;
     v_has_keys boolean;
 begin
     if p_specs is null or cardinality(p_specs) = 0 then
         return;
     end if;
 
-    select o.ord, e.code, e.field, e.msg into v_bad
+    -- Only the conditions are evaluated per job; the message of the first failure is formatted once,
+    -- below, not once per condition and job.
+    select o.ord, e.n, e.code, e.field, o.payload, o.priority, o.max_attempts into v_bad
     from unnest(p_specs) with ordinality as o (
         tenant_id, queue, payload, priority, run_at, dedup_key, max_attempts, backoff, timeout, ord
     )
     cross join lateral (
-        select v.code, v.field, v.msg
+        select v.n, v.code, v.field
         from (values
-            (1, o.tenant_id is null or o.tenant_id = '', 'JC001', 'tenant_id', 'tenant_id must be a non-empty string'),
-            (2, length(o.tenant_id) > 200, 'JC001', 'tenant_id', 'tenant_id must be at most 200 characters'),
-            (3, o.queue is null or o.queue = '', 'JC001', 'queue', 'queue must be a non-empty string'),
-            (4, length(o.queue) > 200, 'JC001', 'queue', 'queue must be at most 200 characters'),
-            (5, o.payload is null or o.payload = 'null'::jsonb, 'JC001', 'payload', 'payload must not be NULL (use {} for none)'),
-            (6, octet_length(o.payload::text) > 65536, 'JC002', 'payload',
-                format('payload is %s bytes; the limit is 65536', octet_length(o.payload::text))),
-            (7, o.priority is null or o.priority not between -100 and 100, 'JC001', 'priority',
-                format('priority must be an integer from -100 to 100, not %s', coalesce(o.priority::text, 'NULL'))),
-            (8, o.max_attempts not between 1 and 1000, 'JC001', 'max_attempts',
-                format('max_attempts must be from 1 to 1000, not %s', o.max_attempts)),
-            (9, o.timeout <= interval '0' or o.timeout > interval '30 days', 'JC001', 'timeout',
-                'timeout must be positive and at most 30 days'),
-            (10, o.dedup_key = '' or length(o.dedup_key) > 500, 'JC001', 'dedup_key',
-                'dedup_key must be NULL or a string of 1 to 500 characters'),
-            (11, not isfinite(o.run_at), 'JC001', 'run_at', 'run_at must be a finite time, not infinity')
-        ) as v (n, bad, code, field, msg)
+            (1, o.tenant_id is null or o.tenant_id = '', 'JC001', 'tenant_id'),
+            (2, length(o.tenant_id) > 200, 'JC001', 'tenant_id'),
+            (3, o.queue is null or o.queue = '', 'JC001', 'queue'),
+            (4, length(o.queue) > 200, 'JC001', 'queue'),
+            (5, o.payload is null or o.payload = 'null'::jsonb, 'JC001', 'payload'),
+            (6, octet_length(o.payload::text) > 65536, 'JC002', 'payload'),
+            (7, o.priority is null or o.priority not between -100 and 100, 'JC001', 'priority'),
+            (8, o.max_attempts not between 1 and 1000, 'JC001', 'max_attempts'),
+            (9, o.timeout <= interval '0' or o.timeout > interval '30 days', 'JC001', 'timeout'),
+            (10, o.dedup_key = '' or length(o.dedup_key) > 500, 'JC001', 'dedup_key'),
+            (11, not isfinite(o.run_at), 'JC001', 'run_at')
+        ) as v (n, bad, code, field)
         where v.bad
         order by v.n
         limit 1
@@ -51,9 +49,22 @@ begin
     order by o.ord
     limit 1;
     if found then
+        v_msg := case v_bad.n
+            when 1 then 'tenant_id must be a non-empty string'
+            when 2 then 'tenant_id must be at most 200 characters'
+            when 3 then 'queue must be a non-empty string'
+            when 4 then 'queue must be at most 200 characters'
+            when 5 then 'payload must not be NULL (use {} for none)'
+            when 6 then format('payload is %s bytes; the limit is 65536', octet_length(v_bad.payload::text))
+            when 7 then format('priority must be an integer from -100 to 100, not %s', coalesce(v_bad.priority::text, 'NULL'))
+            when 8 then format('max_attempts must be from 1 to 1000, not %s', v_bad.max_attempts)
+            when 9 then 'timeout must be positive and at most 30 days'
+            when 10 then 'dedup_key must be NULL or a string of 1 to 500 characters'
+            when 11 then 'run_at must be a finite time, not infinity'
+        end;
         raise exception using
             errcode = v_bad.code,
-            message = case when p_batch then format('jobs[%s].%s', v_bad.ord - 1, v_bad.msg) else v_bad.msg end,
+            message = case when p_batch then format('jobs[%s].%s', v_bad.ord - 1, v_msg) else v_msg end,
             detail = format('field: %s', v_bad.field),
             hint = 'Nothing was submitted.';
     end if;

@@ -35,10 +35,14 @@ begin
         a.e ->> 'tenant_id',
         a.e ->> 'queue',
         a.e -> 'payload',
-        coalesce(jobctl._to_int(a.e -> 'priority', format('jobs[%s].priority', a.i - 1)), 0),
+        -- helpers only for keys that are there: 1,000 elements cost 2,000 plpgsql calls otherwise
+        coalesce(
+            case when a.e ? 'priority' then jobctl._to_int(a.e -> 'priority', format('jobs[%s].priority', a.i - 1)) end, 0
+        ),
         case when a.e ? 'run_at' then jobctl._to_timestamptz(a.e -> 'run_at', format('jobs[%s].run_at', a.i - 1)) end,
         a.e ->> 'dedup_key',
-        jobctl._to_int(a.e -> 'max_attempts', format('jobs[%s].max_attempts', a.i - 1)),
+        case when a.e ? 'max_attempts'
+            then jobctl._to_int(a.e -> 'max_attempts', format('jobs[%s].max_attempts', a.i - 1)) end,
         case when a.e ? 'backoff' and a.e -> 'backoff' <> 'null'
             then jobctl._normalize_backoff(a.e -> 'backoff', format('jobs[%s].backoff', a.i - 1)) end,
         case when a.e ? 'timeout' and a.e -> 'timeout' <> 'null'
