@@ -62,7 +62,7 @@ import socket
 import time
 from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from datetime import timedelta
 from typing import Any, TypeVar
 
@@ -133,7 +133,13 @@ class _Slot:
     job: Job
     handler: asyncio.Future[Any]
     deadline: float | None  # loop time after which the job has timed out
-    stop: asyncio.Event = field(default_factory=asyncio.Event)
+    # done when the handler ends, a stop is asked for or the deadline passes: the one thing the
+    # supervisor awaits (no extra task or asyncio.wait per job)
+    settled: asyncio.Future[None]
+
+    def settle(self, *_: object) -> None:
+        if not self.settled.done():
+            self.settled.set_result(None)
 
 
 def is_async_handler(handler: Handler) -> bool:
@@ -582,7 +588,8 @@ class Worker:
         self._busy += 1
         handler.add_done_callback(self._handler_ended)
         deadline = None if job.timeout is None else claimed_at + job.timeout
-        slot = _Slot(job, handler, deadline)
+        slot = _Slot(job, handler, deadline, loop.create_future())
+        handler.add_done_callback(slot.settle)
         older = self._active.get(job.job_id)
         if older is not None:
             # claimed again, so the older attempt's lease is gone whether or not a heartbeat said so
@@ -601,7 +608,7 @@ class Worker:
         task.add_done_callback(self._supervisors.discard)
 
     async def _call_async(self, job: Job) -> Any:
-        return await self.handler(job)
+        return await self.handler(job)  # inside the task: even a call that fails is the job's failure
 
     def _handler_ended(self, fut: asyncio.Future[Any]) -> None:
         self._busy -= 1
@@ -618,7 +625,7 @@ class Worker:
         if job._stop_reason is None:
             job._stop_reason = reason
         job._cancel.set()
-        slot.stop.set()
+        slot.settle()
         if self.is_async:
             slot.handler.cancel()
 
@@ -650,12 +657,12 @@ class Worker:
     async def _settle(self, slot: _Slot) -> None:
         job, handler = slot.job, slot.handler
         loop = asyncio.get_running_loop()
-        stop_wait = asyncio.create_task(slot.stop.wait())
-        timeout = None if slot.deadline is None else max(0.0, slot.deadline - loop.time())
+        timer = None if slot.deadline is None else loop.call_at(slot.deadline, slot.settle)
         try:
-            await asyncio.wait({handler, stop_wait}, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+            await slot.settled
         finally:
-            stop_wait.cancel()
+            if timer is not None:
+                timer.cancel()
         if not handler.done():
             self._request_job_stop(slot, "timed_out")  # keeps the reason of a stop already asked for
             if self.is_async:
