@@ -202,22 +202,25 @@ class Workers:
         procs = int(setting.get("procs", 1))
         own = {k: v for k, v in setting.items() if k != "procs"}
         self.outs = [tmp / f"{system.name}-{i}.json" for i in range(procs)]
-        self.procs = [
-            subprocess.Popen(
-                [*system.cmd, "work", "--dsn", url, "--setting", json.dumps(own), "--out", str(out)],
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=open(tmp / f"{system.name}-{i}.log", "w"),  # noqa: SIM115 (closed with the process)
-                text=True,
-            )
-            for i, out in enumerate(self.outs)
-        ]
-        for p in self.procs:
+        self.logs = [tmp / f"{system.name}-{i}.log" for i in range(procs)]
+        self.procs = []
+        for out, log in zip(self.outs, self.logs, strict=True):
+            with open(log, "w") as err:  # the child has its own copy of the descriptor
+                self.procs.append(
+                    subprocess.Popen(
+                        [*system.cmd, "work", "--dsn", url, "--setting", json.dumps(own), "--out", str(out)],
+                        stdin=subprocess.PIPE,
+                        stdout=subprocess.PIPE,
+                        stderr=err,
+                        text=True,
+                    )
+                )
+        for p, log in zip(self.procs, self.logs, strict=True):
             assert p.stdout is not None
             line = p.stdout.readline().strip()
             if line != "ready":
                 self.stop()
-                raise RuntimeError(f"{system.name} worker did not start: {line!r} (log in {tmp})")
+                raise RuntimeError(f"{system.name} worker did not start: {line!r}: {log.read_text()[-1000:]}")
 
     def go(self) -> None:
         for p in self.procs:

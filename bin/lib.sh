@@ -21,6 +21,9 @@ pg_major() {
   echo "$d"
 }
 
+# Nothing listens on this port (TCP, or a unix socket named after it, as PostgreSQL's are).
+port_free() { ! ss -ltnx 2>/dev/null | grep -q "[:.]$1\b"; }
+
 pg_bin() { echo "/usr/lib/postgresql/$(pg_major)/bin"; }
 
 # PostgreSQL refuses to run as root: as root, run server commands as the OS user postgres.

@@ -1,5 +1,4 @@
 -- jobctl.authenticate: who a bearer token speaks for, if it may perform scope. Reads: _api_token.
--- The return type is new in 0002 and changes by DROP in a migration only once landed.
 create or replace function jobctl.authenticate(token text, scope text)
 returns table (token_id bigint, tenant_id text, scopes text[])
 language plpgsql

@@ -144,6 +144,18 @@ async def submit_job(
     return out
 
 
+async def _change_job(request: Request, caller: Caller, job_id: int, action: str, sql: str) -> JobOut:
+    """Cancel or retry one of the caller's jobs (sql acts only on a job of its tenant), audited, and
+    answer with the job as it is now; no row means unknown or another tenant's: 404."""
+    act = audit.begin(request, audit.Action(caller.token_id, caller.tenant_id, action, job_id))
+    rows = await _fetch_all(caller, sql, {"job_id": job_id, "tenant_id": caller.tenant_id})
+    if not rows:
+        raise _not_found(job_id)
+    out = JobOut(job=await _job(caller, job_id))
+    act.record(200)
+    return out
+
+
 @router.get(
     "/jobs/{id}",
     tags=["jobs"],
@@ -170,13 +182,7 @@ async def cancel_job(
 ) -> JobOut:
     """Cancel a pending, failed or running job (scope `jobs:cancel`); a running job's lease is revoked, so
     its worker's heartbeat answers `cancelled` and its completion is refused."""
-    act = audit.begin(request, audit.Action(caller.token_id, caller.tenant_id, "cancel", job_id))
-    rows = await _fetch_all(caller, queries.CANCEL_JOB_OF, {"job_id": job_id, "tenant_id": caller.tenant_id})
-    if not rows:
-        raise _not_found(job_id)
-    out = JobOut(job=await _job(caller, job_id))
-    act.record(200)
-    return out
+    return await _change_job(request, caller, job_id, "cancel", queries.CANCEL_JOB_OF)
 
 
 @router.post(
@@ -191,13 +197,7 @@ async def retry_job(
 ) -> JobOut:
     """Make a failed, dead or cancelled job pending and due now (scope `jobs:retry`). Its attempt count is
     kept and max_attempts raised to at least attempt + 1."""
-    act = audit.begin(request, audit.Action(caller.token_id, caller.tenant_id, "retry", job_id))
-    rows = await _fetch_all(caller, queries.RETRY_JOB_OF, {"job_id": job_id, "tenant_id": caller.tenant_id})
-    if not rows:
-        raise _not_found(job_id)
-    out = JobOut(job=await _job(caller, job_id))
-    act.record(200)
-    return out
+    return await _change_job(request, caller, job_id, "retry", queries.RETRY_JOB_OF)
 
 
 @router.get(

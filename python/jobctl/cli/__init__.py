@@ -16,7 +16,7 @@ from typing import Any
 import click
 
 from jobctl.cli import jobs, ops, schema, tenants, tokens
-from jobctl.cli.common import CliError, describe
+from jobctl.cli.common import CliError, user_message
 from jobctl.errors import first_line
 
 
@@ -52,7 +52,7 @@ class JobctlGroup(click.Group):
                 os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
             ctx.exit(1)
         except Exception as e:
-            message = describe(e)
+            message = user_message(e)
             if message is None:
                 if os.environ.get("JOBCTL_DEBUG"):
                     raise

@@ -62,18 +62,18 @@ def parse_json(text: str, what: str, field: str | None = None) -> Any:
         raise errors.InvalidInput(message, field=field) from None
 
 
-def describe_jobctl(e: errors.JobctlError) -> str:
+def jobctl_message(e: errors.JobctlError) -> str:
     message = first_line(str(e))
     tags = [t for t in (e.sqlstate, f"field: {e.field}" if e.field else "") if t]
     return f"{message} [{', '.join(tags)}]" if tags else message
 
 
-def describe(e: BaseException) -> str | None:
+def user_message(e: BaseException) -> str | None:
     """One readable line for an error a user can act on; None for a bug."""
     if isinstance(e, psycopg.Error):
         mapped = errors.from_db(e)
         if mapped is not None:
-            return describe_jobctl(mapped)
+            return jobctl_message(mapped)
         message = first_line(e.diag.message_primary or str(e))
         if e.sqlstate is None:  # no answer from a server
             if isinstance(e, psycopg.OperationalError):  # it could not be reached or went away
@@ -82,7 +82,7 @@ def describe(e: BaseException) -> str | None:
         hint = " (is the schema installed? run `jobctl migrate`)" if e.sqlstate in _NOT_INSTALLED else ""
         return f"database error: {message}{hint} [{e.sqlstate}]"
     if isinstance(e, errors.JobctlError):
-        return describe_jobctl(e)
+        return jobctl_message(e)
     if isinstance(e, db.NoDsnError | mig.MigrationError):
         return first_line(str(e))
     return None

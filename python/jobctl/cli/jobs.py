@@ -25,12 +25,12 @@ from jobctl.cli.common import (
     CliError,
     Conn,
     connect,
-    describe,
     echo_json,
     fetch_all,
     fetch_one,
     json_option,
     parse_json,
+    user_message,
 )
 
 SUBMIT_EPILOG = """\b
@@ -261,7 +261,7 @@ def _submit_file(stream: IO[bytes], batch_size: int, as_json: bool) -> None:
                     for batch in batch_iter:
                         send(conn, batch)
     except Exception as e:
-        message = describe(e)
+        message = user_message(e)
         if message is None:
             raise
         if done_line == 0:

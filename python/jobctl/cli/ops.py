@@ -18,7 +18,7 @@ import psycopg
 
 from jobctl import contract, output, queries
 from jobctl import migrate as mig
-from jobctl.cli.common import Conn, Row, connect, describe, echo_json, fetch_all, fetch_one, json_option
+from jobctl.cli.common import Conn, Row, connect, echo_json, fetch_all, fetch_one, json_option, user_message
 from jobctl.cli.schema import plan_issues
 
 WAITING = ("pending", "failed")  # due jobs in these states wait for a claim
@@ -239,7 +239,7 @@ def top(
                 if conn is not None:
                     conn.close()
                 conn = None
-                frame = f"jobctl top: {describe(e)}; retrying every {interval:g}s"
+                frame = f"jobctl top: {user_message(e)}; retrying every {interval:g}s"
             if tty:
                 click.clear()
             elif drawn:
