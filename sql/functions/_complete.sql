@@ -12,6 +12,8 @@ declare
     v_ids bigint[];
     v_epochs bigint[];
     v_cas timestamptz[];
+    v_first timestamptz;  -- created_at bounds: the executor prunes partitions by them (not by = any)
+    v_last timestamptz;
     v_results jsonb;  -- {job_id: result} of the completed jobs that carry one
 begin
     if p_ids is null or p_epochs is null or cardinality(p_ids) <> cardinality(p_epochs)
@@ -29,8 +31,9 @@ begin
         returning r.job_id, r.lease_epoch, r.created_at, a.result
     )
     select array_agg(g.job_id), array_agg(g.lease_epoch), array_agg(g.created_at),
+        min(g.created_at), max(g.created_at),
         jsonb_object_agg(g.job_id::text, g.result) filter (where g.result is not null)
-    into v_ids, v_epochs, v_cas, v_results
+    into v_ids, v_epochs, v_cas, v_first, v_last, v_results
     from gone as g;
 
     -- No join with the results: a generic plan makes it a nested loop over both arrays (1,000 jobs:
@@ -38,7 +41,7 @@ begin
     if v_ids is not null then
         update jobctl.job as j
         set state = 'completed', finished_at = v_now, result = v_results -> j.job_id::text, last_error = null
-        where j.job_id = any(v_ids) and j.created_at = any(v_cas);
+        where j.job_id = any(v_ids) and j.created_at = any(v_cas) and j.created_at between v_first and v_last;
     end if;
 
     return query

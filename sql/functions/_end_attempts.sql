@@ -18,11 +18,13 @@ declare
     v_now timestamptz := clock_timestamp();
     v_ids bigint[];
     v_cas timestamptz[];
+    v_first timestamptz;  -- created_at bounds: the executor prunes partitions by them (not by = any)
+    v_last timestamptz;
 begin
-    -- = any(array) lets the planner prune partitions and probe the primary key per job
-    select array_agg((e ->> 'job_id')::bigint), array_agg((e ->> 'created_at')::timestamptz)
-    into v_ids, v_cas
-    from jsonb_array_elements(p_ended) as e;
+    -- = any(array) probes the primary key per job; the bounds prune the partitions
+    select array_agg(e.job_id), array_agg(e.created_at), min(e.created_at), max(e.created_at)
+    into v_ids, v_cas, v_first, v_last
+    from jsonb_to_recordset(p_ended) as e (job_id bigint, created_at timestamptz);
     return query
     with ended as (
         select * from jsonb_to_recordset(p_ended) as e (
@@ -40,7 +42,7 @@ begin
             end,
             finished_at = case when p_retryable and j.attempt < j.max_attempts then null else v_now end,
             last_error = p_error
-        where j.job_id = any(v_ids) and j.created_at = any(v_cas)
+        where j.job_id = any(v_ids) and j.created_at = any(v_cas) and j.created_at between v_first and v_last
         returning j.job_id, j.created_at, j.state, j.run_at, j.queue, j.tenant_id, j.priority
     ),
     history as (

@@ -25,6 +25,8 @@ begin
             started_at = p_now,
             finished_at = null
         where j.job_id = any(p_ids) and j.created_at = any(p_cas)
+            -- bounds the executor prunes partitions by (it cannot by = any(array))
+            and j.created_at between (select min(c) from unnest(p_cas) as c) and (select max(c) from unnest(p_cas) as c)
         returning j.job_id, j.created_at, j.tenant_id, j.queue, j.payload, j.priority, j.attempt,
             j.max_attempts, j.lease_epoch, j.timeout
     ),

@@ -1,7 +1,7 @@
 -- jobctl.maintain_partitions: pg_partman maintenance for jobctl.job and jobctl._event under a short
 -- lock_timeout; returns 1 when it ran, 0 when skipped. Daily partitions exist ahead of time.
 begin;
-select plan(12);
+select plan(15);
 -- the tests join temp tables that have no statistics: keep JIT from compiling those plans
 set local jit = off;
 \ir helpers.psql
@@ -45,6 +45,22 @@ select ok(pg_temp.covered('jobctl.job', now() + interval '3 days'), 'jobctl.job 
 select ok(pg_temp.covered('jobctl._event', now()), 'jobctl._event has a partition for today');
 select ok(
     pg_temp.covered('jobctl._event', now() + interval '3 days'), 'jobctl._event has a partition three days ahead'
+);
+
+-- fillfactor 50 (migration 0003): on every job partition, and on one pg_partman makes from now on
+select is_empty(
+    $$select i.inhrelid::regclass from pg_inherits as i inner join pg_class as c on i.inhrelid = c.oid
+      where i.inhparent = 'jobctl.job'::regclass and not coalesce('fillfactor=50' = any(c.reloptions), false)$$,
+    'every job partition has fillfactor 50'
+);
+select ok(
+    partman.create_partition_time('jobctl.job', array[now() + interval '40 days']),
+    'pg_partman makes a job partition 40 days ahead'
+);
+select is_empty(
+    $$select i.inhrelid::regclass from pg_inherits as i inner join pg_class as c on i.inhrelid = c.oid
+      where i.inhparent = 'jobctl.job'::regclass and not coalesce('fillfactor=50' = any(c.reloptions), false)$$,
+    'the new partition has fillfactor 50 too'
 );
 
 -- pg_cron runs it every 15 minutes (when pg_cron is installed in this database)
