@@ -14,7 +14,13 @@ set plan_cache_mode = force_generic_plan
 set enable_seqscan = off
 as $$
 #variable_conflict use_column
+declare
+    -- created_at bounds: variables, so the executor prunes partitions by them before it sets up
+    -- the plan (it cannot prune by = any(array))
+    v_first timestamptz;
+    v_last timestamptz;
 begin
+    select min(c), max(c) into v_first, v_last from unnest(p_cas) as c;
     return query
     with claimed as (
         update jobctl.job as j
@@ -25,8 +31,7 @@ begin
             started_at = p_now,
             finished_at = null
         where j.job_id = any(p_ids) and j.created_at = any(p_cas)
-            -- bounds the executor prunes partitions by (it cannot by = any(array))
-            and j.created_at between (select min(c) from unnest(p_cas) as c) and (select max(c) from unnest(p_cas) as c)
+            and j.created_at between v_first and v_last
         returning j.job_id, j.created_at, j.tenant_id, j.queue, j.payload, j.priority, j.attempt,
             j.max_attempts, j.lease_epoch, j.timeout
     ),

@@ -111,21 +111,20 @@ begin
         end if;
         exit when coalesce(v_total, 0) = 0;
 
-        -- where the v_left evenly spaced points fall, joined to the lanes' names in one pass
-        -- (subscripting a text array is O(length), so no v_lane_q[i] per row)
+        -- where the v_left evenly spaced points fall, and those lanes' names by subscript: plpgsql
+        -- keeps array variables expanded, so v_lane_q[i] is O(1) (a join with unnest of the
+        -- lanes cost 0.23 ms a claim at 1,000 lanes, the subscripts 5 µs)
         v_offset := random();
         select array_agg(p.lane order by p.lane), array_agg(p.n order by p.lane),
-            array_agg(l.queue order by p.lane), array_agg(l.tenant_id order by p.lane),
-            array_agg(l.limited order by p.lane)
+            array_agg(v_lane_q[p.lane] order by p.lane), array_agg(v_lane_t[p.lane] order by p.lane),
+            array_agg(v_lane_limited[p.lane] order by p.lane)
         into v_pick, v_n, v_pick_q, v_pick_t, v_pick_limited
         from (
             select coalesce(v_idx[b.bucket], b.bucket) as lane, count(*)::integer as n
             from generate_series(0, v_left - 1) as j (j)
             cross join lateral (select width_bucket((v_offset + j.j) * v_total / v_left, v_lows) as bucket) as b
             group by 1
-        ) as p
-        join unnest(v_lane_q, v_lane_t, v_lane_limited) with ordinality as l (queue, tenant_id, limited, lane)
-            on l.lane = p.lane;
+        ) as p;
 
         -- max_running: lock each picked limited tenant (skip it if another claimer holds it), then,
         -- in a later statement that therefore sees every earlier claim, cap its picks by its room
