@@ -52,6 +52,11 @@ def result_json(value: Any) -> str | None:
     return text
 
 
+# Guards the lazy creation of a job's cancel event against the stop that sets it (few jobs ever need
+# one: a threading.Event per job cost as much as the rest of the job's bookkeeping)
+_CANCEL_LOCK = threading.Lock()
+
+
 @dataclass(eq=False)
 class Job:
     """A job claimed under a lease, as handed to the handler.
@@ -74,8 +79,8 @@ class Job:
     result: Any = None
     _sync_pool: ConnectionPool[Conn] | None = field(default=None, repr=False)
     _async_pool: AsyncConnectionPool[AsyncConn] | None = field(default=None, repr=False)
-    _cancel: threading.Event = field(default_factory=threading.Event, repr=False)
-    _stop_reason: str | None = field(default=None, repr=False)
+    _cancel: threading.Event | None = field(default=None, repr=False)  # made by wait_cancelled()
+    _stop_reason: str | None = field(default=None, repr=False)  # set once: the job is cancelled
     _completed: bool = field(default=False, repr=False)
 
     @property
@@ -88,11 +93,25 @@ class Job:
         """True once the worker wants this handler to stop (cancelled, lease lost, timed out or
         shutting down). Sync handlers cannot be interrupted: poll this, or sleep with
         `wait_cancelled()`. Whatever a stopped handler does afterwards is ignored."""
-        return self._cancel.is_set()
+        return self._stop_reason is not None
 
     def wait_cancelled(self, timeout: float | None = None) -> bool:
         """Block up to `timeout` seconds or until the job is cancelled; True when cancelled."""
-        return self._cancel.wait(timeout)
+        with _CANCEL_LOCK:
+            if self._stop_reason is not None:
+                return True
+            if self._cancel is None:
+                self._cancel = threading.Event()
+            cancel = self._cancel
+        return cancel.wait(timeout)
+
+    def _stop(self, reason: str) -> None:
+        """Cancel the job (from the worker's loop); the first reason stands."""
+        with _CANCEL_LOCK:
+            if self._stop_reason is None:
+                self._stop_reason = reason
+            if self._cancel is not None:
+                self._cancel.set()
 
     @property
     def completed(self) -> bool:

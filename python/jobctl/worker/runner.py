@@ -11,7 +11,10 @@ One asyncio loop runs a few long-lived tasks over a small autocommit pool of its
   running job whose heartbeat answers `cancelled` or `lost` is stopped and nothing is reported for it;
 - the flusher: finished jobs wait in an outbox that one task sends with complete_jobs, as soon as the
   previous batch has its answer (whatever accumulated meanwhile goes in the next batch);
-- one supervisor per job: waits for the handler, its timeout or a stop, then reports the outcome. An
+- a job's outcome is booked as its handler ends (at the end of an async handler's task, by a
+  thread's done callback): a result goes to the outbox, a completion made by the job's own
+  transaction is counted, with no other task per job. A job that needs more, a failure to report or a
+  stop (its timeout, a heartbeat's answer, shutdown) to wait out, gets a supervisor task. An
   unexpected error on that path is logged with its traceback and fails the job for good.
 
 A running job is known by its job_id and lease_epoch together. When the worker claims a job it is
@@ -28,13 +31,15 @@ or failed connection (no SQLSTATE, i.e. failed on the client side; class 08; 57P
 server shutting down or starting up), a pool timeout, and 40001/40P01 (serialization failure,
 deadlock). It logs a warning and tries again after an exponential backoff with jitter (0.1 s doubling
 to 5 s); the pools check connections before lending them, so a terminated backend or a server
-restart is survived. Any other error is answered once, never retried in a loop: a complete_jobs
-batch is sent again one job at a time (a job whose own completion fails is failed: for good when
-its result was refused, SQLSTATE class 22 or 54, else with a retry); a claim is logged and tried again
-after a pause that doubles from the poll interval up to CLAIM_ERROR_MAX; a failed fail_job,
-release_job or heartbeat is logged with the job ids, and the job comes back when its lease expires.
-Completions are retried until they get an answer, never dropped. A claim whose answer is lost after
-it committed leaves its jobs leased to nobody: they come back when their lease expires.
+restart is survived (the check is a round trip only when the socket has something to read, as a
+terminated backend's or a server's shutting down has). Any other error is answered once, never
+retried in a loop: a complete_jobs batch is sent again one job at a time (a job whose own completion
+fails is failed: for good when its result was refused, SQLSTATE class 22 or 54, else with a retry);
+a claim is logged and tried again after a pause that doubles from the poll interval up to
+CLAIM_ERROR_MAX; a failed fail_job, release_job or heartbeat is logged with the job ids, and the job
+comes back when its lease expires. Completions are retried until they get an answer, never dropped.
+A claim whose answer is lost after it committed leaves its jobs leased to nobody: they come back
+when their lease expires.
 
 Shutdown. The first stop ends claiming at once: a claim still waiting for a connection or for its
 next try is dropped; one already sent gets CLAIM_ANSWER_WAIT (2 s) to answer, and its jobs are given
@@ -54,19 +59,24 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import json
 import logging
 import os
 import random
+import select
 import signal
 import socket
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine, Iterable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from datetime import timedelta
+from functools import partial
 from typing import Any, TypeVar
 
 import psycopg
+from psycopg import pq
+from psycopg.types.json import set_json_loads
 from psycopg_pool import AsyncConnectionPool, ConnectionPool
 
 from jobctl import queries
@@ -126,20 +136,15 @@ class Stats:
         return out
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class _Slot:
-    """A job whose handler is running: what the heartbeat extends and the supervisor watches."""
+    """A job whose handler is running: what the heartbeat extends and a stop acts on."""
 
     job: Job
-    handler: asyncio.Future[Any]
-    deadline: float | None  # loop time after which the job has timed out
-    # done when the handler ends, a stop is asked for or the deadline passes: the one thing the
-    # supervisor awaits (no extra task or asyncio.wait per job)
-    settled: asyncio.Future[None]
-
-    def settle(self, *_: object) -> None:
-        if not self.settled.done():
-            self.settled.set_result(None)
+    handler: asyncio.Future[Any] = field(init=False)  # its task, or its thread's future
+    timer: asyncio.TimerHandle | None = None  # its timeout (jobs without one have no timer)
+    supervised: bool = False  # a supervisor task reports it (else the handler's end does)
+    ended: bool = False  # _handler_ended ran
 
 
 def is_async_handler(handler: Handler) -> bool:
@@ -147,6 +152,50 @@ def is_async_handler(handler: Handler) -> bool:
     return inspect.iscoroutinefunction(handler) or inspect.iscoroutinefunction(
         getattr(handler, "__call__", None)  # noqa: B004 - the object's own __call__
     )
+
+
+def _quiet(conn: Conn | AsyncConn) -> bool:
+    """True when an idle connection looks alive and nothing waits on its socket. A terminated backend
+    or a server shutting down sends its error and closes the socket, which then reads."""
+    try:
+        if conn.pgconn.status != pq.ConnStatus.OK:
+            return False
+        poller = select.poll()
+        poller.register(conn.pgconn.socket, select.POLLIN)
+        return not poller.poll(0)
+    except (OSError, psycopg.Error):
+        return False
+
+
+# The pools' check before lending a connection. psycopg_pool's own is a round trip to the server, as
+# costly as the call it guards; it runs only when the socket is not quiet.
+async def _check_async(conn: AsyncConn) -> None:
+    if not _quiet(conn):
+        await AsyncConnectionPool.check_connection(conn)
+
+
+def _check_sync(conn: Conn) -> None:
+    if not _quiet(conn):
+        ConnectionPool.check_connection(conn)
+
+
+_json_decode = json.JSONDecoder().decode
+
+
+def _json_loads(data: str | bytes) -> Any:
+    """json.loads without its sniffing of the encoding (PostgreSQL's JSON text is UTF-8): a claim
+    loads a payload per job."""
+    return _json_decode(data if isinstance(data, str) else data.decode())
+
+
+async def _configure(conn: AsyncConn) -> None:
+    set_json_loads(_json_loads, conn)
+
+
+def _bigint_array(values: Iterable[int]) -> str:
+    """A PostgreSQL array literal for a `%s::bigint[]` parameter: psycopg's list dumper costs a
+    regex search per element, and completions and heartbeats send two ids per job."""
+    return "{" + ",".join(map(str, values)) + "}"
 
 
 def default_worker_id() -> str:
@@ -272,6 +321,7 @@ class Worker:
         # again) is stopped at once and removed only by its own supervisor while it is still the one here
         self._active: dict[int, _Slot] = {}
         self._supervisors: set[asyncio.Task[None]] = set()
+        self._idle: asyncio.Future[None] | None = None  # shutdown's wait: done when no job is left
         self._outbox: list[tuple[Job, str | None]] = []  # finished jobs waiting for complete_jobs
         self._sending: list[tuple[Job, str | None]] = []  # the batch the flusher is sending
         self._send_state = _Sending()  # whether that batch's statement is on the wire
@@ -373,26 +423,36 @@ class Worker:
         rest and give them back."""
         assert self._stop_at is not None
         left = self._stop_at + self.grace - time.monotonic()
-        if self._supervisors and left > 0 and not self._hurry.is_set():
+        if (self._active or self._supervisors) and left > 0 and not self._hurry.is_set():
             if self._active:
                 log.info(
                     "waiting for running jobs", extra={"running": len(self._active), "grace": self.grace}
                 )
-            everyone = asyncio.ensure_future(asyncio.wait(set(self._supervisors)))
+            self._idle = everyone = asyncio.get_running_loop().create_future()
             hurry = asyncio.ensure_future(self._hurry.wait())
             await asyncio.wait({everyone, hurry}, timeout=left, return_when=asyncio.FIRST_COMPLETED)
-            everyone.cancel()
+            self._idle = None
             hurry.cancel()
         self._db_deadline = time.monotonic() + SHUTDOWN_DB_WAIT
-        for slot in list(self._active.values()):
-            self._request_job_stop(slot, "shutdown")
-        if self._supervisors:
-            await asyncio.gather(*self._supervisors, return_exceptions=True)
+        while True:
+            for slot in list(self._active.values()):
+                self._request_job_stop(slot, "shutdown")  # a running one gets a supervisor
+            if self._supervisors:
+                await asyncio.gather(*self._supervisors, return_exceptions=True)
+            elif self._active:
+                await asyncio.sleep(0)  # a thread that has just ended: its done callback runs first
+            else:
+                return
+
+    def _check_idle(self) -> None:
+        """Wake shutdown's wait once no job runs and no report is pending."""
+        if self._idle is not None and not self._active and not self._supervisors and not self._idle.done():
+            self._idle.set_result(None)
 
     async def _open(self) -> None:
         # the worker's own calls; handlers' transactions get a pool of their own so that they can
         # never starve the heartbeat
-        self._pool = self._async_pool("jobctl-worker", 2, 6)
+        self._pool = self._async_pool("jobctl-worker", 2, 6, configure=_configure)
         await self._pool.open(wait=False)
         if self.is_async:
             self._tx_pool = self._async_pool("jobctl-worker-tx", 0, self.concurrency)
@@ -403,7 +463,7 @@ class Worker:
                 kwargs=connection_kwargs(self.dsn, APP_NAME, autocommit=True),
                 min_size=0,
                 max_size=self.concurrency,
-                check=ConnectionPool.check_connection,
+                check=_check_sync,
                 reconnect_timeout=POOL_RECONNECT,
                 open=False,
                 name="jobctl-worker-tx",
@@ -411,14 +471,21 @@ class Worker:
             self._sync_tx_pool.open(wait=False)
             self._executor = ThreadPoolExecutor(self.concurrency, thread_name_prefix="jobctl-handler")
 
-    def _async_pool(self, name: str, min_size: int, max_size: int) -> AsyncConnectionPool[AsyncConn]:
+    def _async_pool(
+        self,
+        name: str,
+        min_size: int,
+        max_size: int,
+        configure: Callable[[AsyncConn], Awaitable[None]] | None = None,
+    ) -> AsyncConnectionPool[AsyncConn]:
         """Autocommit connections, checked before each use so that dead ones are replaced."""
         return AsyncConnectionPool(
             self.dsn,
             kwargs=connection_kwargs(self.dsn, APP_NAME, autocommit=True),
             min_size=min_size,
             max_size=max_size,
-            check=AsyncConnectionPool.check_connection,
+            check=_check_async,
+            configure=configure,
             reconnect_timeout=POOL_RECONNECT,
             open=False,
             name=name,
@@ -580,16 +647,15 @@ class Worker:
 
     def _start(self, job: Job, claimed_at: float) -> None:
         loop = asyncio.get_running_loop()
-        handler: asyncio.Future[Any]
+        slot = _Slot(job)
         if self.is_async:
-            handler = asyncio.ensure_future(self._call_async(job))
+            slot.handler = loop.create_task(self._run_async(slot))
         else:
-            handler = loop.run_in_executor(self._executor, self.handler, job)
+            slot.handler = loop.run_in_executor(self._executor, self.handler, job)
+            slot.handler.add_done_callback(partial(self._thread_ended, slot))
         self._busy += 1
-        handler.add_done_callback(self._handler_ended)
-        deadline = None if job.timeout is None else claimed_at + job.timeout
-        slot = _Slot(job, handler, deadline, loop.create_future())
-        handler.add_done_callback(slot.settle)
+        if job.timeout is not None:
+            slot.timer = loop.call_at(claimed_at + job.timeout, self._request_job_stop, slot, "timed_out")
         older = self._active.get(job.job_id)
         if older is not None:
             # claimed again, so the older attempt's lease is gone whether or not a heartbeat said so
@@ -599,41 +665,75 @@ class Worker:
             )
             self._request_job_stop(older, "lost")
         self._active[job.job_id] = slot
-        self._track(self._supervise(slot))
 
     def _track(self, work: Awaitable[None]) -> None:
         """Run a job's supervisor (or its give-back) as a task that shutdown waits for."""
         task = asyncio.ensure_future(work)
         self._supervisors.add(task)
-        task.add_done_callback(self._supervisors.discard)
+        task.add_done_callback(self._untrack)
 
-    async def _call_async(self, job: Job) -> Any:
-        return await self.handler(job)  # inside the task: even a call that fails is the job's failure
+    def _untrack(self, task: asyncio.Task[None]) -> None:
+        self._supervisors.discard(task)
+        self._check_idle()
 
-    def _handler_ended(self, fut: asyncio.Future[Any]) -> None:
+    async def _run_async(self, slot: _Slot) -> None:
+        """An async handler's task; it books the outcome itself as it ends (no done callback)."""
+        try:
+            value = await self.handler(slot.job)  # even a call that fails is the job's failure
+        except (KeyboardInterrupt, SystemExit, GeneratorExit):
+            raise  # asyncio lets the first two stop the loop; the last closes the unfinished task
+        except BaseException as e:
+            self._handler_ended(slot, None, e)  # the outcome is booked: the task itself ends quietly
+        else:
+            self._handler_ended(slot, value, None)
+
+    def _thread_ended(self, slot: _Slot, handler: asyncio.Future[Any]) -> None:
+        if handler.cancelled():
+            self._handler_ended(slot, None, asyncio.CancelledError())
+        else:
+            error = handler.exception()
+            self._handler_ended(slot, None if error is not None else handler.result(), error)
+
+    def _handler_ended(self, slot: _Slot, value: Any, error: BaseException | None) -> None:
+        """Free the slot and book the outcome; only one that needs the database gets a supervisor."""
+        slot.ended = True
         self._busy -= 1
         self._slot_freed.set()
-        if not fut.cancelled():
-            fut.exception()  # retrieved here so that an ignored outcome is not reported as never retrieved
+        if slot.timer is not None:
+            slot.timer.cancel()
+        if slot.supervised:
+            return  # stopped: its supervisor reports
+        self._forget(slot)
+        try:
+            work = self._report(slot.job, value, error)
+        except Exception as e:
+            work = self._supervisor_failed(slot, e)
+        if work is not None:
+            self._supervise(slot, work)
 
     def _request_job_stop(self, slot: _Slot, reason: str) -> None:
         """Stop a running handler: `cancelled`, `lost`, `timed_out` or `shutdown`. A handler that has
         already returned is left alone: its outcome stands (a fenced completion says the rest)."""
-        job = slot.job
         if slot.handler.done():
             return
-        if job._stop_reason is None:
-            job._stop_reason = reason
-        job._cancel.set()
-        slot.settle()
+        slot.job._stop(reason)  # keeps the reason of a stop already asked for
+        if slot.timer is not None:
+            slot.timer.cancel()
+            slot.timer = None
+        if not slot.supervised:
+            self._supervise(slot, self._after_handler_stop(slot))
         if self.is_async:
             slot.handler.cancel()
 
-    async def _supervise(self, slot: _Slot) -> None:
-        """Wait for the handler, its timeout or a stop, then report. An unexpected error on the way
-        fails the job for good rather than leaving it to its lease."""
+    def _supervise(self, slot: _Slot, work: Coroutine[Any, Any, None]) -> None:
+        slot.supervised = True
+        self._track(self._supervised(slot, work))
+
+    async def _supervised(self, slot: _Slot, work: Coroutine[Any, Any, None]) -> None:
+        """Run what is left of a job's report. An unexpected error on the way fails the job for good
+        rather than leaving it to its lease."""
         try:
-            await self._settle(slot)
+            await work
         except Exception as e:
             await self._supervisor_failed(slot, e)
         finally:
@@ -643,6 +743,7 @@ class Worker:
         """Stop heartbeating a job: only its own slot, never a newer attempt's."""
         if self._active.get(slot.job.job_id) is slot:
             del self._active[slot.job.job_id]
+            self._check_idle()
 
     async def _supervisor_failed(self, slot: _Slot, error: Exception) -> None:
         job = slot.job
@@ -654,43 +755,39 @@ class Worker:
         except Exception:
             log.exception("could not fail job; it returns when its lease expires", extra=self._ids(job))
 
-    async def _settle(self, slot: _Slot) -> None:
+    async def _after_handler_stop(self, slot: _Slot) -> None:
         job, handler = slot.job, slot.handler
-        loop = asyncio.get_running_loop()
-        timer = None if slot.deadline is None else loop.call_at(slot.deadline, slot.settle)
-        try:
-            await slot.settled
-        finally:
-            if timer is not None:
-                timer.cancel()
-        if not handler.done():
-            self._request_job_stop(slot, "timed_out")  # keeps the reason of a stop already asked for
-            if self.is_async:
+        if self.is_async:
+            if not handler.done():
                 await asyncio.wait({handler}, timeout=CANCEL_WAIT)  # let its transaction roll back
+            if handler.done() and not slot.ended:  # cancelled before its first step: it never ran
+                self._handler_ended(slot, None, asyncio.CancelledError())
         self._forget(slot)
         if job._completed:
-            self.stats.completed += 1  # its own transaction completed it
-        elif job._stop_reason is not None:
-            await self._after_stop(job, job._stop_reason)  # what a stopped handler did is ignored
+            self.stats.completed += 1  # its own transaction completed it before the stop
         else:
-            await self._report(job, handler)
+            assert job._stop_reason is not None
+            await self._after_stop(job, job._stop_reason)  # what a stopped handler did is ignored
 
-    async def _report(self, job: Job, handler: asyncio.Future[Any]) -> None:
-        exc = handler.exception() if not handler.cancelled() else asyncio.CancelledError()
-        if exc is None:
+    def _report(self, job: Job, value: Any, error: BaseException | None) -> Coroutine[Any, Any, None] | None:
+        """Book the outcome of a handler that ended on its own. A result (or a completion made by the
+        job's transaction) is booked at once; a failure is returned as the fail_job left to run."""
+        if job._completed:
+            self.stats.completed += 1  # its own transaction completed it
+        elif error is None:
             try:
-                result = result_json(handler.result())
+                result = result_json(value)
             except ValueError as e:
-                await self._fail(job, str(e), retryable=False)
-                return
+                return self._fail(job, str(e), retryable=False)
             self._outbox.append((job, result))
             self._flush_wake.set()
-        elif isinstance(exc, LeaseLost):
+        elif isinstance(error, LeaseLost):
             self.stats.fenced += 1
             log.warning("job fenced: its lease was lost before it completed", extra=self._ids(job))
         else:
-            log.debug("handler raised", exc_info=exc, extra=self._ids(job))
-            await self._fail(job, describe(exc), retryable=not isinstance(exc, PermanentError))
+            log.debug("handler raised", exc_info=error, extra=self._ids(job))
+            return self._fail(job, describe(error), retryable=not isinstance(error, PermanentError))
+        return None
 
     async def _after_stop(self, job: Job, reason: str) -> None:
         ids = self._ids(job)
@@ -784,8 +881,8 @@ class Worker:
         batch.sort(key=lambda entry: entry[0].job_id)  # row locks in job_id order, as heartbeats take them
         results = [result for _, result in batch]
         params = {
-            "job_ids": [job.job_id for job, _ in batch],
-            "lease_epochs": [job.lease_epoch for job, _ in batch],
+            "job_ids": _bigint_array(job.job_id for job, _ in batch),
+            "lease_epochs": _bigint_array(job.lease_epoch for job, _ in batch),
             # NULL when no job has a result: complete_jobs then skips joining the results
             "results": results if any(r is not None for r in results) else None,
         }
@@ -863,8 +960,8 @@ class Worker:
     async def _heartbeat(self, targets: dict[int, tuple[Job, _Slot | None]]) -> None:
         ordered = sorted(targets)  # row locks in job_id order, as complete_jobs takes them
         params = {
-            "job_ids": ordered,
-            "lease_epochs": [targets[job_id][0].lease_epoch for job_id in ordered],
+            "job_ids": _bigint_array(ordered),
+            "lease_epochs": _bigint_array(targets[job_id][0].lease_epoch for job_id in ordered),
             "extend": timedelta(seconds=self.lease),
         }
         try:
