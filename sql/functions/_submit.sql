@@ -15,38 +15,36 @@ declare
     v_now timestamptz := now();
     v_bad record;
     v_msg text;
+    v_field text;
     v_has_keys boolean;
 begin
     if p_specs is null or cardinality(p_specs) = 0 then
         return;
     end if;
 
-    -- Only the conditions are evaluated per job; the message of the first failure is formatted once,
-    -- below, not once per condition and job.
-    select o.ord, e.n, e.code, e.field, o.payload, o.priority, o.max_attempts into v_bad
-    from unnest(p_specs) with ordinality as o (
-        tenant_id, queue, payload, priority, run_at, dedup_key, max_attempts, backoff, timeout, ord
-    )
-    cross join lateral (
-        select v.n, v.code, v.field
-        from (values
-            (1, o.tenant_id is null or o.tenant_id = '', 'JC001', 'tenant_id'),
-            (2, length(o.tenant_id) > 200, 'JC001', 'tenant_id'),
-            (3, o.queue is null or o.queue = '', 'JC001', 'queue'),
-            (4, length(o.queue) > 200, 'JC001', 'queue'),
-            (5, o.payload is null or o.payload = 'null'::jsonb, 'JC001', 'payload'),
-            (6, octet_length(o.payload::text) > 65536, 'JC002', 'payload'),
-            (7, o.priority is null or o.priority not between -100 and 100, 'JC001', 'priority'),
-            (8, o.max_attempts not between 1 and 1000, 'JC001', 'max_attempts'),
-            (9, o.timeout <= interval '0' or o.timeout > interval '30 days', 'JC001', 'timeout'),
-            (10, o.dedup_key = '' or length(o.dedup_key) > 500, 'JC001', 'dedup_key'),
-            (11, not isfinite(o.run_at), 'JC001', 'run_at')
-        ) as v (n, bad, code, field)
-        where v.bad
-        order by v.n
-        limit 1
-    ) as e
-    order by o.ord
+    -- One CASE per job finds its first failed condition (no per-job subquery); the message of the
+    -- first failure is formatted once, below.
+    select x.ord, x.n, x.payload, x.priority, x.max_attempts into v_bad
+    from (
+        select o.ord, o.payload, o.priority, o.max_attempts, case
+            when o.tenant_id is null or o.tenant_id = '' then 1
+            when length(o.tenant_id) > 200 then 2
+            when o.queue is null or o.queue = '' then 3
+            when length(o.queue) > 200 then 4
+            when o.payload is null or o.payload = 'null'::jsonb then 5
+            when octet_length(o.payload::text) > 65536 then 6
+            when o.priority is null or o.priority not between -100 and 100 then 7
+            when o.max_attempts not between 1 and 1000 then 8
+            when o.timeout <= interval '0' or o.timeout > interval '30 days' then 9
+            when o.dedup_key = '' or length(o.dedup_key) > 500 then 10
+            when not isfinite(o.run_at) then 11
+        end as n
+        from unnest(p_specs) with ordinality as o (
+            tenant_id, queue, payload, priority, run_at, dedup_key, max_attempts, backoff, timeout, ord
+        )
+    ) as x
+    where x.n is not null
+    order by x.ord
     limit 1;
     if found then
         v_msg := case v_bad.n
@@ -62,10 +60,14 @@ begin
             when 10 then 'dedup_key must be NULL or a string of 1 to 500 characters'
             when 11 then 'run_at must be a finite time, not infinity'
         end;
+        v_field := (array[
+            'tenant_id', 'tenant_id', 'queue', 'queue', 'payload', 'payload', 'priority', 'max_attempts', 'timeout',
+            'dedup_key', 'run_at'
+        ])[v_bad.n];
         raise exception using
-            errcode = v_bad.code,
+            errcode = case when v_bad.n = 6 then 'JC002' else 'JC001' end,
             message = case when p_batch then format('jobs[%s].%s', v_bad.ord - 1, v_msg) else v_msg end,
-            detail = format('field: %s', v_bad.field),
+            detail = format('field: %s', v_field),
             hint = 'Nothing was submitted.';
     end if;
 

@@ -1,10 +1,14 @@
 -- jobctl.complete_job: complete one job held under lease_epoch. See jobctl._complete.
 create or replace function jobctl.complete_job(job_id bigint, lease_epoch bigint, result jsonb default null)
 returns boolean
-language sql
+language plpgsql  -- not sql: a SQL function that is not inlined is planned on every call (docs/design.md §6)
 as $$
-    select c.completed
-    from jobctl._complete(array[complete_job.job_id], array[complete_job.lease_epoch], array[complete_job.result]) as c
+begin
+    return (
+        select c.completed
+        from jobctl._complete(array[complete_job.job_id], array[complete_job.lease_epoch], array[complete_job.result]) as c
+    );
+end
 $$;
 
 comment on function jobctl.complete_job(bigint, bigint, jsonb) is

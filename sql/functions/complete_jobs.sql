@@ -3,9 +3,11 @@ create or replace function jobctl.complete_jobs(
     job_ids bigint[], lease_epochs bigint[], results jsonb[] default null
 )
 returns table (job_id bigint, completed boolean)
-language sql
+language plpgsql  -- not sql: a SQL function that is not inlined is planned on every call (docs/design.md §6)
 as $$
-    select c.job_id, c.completed from jobctl._complete(job_ids, lease_epochs, results) as c
+begin
+    return query select c.job_id, c.completed from jobctl._complete(job_ids, lease_epochs, results) as c;
+end
 $$;
 
 comment on function jobctl.complete_jobs(bigint[], bigint[], jsonb[]) is

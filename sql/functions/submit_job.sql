@@ -11,8 +11,10 @@ create or replace function jobctl.submit_job(
     timeout interval default null
 )
 returns table (job_id bigint, duplicate boolean)
-language sql
+language plpgsql  -- not sql: a SQL function that is not inlined is planned on every call (docs/design.md §6)
 as $$
+begin
+    return query
     select s.job_id, s.duplicate
     from jobctl._submit(
         array[row(
@@ -21,7 +23,8 @@ as $$
             jobctl._normalize_backoff(submit_job.backoff), submit_job.timeout
         )::jobctl._job_spec],
         false
-    ) as s
+    ) as s;
+end
 $$;
 
 comment on function jobctl.submit_job(text, text, jsonb, integer, timestamptz, text, integer, jsonb, interval) is

@@ -8,26 +8,24 @@ as $$
 declare
     v_bad record;
     v_specs jobctl._job_spec[];
+    v_keys constant text[] := array[
+        'tenant_id', 'queue', 'payload', 'priority', 'run_at', 'dedup_key', 'max_attempts', 'backoff', 'timeout'
+    ];
 begin
     if jobs is null or jsonb_typeof(jobs) <> 'array' then
         raise exception using errcode = 'JC001', message = 'jobs must be a JSON array of job objects';
     end if;
-    select a.i, k.key, jsonb_typeof(a.e) as kind into v_bad
+    -- removing the known keys leaves {} unless there is another (one operator a job, no subquery)
+    select a.i, jsonb_typeof(a.e) as kind, a.e into v_bad
     from jsonb_array_elements(jobs) with ordinality as a (e, i)
-    left join lateral (
-        select x.key from jsonb_object_keys(case when jsonb_typeof(a.e) = 'object' then a.e end) as x (key)
-        where x.key not in (
-            'tenant_id', 'queue', 'payload', 'priority', 'run_at', 'dedup_key', 'max_attempts', 'backoff', 'timeout'
-        )
-        limit 1
-    ) as k on true
-    where jsonb_typeof(a.e) <> 'object' or k.key is not null
+    where case when jsonb_typeof(a.e) = 'object' then a.e - v_keys <> '{}'::jsonb else true end
     order by a.i
     limit 1;
     if found then
         raise exception using errcode = 'JC001',
             message = case when v_bad.kind <> 'object' then format('jobs[%s] must be an object', v_bad.i - 1)
-                else format('jobs[%s] has an unknown key: %s', v_bad.i - 1, v_bad.key) end,
+                else format('jobs[%s] has an unknown key: %s', v_bad.i - 1,
+                    (select k.key from jsonb_object_keys(v_bad.e - v_keys) as k (key) limit 1)) end,
             hint = 'Nothing was submitted.';
     end if;
 
