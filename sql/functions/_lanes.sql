@@ -1,17 +1,20 @@
 -- jobctl._lanes: the claimable lanes (queue, tenant) for a queue filter, each as wide as its
 -- tenant's weight divided by the tenant's lanes in the filter (so a tenant's share does not grow
 -- with its number of queues), laid end to end as lower bounds (`lows`, ready for width_bucket),
--- and whether each tenant has max_running. Enumerating lanes costs one index descent per lane
--- (about 8 µs each), so with 16 lanes or more the answer is shared through jobctl._lane_cache: a
--- claimer that finds it older than 100 ms + 0.2 ms per lane (at most 1 s) and can take the
--- refresh lock recomputes it; the others use it as it is. claim_job asks for a fresh list
--- (p_fresh) when the shared one comes up short; that list is stored only if the row is stale
--- too. A new lane, or a tenant's new weight or pause, is thus seen within that age (300 ms at
--- 1,000 lanes; at once with fewer than 16 lanes, which are listed afresh on every claim), and the
--- cache row changes at most about ten times a second.
+-- and whether each tenant has max_running. Listing lanes costs one index descent per lane (about
+-- 13 µs each) and, even for one lane, setting up a plan of some twenty nodes, so the answer is
+-- shared through jobctl._lane_cache: a claimer that finds it older than 100 ms + 0.2 ms per lane
+-- (at most 1 s) and can take the refresh lock recomputes it; the others use it as it is.
+-- claim_job asks for a fresh list (p_fresh) when the shared one is empty or comes up short; that
+-- list is stored only if the row is stale too. A new lane, or a tenant's new weight or pause,
+-- is thus seen within that age (100 ms with a few lanes, 300 ms at 1,000) while the shared lanes
+-- have work, at once when they have none; the cache row changes at most about ten times a second.
 create or replace function jobctl._lanes(p_queues text[], p_fresh boolean)
 returns table (queues text[], tenants text[], limited boolean[], lows float8[], total float8, cached boolean)
 language plpgsql
+-- a custom plan of the listing looks cheaper (the unused branch of _ready_lanes pruned), so without
+-- this every call would plan it again: 359 -> 49 us a call with one lane
+set plan_cache_mode = force_generic_plan
 as $$
 declare
     v_now timestamptz := clock_timestamp();
@@ -23,8 +26,7 @@ begin
     v_stale := not found or v_row.refreshed_at <= v_now - least(
         interval '100 milliseconds' + cardinality(v_row.queues) * interval '0.2 milliseconds', interval '1 second'
     );
-    if not p_fresh and found and cardinality(v_row.queues) >= 16
-       and (not v_stale or not pg_try_advisory_xact_lock(19014, hashtext(v_key))) then
+    if not p_fresh and found and (not v_stale or not pg_try_advisory_xact_lock(19014, hashtext(v_key))) then
         return query select v_row.queues, v_row.tenants, v_row.limited, v_row.lows, v_row.total, true;
         return;
     end if;
@@ -46,8 +48,7 @@ begin
             where not t.paused and coalesce(t.max_running, 1) > 0
         ) as y
     ) as x;
-    -- few lanes are cheap to list every time: cache (and write the row) only when there are many
-    if cardinality(v_row.queues) >= 16 and v_stale and pg_try_advisory_xact_lock(19014, hashtext(v_key)) then
+    if v_stale and pg_try_advisory_xact_lock(19014, hashtext(v_key)) then
         insert into jobctl._lane_cache as c values (v_row.*)
         on conflict (queues_key) do update
         set refreshed_at = excluded.refreshed_at, queues = excluded.queues, tenants = excluded.tenants,

@@ -87,8 +87,8 @@ begin
 
     loop
         v_round := v_round + 1;
-        if v_round = 1 or (v_cached and cardinality(v_skip) > 0) then
-            -- the shared lane list first; a fresh one once it comes up short
+        if v_round = 1 or (v_cached and (cardinality(v_skip) > 0 or coalesce(v_total, 0) = 0)) then
+            -- the shared lane list first; a fresh one once it is empty or comes up short
             select l.queues, l.tenants, l.limited, l.lows, l.total, l.cached
             into v_lane_q, v_lane_t, v_lane_limited, v_lane_lows, v_lane_total, v_cached
             from jobctl._lanes(v_queues, v_round > 1) as l;
@@ -109,7 +109,11 @@ begin
                 ) as y
             ) as x;
         end if;
-        exit when coalesce(v_total, 0) = 0;
+        if coalesce(v_total, 0) = 0 then
+            -- a shared list may predate the jobs just submitted: an empty one is checked afresh
+            exit when not v_cached;
+            continue;
+        end if;
 
         -- where the v_left evenly spaced points fall, and those lanes' names by subscript: plpgsql
         -- keeps array variables expanded, so v_lane_q[i] is O(1) (a join with unnest of the
