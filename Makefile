@@ -61,7 +61,7 @@ bench: bench-setup ## jobctl vs its peers side by side, 3 rounds, 100,000-job dr
 bench-quick: bench-setup ## The same comparison, smaller and one round (about 5 minutes)
 	@$(BIN)/python benchmarks/compare.py --quick
 
-bench-claim: db ## Claim cost at depth, jobctl vs a naive SKIP LOCKED queue (JOBS=1000000 TENANTS=1000)
+bench-claim: setup ## C-depth: claim p50/p99 at 10,000 and JOBS due and after JOBS churned, jobctl vs a naive SKIP LOCKED queue (JOBS=1000000 TENANTS=1000)
 	@$(BIN)/python benchmarks/claim_depth.py --jobs $${JOBS:-1000000} --tenants $${TENANTS:-1000}
 
 psql: db ## Open psql on the local database

@@ -1,10 +1,12 @@
-"""Claim cost at depth: jobctl's lane claim against a naive single-table SKIP LOCKED queue.
+"""C-depth: claim cost at depth, jobctl's lane claim against a naive single-table SKIP LOCKED queue.
 
-For each design, in one run on one cluster: N jobs pending across T tenants, claim latency
-(one job per call from C concurrent claimers), EXPLAIN (ANALYZE, BUFFERS) of the claim; then
-claim and complete N more jobs (with --no-autovacuum, their dead tuples stay in place, as
-before autovacuum catches up) and measure again. Prints JSON lines and a table;
-writes them and the plans to benchmarks/results/.
+For each design, in one run on the benchmark cluster (`.bench-pg/`, as benchmarks/compare.py): claim
+latency (one job per call from C concurrent claimers, each claim followed by its completion) and
+EXPLAIN (ANALYZE, BUFFERS) of the claim with 10,000 due jobs across T tenants (`--small`), then with
+N due (`--jobs`, 2N loaded so N stay due after the churn), then after N jobs have been claimed and
+completed in batches of 1,000 (dead tuples in place; with --no-autovacuum they stay there).
+Transaction IDs and WAL bytes per job are counted for the load and the churn. Prints JSON lines and
+a table; writes them and the plans to benchmarks/results/.
 
     .venv/bin/python benchmarks/claim_depth.py --jobs 1000000 --tenants 1000
 """
@@ -19,7 +21,8 @@ import time
 from pathlib import Path
 
 import psycopg
-from jobctl import db, migrate
+from compare import cluster_url, counters
+from jobctl import migrate
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -38,6 +41,7 @@ where id in (select id from naive_job where state = 'pending' and queue = 'bench
 returning id
 """
 NAIVE_DONE = "update naive_job set state = 'completed' where id = any(%s)"
+PHASES = ("due_small", "due_deep", "after_churn")
 JOBCTL_CLAIM = "select job_id, lease_epoch from jobctl.claim_job(%s, array['bench'], %s)"
 JOBCTL_DONE = "select jobctl.complete_jobs(%s, %s)"
 
@@ -60,12 +64,12 @@ def fresh_database(base: str, name: str) -> str:
     return dsn
 
 
-def load(dsn: str, design: str, jobs: int, tenants: int) -> float:
-    """Submit `jobs` jobs round-robin over `tenants`; returns jobs/s."""
+def load(dsn: str, design: str, first: int, jobs: int, tenants: int) -> float:
+    """Submit jobs first .. first + jobs - 1 round-robin over `tenants`; returns jobs/s."""
     started = time.perf_counter()
     with psycopg.connect(dsn, autocommit=True) as c:
-        for start in range(0, jobs, 10000):
-            n = min(10000, jobs - start)
+        for start in range(first, first + jobs, 10000):
+            n = min(10000, first + jobs - start)
             if design == "jobctl":
                 c.execute(
                     """select count(*) from jobctl.submit_jobs((
@@ -182,56 +186,91 @@ def sizes(dsn: str, design: str) -> dict[str, int]:
         }
 
 
+def per_job(dsn: str, before: tuple[int, int], jobs: int) -> dict[str, float]:
+    xid, wal = counters(dsn)
+    return {
+        "xids_per_job": round((xid - before[0]) / jobs, 4),
+        "wal_bytes_per_job": round((wal - before[1]) / jobs),
+    }
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--jobs", type=int, default=1_000_000)
+    ap.add_argument("--jobs", type=int, default=1_000_000, help="due jobs at depth, and jobs churned")
+    ap.add_argument("--small", type=int, default=10_000, help="due jobs of the first measurement")
     ap.add_argument("--tenants", type=int, default=1000)
     ap.add_argument("--claimers", type=int, default=8)
     ap.add_argument("--calls", type=int, default=250, help="claims per claimer per measurement")
     ap.add_argument(
-        "--no-autovacuum", action="store_true", help="leave the dead tuples of the drain in place"
+        "--no-autovacuum", action="store_true", help="leave the dead tuples of the churn in place"
     )
+    ap.add_argument("--url", help="admin URL of an existing cluster (default: start .bench-pg)")
     args = ap.parse_args()
     RESULTS.mkdir(exist_ok=True)
-    base = db.dsn()
+    base = args.url or cluster_url("postgres")
+    suffix = "-no-autovacuum" if args.no_autovacuum else ""
     results = []
     for design in ("jobctl", "naive"):
         dsn = fresh_database(base, "jobctl_bench")
-        rate = load(dsn, design, 2 * args.jobs, args.tenants)
-        with psycopg.connect(dsn, autocommit=True) as c:
-            c.execute("vacuum analyze")
-        for phase in ("pending", "after_claimed"):
-            if phase == "after_claimed":
+        loaded = 0
+        for phase in PHASES:
+            extra: dict[str, float] = {}
+            if phase in ("due_small", "due_deep"):
+                todo = args.small if phase == "due_small" else 2 * args.jobs - loaded
+                before = counters(dsn)
+                extra["submit_per_s"] = round(load(dsn, design, loaded, todo, args.tenants))
+                extra.update({f"submit_{k}": v for k, v in per_job(dsn, before, todo).items()})
+                loaded += todo
+                with psycopg.connect(dsn, autocommit=True) as c:
+                    c.execute("vacuum analyze")
+            else:
                 if args.no_autovacuum:
                     with psycopg.connect(dsn, autocommit=True) as c:
-                        for rel in ("jobctl._ready", "jobctl._running", "naive_job"):
+                        rels = c.execute(
+                            """select c.oid::regclass::text from pg_class as c
+                               join pg_namespace as n on n.oid = c.relnamespace
+                               where c.relkind = 'r' and (n.nspname = 'jobctl' or c.relname = 'naive_job')"""
+                        ).fetchall()
+                        for (rel,) in rels:
                             c.execute(f"alter table {rel} set (autovacuum_enabled = false)")
-                drained = drain(dsn, design, args.jobs)
+                before = counters(dsn)
+                extra["churn_per_s"] = round(drain(dsn, design, args.jobs))
+                extra.update({f"churn_{k}": v for k, v in per_job(dsn, before, args.jobs).items()})
             text, buffers = plan(dsn, design)
-            (RESULTS / f"claim_plan_{design}_{phase}.txt").write_text(text + "\n")
+            (RESULTS / f"claim_plan_{design}_{phase}{suffix}.txt").write_text(text + "\n")
             row = {
                 "design": design,
                 "phase": phase,
-                "jobs": args.jobs,
+                "due": args.small if phase == "due_small" else args.jobs,
                 "tenants": args.tenants,
                 "claimers": args.claimers,
                 "autovacuum": not args.no_autovacuum,
                 "claim_buffers": buffers,
                 **latency(dsn, design, args.claimers, args.calls),
-                **({"submit_per_s": round(rate)} if phase == "pending" else {"drain_per_s": round(drained)}),
+                **extra,
                 "queue_bytes": sizes(dsn, design),
             }
             print(json.dumps(row), flush=True)
             results.append(row)
-    with open(RESULTS / "claim_depth.jsonl", "w") as f:
+    with open(RESULTS / f"claim_depth{suffix}.jsonl", "w") as f:
         f.writelines(json.dumps(r) + "\n" for r in results)
     with psycopg.connect(base, autocommit=True) as c:
         c.execute('drop database if exists "jobctl_bench" with (force)')
-    print(f"\n{'design':8} {'phase':14} {'buffers/claim':>13} {'p50 ms':>8} {'p99 ms':>8} {'claims/s':>9}")
+    head = f"{'design':8} {'phase':12} {'due':>9} {'buffers/claim':>13} {'p50 ms':>8} {'p99 ms':>8}"
+    print(f"\n{head} {'claims/s':>9}")
     for r in results:
         print(
-            f"{r['design']:8} {r['phase']:14} {r['claim_buffers']:>13} {r['claim_p50_ms']:>8} "
+            f"{r['design']:8} {r['phase']:12} {r['due']:>9} {r['claim_buffers']:>13} {r['claim_p50_ms']:>8} "
             f"{r['claim_p99_ms']:>8} {r['claims_per_s']:>9}"
+        )
+    for design in ("jobctl", "naive"):
+        mine = {r["phase"]: r for r in results if r["design"] == design}
+        small, deep, churn = (mine[ph] for ph in PHASES)
+        print(
+            f"{design}: p99 deep/small {deep['claim_p99_ms'] / small['claim_p99_ms']:.2f}x, "
+            f"after churn/deep {churn['claim_p99_ms'] / deep['claim_p99_ms']:.2f}x; per job: submit "
+            f"{deep['submit_xids_per_job']} xids {deep['submit_wal_bytes_per_job']} WAL bytes, "
+            f"claim+complete {churn['churn_xids_per_job']} xids {churn['churn_wal_bytes_per_job']} WAL bytes"
         )
 
 
