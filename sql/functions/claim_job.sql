@@ -87,8 +87,10 @@ begin
 
     loop
         v_round := v_round + 1;
-        if v_round = 1 or (v_cached and (cardinality(v_skip) > 0 or coalesce(v_total, 0) = 0)) then
-            -- the shared lane list first; a fresh one once it is empty or comes up short
+        if v_round = 1
+           or (v_cached and v_left = claim_job.max_jobs and (cardinality(v_skip) > 0 or coalesce(v_total, 0) = 0)) then
+            -- the shared lane list first; a fresh one when the shared one gave nothing (a claim that
+            -- got jobs leaves new lanes to the next claim or refresh: listing costs more than a take)
             select l.queues, l.tenants, l.limited, l.lows, l.total, l.cached
             into v_lane_q, v_lane_t, v_lane_limited, v_lane_lows, v_lane_total, v_cached
             from jobctl._lanes(v_queues, v_round > 1) as l;
@@ -111,7 +113,7 @@ begin
         end if;
         if coalesce(v_total, 0) = 0 then
             -- a shared list may predate the jobs just submitted: an empty one is checked afresh
-            exit when not v_cached;
+            exit when not v_cached or v_left < claim_job.max_jobs;
             continue;
         end if;
 
