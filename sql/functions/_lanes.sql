@@ -5,10 +5,10 @@
 -- 13 µs each) and, even for one lane, setting up a plan of some twenty nodes, so the answer is
 -- shared through jobctl._lane_cache: a claimer that finds it older than 100 ms + 0.2 ms per lane
 -- (at most 1 s) and can take the refresh lock recomputes it; the others use it as it is.
--- claim_job asks for a fresh list (p_fresh) when the shared one is empty or comes up short; that
--- list is stored only if the row is stale too. A new lane, or a tenant's new weight or pause,
--- is thus seen within that age (100 ms with a few lanes, 300 ms at 1,000) while the shared lanes
--- have work, at once when they have none; the cache row changes at most about ten times a second.
+-- claim_job asks for a fresh list (p_fresh) when the shared one gave it no job; that list is
+-- stored only if the row is stale too. A new lane, or a tenant's new weight or pause, is thus
+-- seen within that age (100 ms with a few lanes, 300 ms at 1,000) while the shared lanes have
+-- work, at once when they have none; the cache row changes at most about ten times a second.
 create or replace function jobctl._lanes(p_queues text[], p_fresh boolean)
 returns table (queues text[], tenants text[], limited boolean[], lows float8[], total float8, cached boolean)
 language plpgsql
