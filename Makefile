@@ -55,7 +55,7 @@ pytest: db ## Run the pytest suites (real concurrency, real processes)
 bench-setup: setup ## Install the peers for the benchmarks (npm: graphile-worker, pg-boss; a venv: pgqueuer, procrastinate)
 	@bin/bench-setup
 
-bench: bench-setup ## jobctl vs its peers side by side, 3 rounds, 100,000-job drains (about 40 minutes)
+bench: bench-setup ## jobctl vs its peers side by side, 3 rounds, 100,000-job drains (about 20 minutes)
 	@$(BIN)/python benchmarks/compare.py
 
 bench-quick: bench-setup ## The same comparison, smaller and one round (about 5 minutes)
