@@ -3,10 +3,11 @@
 -- with its number of queues), laid end to end as lower bounds (`lows`, ready for width_bucket),
 -- and whether each tenant has max_running. Listing lanes costs one index descent per lane (about
 -- 13 µs each) and, even for one lane, setting up a plan of some twenty nodes, so the answer is
--- shared through jobctl._lane_cache: a claimer that finds it older than 100 ms + 0.2 ms per lane
--- (at most 1 s) and can take the refresh lock recomputes it; the others use it as it is.
--- claim_job asks for a fresh list (p_fresh) when the shared one gave it no job; that list is
--- stored only if the row is stale too. A new lane, or a tenant's new weight or pause, is thus
+-- shared through jobctl._lane_cache, fresh for 100 ms + 0.2 ms per lane (at most 1 s) from its
+-- listing: claim_job reads a fresh row itself and calls this for a stale one, which a claimer that
+-- can take the refresh lock recomputes; the others use it as it is. claim_job asks for a fresh
+-- list (p_fresh) when the shared one gave it no job; that list is stored only if the row is
+-- stale. A new lane, or a tenant's new weight or pause, is thus
 -- seen within that age (100 ms with a few lanes, 300 ms at 1,000) while the shared lanes have
 -- work, at once when they have none; the cache row changes at most about ten times a second.
 create or replace function jobctl._lanes(p_queues text[], p_fresh boolean)
@@ -23,15 +24,13 @@ declare
     v_stale boolean;
 begin
     select * into v_row from jobctl._lane_cache as c where c.queues_key = v_key;
-    v_stale := not found or v_row.refreshed_at <= v_now - least(
-        interval '100 milliseconds' + cardinality(v_row.queues) * interval '0.2 milliseconds', interval '1 second'
-    );
+    v_stale := not found or v_row.fresh_until <= v_now;
     if not p_fresh and found and (not v_stale or not pg_try_advisory_xact_lock(19014, hashtext(v_key))) then
         return query select v_row.queues, v_row.tenants, v_row.limited, v_row.lows, v_row.total, true;
         return;
     end if;
     select
-        v_key, v_now,
+        v_key, v_now + least(interval '100 milliseconds' + count(*) * interval '0.2 milliseconds', interval '1 second'),
         coalesce(array_agg(x.queue order by x.low), '{}'),
         coalesce(array_agg(x.tenant_id order by x.low), '{}'),
         coalesce(array_agg(x.limited order by x.low), '{}'),
@@ -51,7 +50,7 @@ begin
     if v_stale and pg_try_advisory_xact_lock(19014, hashtext(v_key)) then
         insert into jobctl._lane_cache as c values (v_row.*)
         on conflict (queues_key) do update
-        set refreshed_at = excluded.refreshed_at, queues = excluded.queues, tenants = excluded.tenants,
+        set fresh_until = excluded.fresh_until, queues = excluded.queues, tenants = excluded.tenants,
             limited = excluded.limited, lows = excluded.lows, total = excluded.total;
     end if;
     return query select v_row.queues, v_row.tenants, v_row.limited, v_row.lows, v_row.total, false;

@@ -7,9 +7,15 @@
 -- Locks: advisory xact lock (19015, hashtext(queue)), try only.
 create or replace function jobctl._notify(p_queues text[])
 returns void
-language sql
+language plpgsql  -- not sql: a SQL function called from plpgsql is planned on every call
 as $$
-    select pg_notify('jobctl', q)
-    from unnest(p_queues) as q
-    where pg_try_advisory_xact_lock(19015, hashtext(q))
+declare
+    v_queue text;
+begin
+    foreach v_queue in array coalesce(p_queues, '{}') loop
+        if pg_try_advisory_xact_lock(19015, hashtext(v_queue)) then
+            perform pg_notify('jobctl', v_queue);
+        end if;
+    end loop;
+end
 $$;

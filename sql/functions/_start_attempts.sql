@@ -16,11 +16,19 @@ as $$
 #variable_conflict use_column
 declare
     -- created_at bounds: variables, so the executor prunes partitions by them before it sets up
-    -- the plan (it cannot prune by = any(array))
-    v_first timestamptz;
-    v_last timestamptz;
+    -- the plan (it cannot prune by = any(array)); found by a loop of simple expressions, which
+    -- plpgsql evaluates without starting an executor (a SELECT over unnest cost a statement)
+    v_first timestamptz := p_cas[1];
+    v_last timestamptz := p_cas[1];
+    v_ca timestamptz;
 begin
-    select min(c), max(c) into v_first, v_last from unnest(p_cas) as c;
+    foreach v_ca in array p_cas loop
+        if v_ca < v_first then
+            v_first := v_ca;
+        elsif v_ca > v_last then
+            v_last := v_ca;
+        end if;
+    end loop;
     return query
     with claimed as (
         update jobctl.job as j
