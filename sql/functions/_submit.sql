@@ -17,6 +17,10 @@ declare
     v_msg text;
     v_field text;
     v_has_keys boolean;
+    v_specs jobctl._job_spec[] := p_specs;  -- the specs that become jobs
+    v_ids bigint[];                         -- their ids, in v_specs order
+    v_slot bigint[];  -- keyed batches, per spec: -k the k-th new job, > 0 the id of the job holding its key
+    v_dup boolean[];  -- keyed batches, per spec: whether it returns another spec's or an older job
 begin
     if p_specs is null or cardinality(p_specs) = 0 then
         return;
@@ -97,33 +101,47 @@ begin
         ) as b;
     end if;
 
-    return query
-    with spec as (
-        select
-            o.*,
-            min(o.ord) over (partition by o.tenant_id, o.dedup_key) as first_ord
-        from unnest(p_specs) with ordinality as o (
+    if v_has_keys then
+        -- which specs become jobs: the first of each key in the batch, unless a committed job holds
+        -- the key; each spec's answer is the k-th new job (slot -k) or the holder's id (slot > 0)
+        select array_agg(row(
+                m.tenant_id, m.queue, m.payload, m.priority, m.run_at, m.dedup_key, m.max_attempts, m.backoff,
+                m.timeout
+            )::jobctl._job_spec order by m.ord) filter (where m.is_new),
+            array_agg(coalesce(m.held_by, -m.k) order by m.ord),
+            array_agg(not m.is_new order by m.ord)
+        into v_specs, v_slot, v_dup
+        from (
+            select n.*, max(n.k_new) over (partition by n.tenant_id, n.dedup_key, n.first_ord) as k
+            from (
+                select h.*, case when h.is_new then count(*) filter (where h.is_new) over (order by h.ord) end as k_new
+                from (
+                    select s.*, e.job_id as held_by, e.job_id is null and (s.dedup_key is null or s.ord = s.first_ord) as is_new
+                    from (
+                        select o.*, case when o.dedup_key is null then o.ord
+                            else min(o.ord) over (partition by o.tenant_id, o.dedup_key) end as first_ord
+                        from unnest(p_specs) with ordinality as o (
+                            tenant_id, queue, payload, priority, run_at, dedup_key, max_attempts, backoff, timeout, ord
+                        )
+                    ) as s
+                    left join lateral (
+                        select j.job_id from jobctl.job as j
+                        where j.tenant_id = s.tenant_id and j.dedup_key = s.dedup_key
+                        order by j.job_id
+                        limit 1
+                    ) as e on s.dedup_key is not null
+                ) as h
+            ) as n
+        ) as m;
+    end if;
+
+    -- the new jobs, in input order
+    with fresh as (
+        select o.*, nextval('jobctl.job_id_seq') as new_id, coalesce(o.run_at, v_now) as due
+        from unnest(v_specs) with ordinality as o (
             tenant_id, queue, payload, priority, run_at, dedup_key, max_attempts, backoff, timeout, ord
         )
-    ),
-    existing as (
-        select distinct on (j.tenant_id, j.dedup_key) j.tenant_id, j.dedup_key, j.job_id
-        from jobctl.job as j
-        where v_has_keys
-            and j.dedup_key is not null
-            and (j.tenant_id, j.dedup_key) in (
-                select s.tenant_id, s.dedup_key from spec as s where s.dedup_key is not null
-            )
-        order by j.tenant_id, j.dedup_key, j.job_id
-    ),
-    fresh as (
-        select s.*, nextval('jobctl.job_id_seq') as new_id, coalesce(s.run_at, v_now) as due
-        from spec as s
-        where s.dedup_key is null
-            or (s.ord = s.first_ord and not exists (
-                select from existing as e where e.tenant_id = s.tenant_id and e.dedup_key = s.dedup_key
-            ))
-        order by s.ord
+        order by o.ord
     ),
     new_job as (
         insert into jobctl.job (
@@ -143,14 +161,16 @@ begin
         insert into jobctl._delayed (run_at, job_id, created_at, queue, tenant_id, priority)
         select f.due, f.new_id, v_now, f.queue, f.tenant_id, f.priority from fresh as f where f.due > v_now
     )
-    select
-        coalesce(f.new_id, e.job_id, lead_job.new_id),
-        f.new_id is null
-    from spec as s
-    left join fresh as f on f.ord = s.ord
-    left join existing as e on e.tenant_id = s.tenant_id and e.dedup_key = s.dedup_key
-    left join fresh as lead_job on lead_job.ord = s.first_ord and s.dedup_key is not null
-    order by s.ord;
+    select array_agg(f.new_id order by f.ord) from fresh as f
+    into v_ids;
+
+    if v_slot is null then
+        return query select u.id, false from unnest(v_ids) as u (id);
+    else
+        return query
+        select case when u.slot > 0 then u.slot else v_ids[-u.slot] end, u.dup
+        from unnest(v_slot, v_dup) as u (slot, dup);
+    end if;
 
     perform jobctl._notify(array_agg(distinct s.queue))
     from unnest(p_specs) as s
