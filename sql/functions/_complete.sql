@@ -44,6 +44,11 @@ begin
         where j.job_id = any(v_ids) and j.created_at = any(v_cas) and j.created_at between v_first and v_last;
     end if;
 
+    if cardinality(v_ids) = cardinality(p_ids) then
+        -- as many rows left _running as pairs came, so every pair completed (none fenced)
+        return query select a.job_id, true from unnest(p_ids) as a (job_id);
+        return;
+    end if;
     return query
     -- a join, not a per-row EXISTS over the completed list: batches of 1,000 stay linear
     select a.job_id, d.job_id is not null
