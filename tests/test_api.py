@@ -23,7 +23,7 @@ from jobctl.api import create_app, error_handlers
 from psycopg.conninfo import make_conninfo
 
 Conn = psycopg.Connection[tuple[object, ...]]
-ALL_SCOPES = ["jobs:read", "jobs:submit", "jobs:cancel", "jobs:retry"]
+ALL_SCOPES = list(contract.SCOPES)
 MakeToken = Callable[..., str]
 
 
@@ -708,3 +708,40 @@ def test_list_invalid(client: httpx.Client, make_token: MakeToken, name: str) ->
         "invalid_request",
         "before",
     )
+
+
+def test_schedules_put_list_drop(client: httpx.Client, make_token: MakeToken, name: str) -> None:
+    token, other = make_token(name), make_token(f"{name}x")
+    body = {"cron": "@every 15 seconds", "queue": "pings", "payload": {"p": 1}}
+    r = client.put("/api/v1/schedules/ping", json=body, headers=auth(token))
+    assert r.status_code == 200, r.text
+    saved = r.json()["schedule"]
+    assert (saved["tenant_id"], saved["priority"], saved["catch_up"], saved["skip_overlap"]) == (
+        name,
+        0,
+        1,
+        False,
+    )
+    r = client.put("/api/v1/schedules/ping", json=body | {"catch_up": 5}, headers=auth(token))
+    assert (
+        r.json()["schedule"]["catch_up"] == 5
+        and r.json()["schedule"]["next_fire_at"] == saved["next_fire_at"]
+    )
+    listed = client.get("/api/v1/schedules", headers=auth(token)).json()["schedules"]
+    assert [s["name"] for s in listed] == ["ping"]
+    assert client.get("/api/v1/schedules", headers=auth(other)).json()["schedules"] == []
+
+    bad = client.put("/api/v1/schedules/x", json=body | {"cron": "* * * * mon-"}, headers=auth(token))
+    assert_error(bad, 422, "invalid_request", "cron", "JC001")
+    assert "day-of-week" in bad.json()["message"]
+    assert_error(
+        client.put("/api/v1/schedules/x", json=body | {"tenant_id": f"{name}x"}, headers=auth(token)),
+        403,
+        "forbidden",
+        "tenant_id",
+    )
+    reader = make_token(name, ["schedules:read"])
+    r = client.delete("/api/v1/schedules/ping", headers=auth(reader))
+    assert_error(r, 403, "insufficient_scope", sqlstate="JC021")
+    assert client.delete("/api/v1/schedules/ping", headers=auth(token)).json() == {"dropped": True}
+    assert_error(client.delete("/api/v1/schedules/ping", headers=auth(token)), 404, "not_found", "name")

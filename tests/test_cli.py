@@ -59,7 +59,19 @@ def pending(cli: Cli, tenant: str) -> dict[str, int]:
     return {r["queue"]: r["pending"] for r in ok_json(cli("stats", "--tenant", tenant, "--json"))}
 
 
-COMMANDS = ["migrate", "validate", "submit", "get", "list", "history", "cancel", "retry", "tenant", "token"]
+COMMANDS = [
+    "migrate",
+    "validate",
+    "submit",
+    "get",
+    "list",
+    "history",
+    "cancel",
+    "retry",
+    "tenant",
+    "schedule",
+    "token",
+]
 COMMANDS += ["stats", "doctor", "top", "serve", "worker"]
 
 
@@ -183,6 +195,26 @@ def test_tenant_put_and_list(cli: Cli, name: str) -> None:
     reset = ok_json(cli("tenant", "put", name, "--json"))  # every field is set: omitted ones to defaults
     assert (reset["weight"], reset["max_pending"], reset["claim_rate"]) == (1, None, None)
     assert "[JC001, field: weight]" in failed(cli("tenant", "put", name, "--weight", "0"))
+
+
+def test_schedule_put_list_next_drop(cli: Cli, name: str) -> None:
+    saved = ok_json(cli("schedule", "put", name, "nightly", "0 2 * * *", "reports", '{"k": 1}', "--json"))
+    assert (saved["cron"], saved["queue"], saved["payload"], saved["catch_up"]) == (
+        "0 2 * * *",
+        "reports",
+        {"k": 1},
+        1,
+    )
+    assert saved["next_fire_at"].endswith("T02:00:00+00:00")
+    listed = ok_json(cli("schedule", "list", name, "--json"))
+    assert [s["name"] for s in listed] == ["nightly"]
+    assert any(line.startswith(f"{name} ") for line in ok(cli("schedule", "list")).splitlines())
+    times = ok(cli("schedule", "next", "*/15 * * * *", "--count", "3")).split()
+    assert len(times) == 3 and all(t[14:16] in ("00", "15", "30", "45") for t in times), times
+    assert "[JC001, field: cron]" in failed(cli("schedule", "put", name, "bad", "0 25 * * *", "q"))
+    assert "cron hour field '25' is invalid" in failed(cli("schedule", "next", "0 25 * * *"))
+    assert "dropped" in ok(cli("schedule", "drop", name, "nightly"))
+    assert "no schedule nightly" in failed(cli("schedule", "drop", name, "nightly"))
 
 
 def test_token_create_list_revoke(cli: Cli, name: str) -> None:

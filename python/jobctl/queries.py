@@ -63,6 +63,25 @@ select jobctl.put_tenant(%(tenant_id)s::text, %(weight)s::int, %(max_pending)s::
 """
 LIST_TENANTS = "select * from jobctl.list_tenants()"
 GET_TENANT = "select * from jobctl.list_tenants() as t where t.tenant_id = %(tenant_id)s::text"
+
+# --- schedules: NULL priority, catch_up or skip_overlap is the function's default
+PUT_SCHEDULE = """
+select jobctl.put_schedule(%(tenant_id)s::text, %(name)s::text, %(cron)s::text, %(queue)s::text,
+    %(payload)s::jsonb, %(priority)s::int, %(catch_up)s::int, %(skip_overlap)s::boolean)
+"""
+LIST_SCHEDULES = "select * from jobctl.list_schedules(%(tenant_id)s::text)"
+GET_SCHEDULE = "select * from jobctl.list_schedules(%(tenant_id)s::text) as s where s.name = %(name)s::text"
+DROP_SCHEDULE = "select jobctl.drop_schedule(%(tenant_id)s::text, %(name)s::text) as dropped"
+# the next `count` fire times of an expression, each cron_next of the one before
+CRON_TIMES = """
+with recursive t (n, at) as (
+    select 1, jobctl.cron_next(%(cron)s::text, now())
+    union all
+    select t.n + 1, jobctl.cron_next(%(cron)s::text, t.at) from t where t.n < %(count)s::int
+)
+select t.at from t order by t.n
+"""
+
 CREATE_API_TOKEN = """
 select jobctl.create_api_token(%(tenant_id)s::text, %(scopes)s::text[], %(label)s::text) as token
 """

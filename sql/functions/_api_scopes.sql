@@ -4,5 +4,5 @@ returns text[]
 language sql
 immutable
 as $$
-    select array['jobs:cancel', 'jobs:read', 'jobs:retry', 'jobs:submit']
+    select array['jobs:cancel', 'jobs:read', 'jobs:retry', 'jobs:submit', 'schedules:read', 'schedules:write']
 $$;

@@ -1,7 +1,8 @@
 -- jobctl._housekeep: what claim_job does before claiming. Due delayed jobs are promoted at once
--- (one index probe decides); expired leases are reaped at most once a second per session (a scan
--- of the small _running table decides), so an orphaned job is claimable again about one second
--- after its lease ends, whatever pg_cron's one-minute granularity.
+-- (one index probe decides); at most once a second per session, expired leases are reaped (a scan
+-- of the small _running table decides) and due schedules expanded (one index probe decides), so
+-- an orphaned job is claimable again, and a schedule's run enqueued, about one second after its
+-- time, whatever pg_cron's one-minute granularity.
 create or replace function jobctl._housekeep(p_batch integer)
 returns void
 language plpgsql
@@ -18,6 +19,9 @@ begin
         perform set_config('jobctl.reaped_at', v_epoch::text, false);
         if exists (select from jobctl._running as r where r.lease_expires_at < v_now or r.deadline < v_now) then
             perform jobctl.reap_expired_leases();
+        end if;
+        if exists (select from jobctl.schedule as s where s.next_fire_at <= v_now) then
+            perform jobctl.expand_schedules();
         end if;
     end if;
 end

@@ -1,9 +1,10 @@
--- jobctl.tick: one pass of periodic work: promote due delayed jobs and reap expired leases.
+-- jobctl.tick: one pass of periodic work: promote due delayed jobs, reap expired leases, expand
+-- due schedules.
 -- pg_cron runs it every minute as a backstop; the sub-second path is claim_job, which does the same
 -- work at most once a second per session (jobctl._housekeep). A long-running pg_cron job would
 -- stall DROP DATABASE cluster-wide on PostgreSQL 15 (pg_cron's launcher does not absorb the
 -- ProcSignalBarrier while a job runs, pg_cron issue #318), so this pass is short by design.
--- Does nothing on a standby. Returns the number of jobs promoted plus reaped.
+-- Does nothing on a standby. Returns the number of jobs promoted, reaped and enqueued.
 create or replace function jobctl.tick()
 returns integer
 language plpgsql
@@ -13,11 +14,12 @@ begin
     if pg_is_in_recovery() then
         return 0;
     end if;
-    return jobctl._promote_due() + jobctl.reap_expired_leases();
+    return jobctl._promote_due() + jobctl.reap_expired_leases() + jobctl.expand_schedules();
 end
 $$;
 
 comment on function jobctl.tick() is
-'One pass of periodic work: promote due delayed jobs and reap expired leases; returns how many jobs it moved.
+'One pass of periodic work: promote due delayed jobs, reap expired leases, expand due schedules; returns how many
+jobs it moved or enqueued.
 pg_cron runs it every minute; claim_job does the same work at most once a second per session. In manual mode
 (no pg_cron) call it from any scheduler.';

@@ -147,7 +147,7 @@ select is(
 
 select is(
     pg_temp.hint_of($$select jobctl.create_api_token('tap_token_b', array['jobs:delete'])$$),
-    'Scopes: jobs:cancel, jobs:read, jobs:retry, jobs:submit.',
+    'Scopes: jobs:cancel, jobs:read, jobs:retry, jobs:submit, schedules:read, schedules:write.',
     'the HINT of an unknown scope lists the valid ones'
 );
 
@@ -177,7 +177,8 @@ select results_eq(
 );
 
 select is(
-    jobctl._api_scopes(), array['jobs:cancel', 'jobs:read', 'jobs:retry', 'jobs:submit'], 'the four scopes'
+    jobctl._api_scopes(), array['jobs:cancel', 'jobs:read', 'jobs:retry', 'jobs:submit', 'schedules:read', 'schedules:write'],
+    'the six scopes'
 );
 select isnt(
     obj_description('jobctl.create_api_token(text, text[], text)'::regprocedure), null, 'create_api_token has a comment'

@@ -11,7 +11,7 @@ from fastapi import FastAPI
 from psycopg_pool import AsyncConnectionPool
 
 from jobctl import __version__, db
-from jobctl.api import error_handlers, metrics, routes
+from jobctl.api import error_handlers, metrics, routes, schedule_routes
 from jobctl.api.limits import BodyLimit
 
 MAX_BODY_BYTES = 1024 * 1024  # larger request bodies are refused (413) before they are parsed
@@ -25,10 +25,10 @@ rule.
 **Authentication.** Send `Authorization: Bearer <token>` with a token made by
 `jobctl.create_api_token(tenant_id, scopes)`. A token speaks for one tenant (or, made with a NULL
 tenant, for every tenant: an admin token) and only for its scopes: `jobs:read`, `jobs:submit`,
-`jobs:cancel`, `jobs:retry`. Only its SHA-256 is stored. No or a bad token: 401; a missing scope: 403.
-Another tenant's job is invisible: it answers 404, exactly as an unknown id does. Only `jobs:read`
-shows a job's contents: a submit that repeats a `dedup_key` answers a token without it with the
-first job's `job_id`, `tenant_id` and `state` only.
+`jobs:cancel`, `jobs:retry`, `schedules:read`, `schedules:write`. Only its SHA-256 is stored. No or
+a bad token: 401; a missing scope: 403. Another tenant's job is invisible: it answers 404, exactly
+as an unknown id does. Only `jobs:read` shows a job's contents: a submit that repeats a `dedup_key`
+answers a token without it with the first job's `job_id`, `tenant_id` and `state` only.
 
 **Errors.** Every 4xx and 5xx has the same JSON body: `error` (a short code), `message` (one line),
 `field` (the request field at fault, or null) and `sqlstate` (when the database raised it; see
@@ -79,6 +79,7 @@ def create_app(
         generate_unique_id_function=lambda route: route.name,  # operationIds: submit_job, get_job, ...
         openapi_tags=[
             {"name": "jobs", "description": "A tenant's jobs. Each endpoint needs a token with its scope."},
+            {"name": "schedules", "description": "A tenant's recurring schedules (cron expressions, UTC)."},
             {"name": "operations", "description": "For load balancers and monitoring; no token."},
         ],
     )
@@ -86,4 +87,5 @@ def create_app(
     error_handlers.install(app)
     metrics.install(app, lambda: pool.get_stats() if pool is not None else None)
     app.include_router(routes.router)
+    app.include_router(schedule_routes.router)
     return app

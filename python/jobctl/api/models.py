@@ -194,3 +194,66 @@ class ErrorBody(BaseModel):
 
 class Health(BaseModel):
     status: Literal["ok", "unavailable"]
+
+
+class ScheduleIn(BaseModel):
+    """A schedule to create or replace: the fields of `jobctl.put_schedule` (its name is in the path)."""
+
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={
+            "examples": [
+                {"cron": "0 2 * * *", "queue": "reports", "payload": {"kind": "nightly"}, "catch_up": 3}
+            ]
+        },
+    )
+
+    tenant_id: str | None = Field(
+        default=None,
+        description="The tenant. With a tenant token: may be omitted (the token's tenant) and must match it. "
+        "With an admin token: required.",
+    )
+    cron: str = Field(
+        description="5 fields (minute hour day-of-month month day-of-week) or @every <interval>, @hourly, "
+        "@daily, @weekly, @monthly, @yearly; UTC."
+    )
+    queue: str = Field(description="The queue each run goes to, 1-200 characters.")
+    payload: JsonValue = Field(description="Each run's payload: any JSON value, at most 64 KiB as text.")
+    priority: Annotated[StrictInt | None, Field(ge=INT4_MIN, le=INT4_MAX)] = Field(
+        default=None, description="Each run's priority, -100..100 (default 0)."
+    )
+    catch_up: Annotated[StrictInt | None, Field(ge=INT4_MIN, le=INT4_MAX)] = Field(
+        default=None,
+        description="After downtime, at most this many missed runs, the latest (1..1000, default 1).",
+    )
+    skip_overlap: bool | None = Field(
+        default=None, description="Skip a run while the previous run is unfinished (default false)."
+    )
+
+
+class Schedule(BaseModel):
+    tenant_id: str
+    name: str
+    cron: str
+    queue: str
+    payload: JsonValue
+    priority: int
+    catch_up: int
+    skip_overlap: bool
+    next_fire_at: datetime = Field(description="The next fire time not yet enqueued.")
+    last_fire_at: datetime | None = Field(description="The fire time of the latest run enqueued, or null.")
+    last_job_id: int | None = Field(description="The latest run's job, or null.")
+    created_at: datetime
+    updated_at: datetime
+
+
+class ScheduleOut(BaseModel):
+    schedule: Schedule
+
+
+class ScheduleList(BaseModel):
+    schedules: list[Schedule] = Field(description="Ordered by name.")
+
+
+class Dropped(BaseModel):
+    dropped: bool = Field(description="true: the schedule existed and is gone; runs already enqueued stay.")

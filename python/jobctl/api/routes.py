@@ -52,7 +52,7 @@ NOT_YOURS = (
 )
 
 
-def _errors(*statuses: int, notes: dict[int, str] | None = None) -> dict[int | str, dict[str, Any]]:
+def error_responses(*statuses: int, notes: dict[int, str] | None = None) -> dict[int | str, dict[str, Any]]:
     """The error answers of an endpoint for the OpenAPI document: 401, 403 and 503 always, the given
     statuses too; notes replaces a status's default description."""
     default = {
@@ -76,7 +76,7 @@ JobId = Annotated[int, Path(alias="id", ge=1, le=JOB_ID_MAX, description="The jo
 router = APIRouter(prefix="/api/v1")
 
 
-async def _fetch_all(caller: Caller, query: str, params: dict[str, Any]) -> list[dict[str, Any]]:
+async def fetch_all(caller: Caller, query: str, params: dict[str, Any]) -> list[dict[str, Any]]:
     async with caller.conn.cursor(row_factory=dict_row) as cur:
         await cur.execute(query, params)
         return await cur.fetchall()
@@ -88,7 +88,7 @@ def _not_found(job_id: int) -> errors.NotFound:
 
 async def _job(caller: Caller, job_id: int) -> Job:
     """The job just submitted, cancelled or retried (by this caller: no tenant check needed)."""
-    rows = await _fetch_all(caller, queries.GET_JOB, {"job_id": job_id})
+    rows = await fetch_all(caller, queries.GET_JOB, {"job_id": job_id})
     if not rows:
         raise _not_found(job_id)
     return Job.from_row(rows[0])
@@ -107,7 +107,7 @@ async def _job(caller: Caller, job_id: int) -> Job:
             "changed. The job is shown in full only to a token that also has jobs:read; to a token "
             "without it, `job` holds only `job_id`, `tenant_id` and `state` (`JobRef`).",
         },
-        **_errors(
+        **error_responses(
             400,
             413,
             422,
@@ -133,7 +133,7 @@ async def submit_job(
     act = audit.begin(request, audit.Action(caller.token_id, caller.tenant_id, "submit"))
     act.tenant = caller.tenant_for(job.tenant_id, "tenant_id")
     spec = job.model_dump(mode="json", exclude_unset=True) | {"tenant_id": act.tenant}
-    rows = await _fetch_all(caller, queries.SUBMIT_JOBS, {"jobs": Jsonb([spec])})
+    rows = await fetch_all(caller, queries.SUBMIT_JOBS, {"jobs": Jsonb([spec])})
     act.job_id, duplicate = int(rows[0]["job_id"]), bool(rows[0]["duplicate"])
     first = await _job(caller, act.job_id)
     # a dedup hit may be another token's job: its contents are for jobs:read only
@@ -148,7 +148,7 @@ async def _change_job(request: Request, caller: Caller, job_id: int, action: str
     """Cancel or retry one of the caller's jobs (sql acts only on a job of its tenant), audited, and
     answer with the job as it is now; no row means unknown or another tenant's: 404."""
     act = audit.begin(request, audit.Action(caller.token_id, caller.tenant_id, action, job_id))
-    rows = await _fetch_all(caller, sql, {"job_id": job_id, "tenant_id": caller.tenant_id})
+    rows = await fetch_all(caller, sql, {"job_id": job_id, "tenant_id": caller.tenant_id})
     if not rows:
         raise _not_found(job_id)
     out = JobOut(job=await _job(caller, job_id))
@@ -160,11 +160,11 @@ async def _change_job(request: Request, caller: Caller, job_id: int, action: str
     "/jobs/{id}",
     tags=["jobs"],
     summary="Get a job",
-    responses=_errors(404, 422, notes={422: "The id is not a positive integer."}),
+    responses=error_responses(404, 422, notes={422: "The id is not a positive integer."}),
 )
 async def get_job(job_id: JobId, caller: Annotated[Caller, caller_for("jobs:read")]) -> JobOut:
     """One job (scope `jobs:read`). Another tenant's job answers 404, as an unknown id does."""
-    rows = await _fetch_all(caller, queries.GET_JOB_OF, {"job_id": job_id, "tenant_id": caller.tenant_id})
+    rows = await fetch_all(caller, queries.GET_JOB_OF, {"job_id": job_id, "tenant_id": caller.tenant_id})
     if not rows:
         raise _not_found(job_id)
     return JobOut(job=Job.from_row(rows[0]))
@@ -175,7 +175,7 @@ async def get_job(job_id: JobId, caller: Annotated[Caller, caller_for("jobs:read
     tags=["jobs"],
     summary="Cancel a job",
     response_description="The cancelled job.",
-    responses=_errors(404, 409, 422, notes={409: "The job is already completed, dead or cancelled."}),
+    responses=error_responses(404, 409, 422, notes={409: "The job is already completed, dead or cancelled."}),
 )
 async def cancel_job(
     request: Request, job_id: JobId, caller: Annotated[Caller, caller_for("jobs:cancel")]
@@ -190,7 +190,7 @@ async def cancel_job(
     tags=["jobs"],
     summary="Retry a job",
     response_description="The job, pending again.",
-    responses=_errors(404, 409, 422, notes={409: "The job is pending, running or completed."}),
+    responses=error_responses(404, 409, 422, notes={409: "The job is pending, running or completed."}),
 )
 async def retry_job(
     request: Request, job_id: JobId, caller: Annotated[Caller, caller_for("jobs:retry")]
@@ -204,7 +204,7 @@ async def retry_job(
     "/jobs",
     tags=["jobs"],
     summary="List jobs",
-    responses=_errors(
+    responses=error_responses(
         422,
         notes={
             403: "The token lacks jobs:read, or `tenant` names another tenant.",
@@ -232,7 +232,7 @@ async def list_jobs(
     is null."""
     tenant_id = caller.tenant_for(tenant, "tenant")
     # one row more than the page tells whether another page follows
-    rows = await _fetch_all(
+    rows = await fetch_all(
         caller,
         queries.LIST_JOBS,
         {"tenant_id": tenant_id, "state": status, "queue": queue, "before_id": before, "max_rows": limit + 1},

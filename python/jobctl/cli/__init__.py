@@ -15,7 +15,7 @@ from typing import Any
 
 import click
 
-from jobctl.cli import jobs, ops, schema, tenants, tokens
+from jobctl.cli import jobs, ops, schedules, schema, tenants, tokens
 from jobctl.cli.common import CliError, user_message
 from jobctl.errors import first_line
 
@@ -89,8 +89,9 @@ main.add_command(jobs.list_)
 main.add_command(jobs.history)
 main.add_command(jobs.cancel)
 main.add_command(jobs.retry)
-# tenants and API tokens
+# tenants, schedules and API tokens
 main.add_command(tenants.tenant)
+main.add_command(schedules.schedule)
 main.add_command(tokens.token)
 # figures and health
 main.add_command(ops.stats)

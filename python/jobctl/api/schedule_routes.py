@@ -1,0 +1,76 @@
+"""The schedule endpoints: one contract function each (put_schedule, list_schedules,
+drop_schedule), behind the same token check as the job endpoints (scopes schedules:read and
+schedules:write; a tenant token acts only for its tenant)."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Path, Query, Request
+from psycopg.types.json import Jsonb
+
+from jobctl import errors, queries
+from jobctl.api import audit
+from jobctl.api.auth import Caller, caller_for
+from jobctl.api.models import Dropped, Schedule, ScheduleIn, ScheduleList, ScheduleOut
+from jobctl.api.routes import error_responses, fetch_all
+
+Name = Annotated[str, Path(min_length=1, max_length=200, description="The schedule's name.")]
+Tenant = Annotated[
+    str | None, Query(description="The tenant; defaults to the token's. Required with an admin token.")
+]
+
+router = APIRouter(prefix="/api/v1", tags=["schedules"])
+
+
+def _not_found(name: str) -> errors.NotFound:
+    return errors.NotFound(f"no schedule {name}", field="name")
+
+
+@router.put(
+    "/schedules/{name}",
+    summary="Create or replace a schedule",
+    response_description="The schedule as saved.",
+    responses=error_responses(
+        413, 422, notes={403: "The token lacks schedules:write, or tenant_id names another tenant."}
+    ),
+)
+async def put_schedule(
+    request: Request, name: Name, body: ScheduleIn, caller: Annotated[Caller, caller_for("schedules:write")]
+) -> ScheduleOut:
+    """Create or replace a recurring schedule (scope `schedules:write`): each fire time of `cron` enqueues one
+    job. Fields left out take the database's defaults."""
+    act = audit.begin(request, audit.Action(caller.token_id, caller.tenant_id, "put_schedule"))
+    act.tenant = caller.tenant_for(body.tenant_id, "tenant_id")
+    params = body.model_dump(exclude={"tenant_id"}) | {"tenant_id": act.tenant, "name": name}
+    params["payload"] = Jsonb(body.payload)
+    await fetch_all(caller, queries.PUT_SCHEDULE, params)
+    rows = await fetch_all(caller, queries.GET_SCHEDULE, {"tenant_id": act.tenant, "name": name})
+    act.record(200)
+    return ScheduleOut(schedule=Schedule(**rows[0]))
+
+
+@router.get("/schedules", summary="List schedules", responses=error_responses(422))
+async def list_schedules(
+    caller: Annotated[Caller, caller_for("schedules:read")], tenant: Tenant = None
+) -> ScheduleList:
+    """A tenant's schedules with their next and last fire times (scope `schedules:read`)."""
+    rows = await fetch_all(caller, queries.LIST_SCHEDULES, {"tenant_id": caller.tenant_for(tenant, "tenant")})
+    return ScheduleList(schedules=[Schedule(**r) for r in rows])
+
+
+@router.delete("/schedules/{name}", summary="Drop a schedule", responses=error_responses(404, 422))
+async def drop_schedule(
+    request: Request,
+    name: Name,
+    caller: Annotated[Caller, caller_for("schedules:write")],
+    tenant: Tenant = None,
+) -> Dropped:
+    """Remove a schedule (scope `schedules:write`); runs already enqueued stay. An unknown name is 404."""
+    act = audit.begin(request, audit.Action(caller.token_id, caller.tenant_id, "drop_schedule"))
+    act.tenant = caller.tenant_for(tenant, "tenant")
+    rows = await fetch_all(caller, queries.DROP_SCHEDULE, {"tenant_id": act.tenant, "name": name})
+    if not rows or not rows[0]["dropped"]:
+        raise _not_found(name)
+    act.record(200)
+    return Dropped(dropped=True)

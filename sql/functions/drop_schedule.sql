@@ -1,0 +1,13 @@
+-- jobctl.drop_schedule: remove a schedule; runs already enqueued stay. Writes: schedule (delete).
+create or replace function jobctl.drop_schedule(tenant_id text, name text)
+returns boolean
+language plpgsql
+as $$
+begin
+    delete from jobctl.schedule as s where s.tenant_id = drop_schedule.tenant_id and s.name = drop_schedule.name;
+    return found;
+end
+$$;
+
+comment on function jobctl.drop_schedule(text, text) is
+'Remove a schedule; true if it existed. Runs already enqueued are kept.';

@@ -1,0 +1,83 @@
+-- jobctl.expand_schedules: enqueue the due runs of every due schedule; returns how many.
+-- Called once a second by claiming sessions (jobctl._housekeep, when a schedule is due) and every
+-- minute by pg_cron (jobctl.tick), so runs start within about a second of their fire time while
+-- workers claim. Each schedule row is locked (SKIP LOCKED: racing expanders share the work, never
+-- the same row) and moved past its enqueued fire times in the same transaction: each fire time is
+-- enqueued once. A fire time more than 90 s old when expanded was missed (the expanders were
+-- down); of the missed ones only the latest catch_up are enqueued, the on-time ones all are.
+-- With skip_overlap a run is skipped while the schedule's previous run is unfinished.
+-- Does nothing on a standby. Locks: schedule rows. Writes: schedule, and through jobctl._submit
+-- job, _ready, _delayed.
+create or replace function jobctl.expand_schedules()
+returns integer
+language plpgsql
+as $$
+declare
+    v_now timestamptz := clock_timestamp();
+    v_missed_before timestamptz := clock_timestamp() - interval '90 seconds';
+    v_s jobctl.schedule;
+    v_fires timestamptz[];
+    v_t timestamptz;
+    v_busy boolean;
+    v_job bigint;
+    v_n integer := 0;
+begin
+    if pg_is_in_recovery() then
+        return 0;
+    end if;
+    for v_s in
+        select * from jobctl.schedule as s
+        where s.next_fire_at <= v_now
+        order by s.next_fire_at
+        limit 1000
+        for update skip locked
+    loop
+        -- the latest catch_up missed fire times (walking back from the cut-off), oldest first
+        v_fires := '{}';
+        v_t := v_missed_before;
+        while v_s.next_fire_at < v_t and cardinality(v_fires) < v_s.catch_up loop
+            v_t := jobctl._cron_walk(v_s.cron, v_t, true);
+            exit when v_t < v_s.next_fire_at;
+            v_fires := v_t || v_fires;
+        end loop;
+        -- then every on-time one; v_t ends on the first fire time still to come
+        v_t := case when v_s.next_fire_at >= v_missed_before then v_s.next_fire_at
+            else jobctl._cron_walk(v_s.cron, v_missed_before - interval '1 microsecond', false) end;
+        while v_t <= v_now loop
+            v_fires := v_fires || v_t;
+            v_t := jobctl._cron_walk(v_s.cron, v_t, false);
+        end loop;
+
+        v_busy := v_s.skip_overlap and exists (
+            select from jobctl.job as j
+            where j.job_id = v_s.last_job_id and j.created_at = v_s.last_job_created_at
+                and j.state in ('pending', 'failed', 'running')
+        );
+        if v_busy then
+            v_fires := '{}';
+        elsif v_s.skip_overlap then
+            v_fires := v_fires[1:1];  -- the runs after it would overlap it
+        end if;
+        if cardinality(v_fires) > 0 then
+            select max(s.job_id) into v_job
+            from jobctl._submit(array(
+                select row(v_s.tenant_id, v_s.queue, v_s.payload, v_s.priority, f.fire, null, null, null, null)::jobctl._job_spec
+                from unnest(v_fires) as f (fire)
+            ), false) as s;
+            v_n := v_n + cardinality(v_fires);
+        end if;
+        update jobctl.schedule as s
+        set next_fire_at = v_t,
+            last_fire_at = case when cardinality(v_fires) > 0 then v_fires[cardinality(v_fires)] else s.last_fire_at end,
+            last_job_id = case when cardinality(v_fires) > 0 then v_job else s.last_job_id end,
+            last_job_created_at = case when cardinality(v_fires) > 0 then now() else s.last_job_created_at end
+        where s.tenant_id = v_s.tenant_id and s.name = v_s.name;
+    end loop;
+    return v_n;
+end
+$$;
+
+comment on function jobctl.expand_schedules() is
+'Enqueue the due runs of every due schedule (each fire time once, however many callers race); returns how many.
+Claiming sessions call it once a second and pg_cron every minute (through tick). A fire time over 90 s old was
+missed: only the schedule''s latest catch_up missed runs are enqueued. Does nothing on a standby.';

@@ -1,0 +1,68 @@
+-- jobctl.put_schedule: create or replace a recurring schedule. Its first run is the expression's
+-- next fire time after now; replacing a schedule keeps its next fire time unless the expression
+-- changed. catch_up: after downtime, at most this many missed runs (the latest) are enqueued;
+-- 1 (the default) means one run stands for the whole missed window. skip_overlap: a run is
+-- skipped while the schedule's previous run is unfinished (pending, failed with a retry, running).
+-- NULL priority, catch_up or skip_overlap means its default (as max_attempts does for submit_job).
+-- Writes: tenant (an unknown tenant is registered), schedule.
+create or replace function jobctl.put_schedule(
+    tenant_id text,
+    name text,
+    cron text,
+    queue text,
+    payload jsonb,
+    priority integer default 0,
+    catch_up integer default 1,
+    skip_overlap boolean default false
+)
+returns void
+language plpgsql
+as $$
+#variable_conflict use_variable
+declare
+    v_priority integer := coalesce(priority, 0);
+    v_catch_up integer := coalesce(catch_up, 1);
+    v_skip_overlap boolean := coalesce(skip_overlap, false);
+    v_field text;
+    v_next timestamptz;
+begin
+    v_field := case
+        when tenant_id is null or tenant_id = '' or length(tenant_id) > 200 then 'tenant_id'
+        when name is null or name = '' or length(name) > 200 then 'name'
+        when cron is null or length(cron) > 200 then 'cron'
+        when queue is null or queue = '' or length(queue) > 200 then 'queue'
+        when payload is null or payload = 'null'::jsonb or octet_length(payload::text) > 65536 then 'payload'
+        when v_priority not between -100 and 100 then 'priority'
+        when v_catch_up not between 1 and 1000 then 'catch_up'
+    end;
+    if v_field is not null then
+        raise exception using errcode = 'JC001',
+            message = format('%s is missing or out of range', v_field),
+            detail = format('field: %s', v_field),
+            hint = 'tenant_id, name, queue: 1-200 characters; cron: up to 200; payload: JSON up to 64 KiB; '
+                'priority -100..100; catch_up 1..1000.';
+    end if;
+    v_next := jobctl.cron_next(cron, now());  -- also validates the expression (JC001 naming the field)
+
+    insert into jobctl.tenant as t (tenant_id) values (tenant_id) on conflict do nothing;
+    insert into jobctl.schedule as s (
+        tenant_id, name, cron, queue, payload, priority, catch_up, skip_overlap, next_fire_at
+    )
+    values (tenant_id, name, cron, queue, payload, v_priority, v_catch_up, v_skip_overlap, v_next)
+    on conflict on constraint schedule_pkey do update
+    set cron = excluded.cron,
+        queue = excluded.queue,
+        payload = excluded.payload,
+        priority = excluded.priority,
+        catch_up = excluded.catch_up,
+        skip_overlap = excluded.skip_overlap,
+        next_fire_at = case when s.cron = excluded.cron then s.next_fire_at else excluded.next_fire_at end,
+        updated_at = now();
+end
+$$;
+
+comment on function jobctl.put_schedule(text, text, text, text, jsonb, integer, integer, boolean) is
+'Create or replace a recurring schedule: each fire time of `cron` (see cron_next) enqueues one job (queue, payload,
+priority; run_at = the fire time), exactly once however many expanders run. catch_up (1..1000, default 1): after
+downtime at most that many missed runs, the latest; skip_overlap: skip a run while the previous one is unfinished.
+NULL priority, catch_up or skip_overlap: the default. Errors: JC001 naming the field (for cron: the bad cron field).';
