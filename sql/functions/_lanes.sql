@@ -1,7 +1,7 @@
 -- jobctl._lanes: the claimable lanes (queue, tenant) for a queue filter, each as wide as its
 -- tenant's weight divided by the tenant's lanes in the filter (so a tenant's share does not grow
 -- with its number of queues), laid end to end as lower bounds (`lows`, ready for width_bucket),
--- and whether each tenant has max_running. Listing lanes costs one index descent per lane (about
+-- and whether each tenant has max_running or a claim rate. Listing lanes costs one index descent per lane (about
 -- 13 µs each) and, even for one lane, setting up a plan of some twenty nodes, so the answer is
 -- shared through jobctl._lane_cache, fresh for 100 ms + 0.2 ms per lane (at most 1 s) from its
 -- listing: claim_job reads a fresh row itself and calls this for a stale one, which a claimer that
@@ -40,7 +40,7 @@ begin
     from (
         select y.*, sum(y.width) over (order by y.queue, y.tenant_id rows unbounded preceding) - y.width as low
         from (
-            select l.queue, l.tenant_id, t.max_running is not null as limited,
+            select l.queue, l.tenant_id, t.max_running is not null or t.claim_bucket is not null as limited,
                 t.weight::float8 / count(*) over (partition by l.tenant_id) as width
             from jobctl._ready_lanes(p_queues) as l
             join jobctl.tenant as t on t.tenant_id = l.tenant_id

@@ -17,6 +17,9 @@ declare
     v_msg text;
     v_field text;
     v_has_keys boolean;
+    v_rated boolean;   -- a tenant of the batch has a submit rate
+    v_limit record;
+    v_wait float8;
     v_specs jobctl._job_spec[] := p_specs;  -- the specs that become jobs
     v_ids bigint[];                         -- their ids, in v_specs order
     v_slot bigint[];  -- keyed batches, per spec: -k the k-th new job, > 0 the id of the job holding its key
@@ -75,14 +78,25 @@ begin
             hint = 'Nothing was submitted.';
     end if;
 
-    -- in key order, so two batches registering the same new tenants cannot deadlock
-    insert into jobctl.tenant (tenant_id)
-    select distinct s.tenant_id from unnest(p_specs) as s
-    where not exists (select from jobctl.tenant as t where t.tenant_id = s.tenant_id)
-    order by 1
-    on conflict do nothing;
+    -- unknown tenants are registered (in key order, so two batches registering the same new
+    -- tenants cannot deadlock); whether any tenant of the batch has a submit rate, and any spec a key
+    with known as (
+        select t.tenant_id, t.submit_bucket from jobctl.tenant as t
+        where t.tenant_id in (select s.tenant_id from unnest(p_specs) as s)
+    ),
+    registered as (
+        insert into jobctl.tenant (tenant_id)
+        select distinct s.tenant_id from unnest(p_specs) as s
+        where s.tenant_id not in (select k.tenant_id from known as k)
+        order by 1
+        on conflict do nothing
+    )
+    select
+        coalesce(bool_or(k.submit_bucket is not null), false),
+        exists (select from unnest(p_specs) as s where s.dedup_key is not null)
+    into v_rated, v_has_keys
+    from known as k;
 
-    v_has_keys := exists (select from unnest(p_specs) as s where s.dedup_key is not null);
     if v_has_keys then
         if current_setting('transaction_isolation') = 'repeatable read' then
             raise exception using errcode = 'JC006',
@@ -133,6 +147,31 @@ begin
                 ) as h
             ) as n
         ) as m;
+    end if;
+
+    -- submit rates: the new jobs (not the repeats) take tokens from their tenant's bucket
+    if v_rated then
+        for v_limit in
+            select t.tenant_id, t.submit_bucket, t.submit_rate, t.submit_burst, count(*)::integer as n
+            from unnest(v_specs) as s
+            inner join jobctl.tenant as t on t.tenant_id = s.tenant_id
+            where t.submit_bucket is not null
+            group by t.tenant_id, t.submit_bucket, t.submit_rate, t.submit_burst
+            order by t.tenant_id
+        loop
+            v_wait := jobctl._take_tokens(v_limit.submit_bucket, v_limit.submit_rate, v_limit.submit_burst, v_limit.n);
+            if v_wait = 'infinity' then
+                raise exception using errcode = 'JC001',
+                    message = format('%s new jobs for tenant %s are more than its submit burst', v_limit.n, v_limit.tenant_id),
+                    detail = 'field: jobs',
+                    hint = 'Nothing was submitted; submit them in smaller batches.';
+            elsif v_wait > 0 then
+                raise exception using errcode = 'JC005',
+                    message = format('tenant %s is over its submit rate (%s a second)', v_limit.tenant_id, v_limit.submit_rate),
+                    detail = format(E'field: tenant_id\nretry_after: %s', round(v_wait::numeric, 3)),
+                    hint = 'Nothing was submitted; try again after retry_after seconds.';
+            end if;
+        end loop;
     end if;
 
     -- the new jobs, in input order

@@ -8,9 +8,10 @@
 -- from it, and a single claim picks a lane with probability weight / total. The work is
 -- O(max_jobs * log lanes), and nothing is updated to keep score, so there is no hot row.
 -- Within a lane: higher priority, then earlier run_at, then lower id.
--- max_running: a claimer takes a transaction-level advisory lock per limited tenant (skipping
--- the tenant if another claimer holds it) and then counts that tenant's running jobs in a later
--- statement, whose snapshot therefore includes every earlier claim.
+-- max_running and claim rates: a claimer takes a transaction-level advisory lock per limited
+-- tenant (skipping the tenant if another claimer holds it) and then counts that tenant's running
+-- jobs in a later statement, whose snapshot therefore includes every earlier claim, and reads
+-- its claim bucket (jobctl._bucket_room), which it then takes from while still holding the lock.
 -- Before claiming it promotes due delayed jobs and, at most once a second, reaps expired leases.
 -- Locks: _ready rows FOR UPDATE SKIP LOCKED, then the job rows. Writes: _ready (delete), and
 -- through jobctl._start_attempts job (update) and _running (insert), through jobctl._housekeep
@@ -61,6 +62,8 @@ declare
     v_pick_limited boolean[];
     v_ids bigint[];
     v_cas timestamptz[];
+    v_rated boolean := false;  -- a picked lane's tenant has a claim rate
+    v_took_t text[];           -- with one: the tenant of each job taken
     v_round integer := 0;
 begin
     if v_worker is null or v_worker = '' or length(v_worker) > 200 then
@@ -154,6 +157,7 @@ begin
 
         -- max_running: lock each picked limited tenant (skip it if another claimer holds it), then,
         -- in a later statement that therefore sees every earlier claim, cap its picks by its room
+        v_rated := false;
         if true = any(v_pick_limited) then
             v_skip := v_skip || array(
                 select x.lane from unnest(v_pick, v_pick_t, v_pick_limited) as x (lane, tenant_id, limited)
@@ -164,16 +168,21 @@ begin
                 array_agg(c.n order by c.lane) filter (where c.n > 0),
                 array_agg(c.queue order by c.lane) filter (where c.n > 0),
                 array_agg(c.tenant_id order by c.lane) filter (where c.n > 0),
-                v_skip || coalesce(array_agg(c.lane) filter (where c.n < c.wanted), '{}')
-            into v_pick, v_n, v_pick_q, v_pick_t, v_skip
+                v_skip || coalesce(array_agg(c.lane) filter (where c.n < c.wanted), '{}'),
+                coalesce(bool_or(c.rated) filter (where c.n > 0), false)
+            into v_pick, v_n, v_pick_q, v_pick_t, v_skip, v_rated
             from (
-                select p.lane, p.queue, p.tenant_id, p.n as wanted, case when not p.limited then p.n else least(p.n, greatest(
-                    coalesce((select t.max_running from jobctl.tenant as t where t.tenant_id = p.tenant_id), p.n)
-                    - (select count(*) from jobctl._running as r where r.tenant_id = p.tenant_id)
-                    - coalesce(sum(p.n) over (
+                -- a tenant's room: the smaller of max_running less its running jobs and the tokens
+                -- in its claim bucket (least() skips the one it lacks), less its earlier lanes' picks
+                select p.lane, p.queue, p.tenant_id, p.n as wanted, t.claim_bucket is not null as rated,
+                    case when not p.limited then p.n else least(p.n, greatest(least(
+                        t.max_running - (select count(*) from jobctl._running as r where r.tenant_id = p.tenant_id),
+                        jobctl._bucket_room(t.claim_bucket, t.claim_rate, t.claim_burst)
+                    ) - coalesce(sum(p.n) over (
                         partition by p.tenant_id order by p.lane rows between unbounded preceding and 1 preceding
                     ), 0), 0)) end as n
                 from unnest(v_pick, v_n, v_pick_q, v_pick_t, v_pick_limited) as p (lane, n, queue, tenant_id, limited)
+                left join jobctl.tenant as t on p.limited and t.tenant_id = p.tenant_id
                 where p.lane <> all(v_skip)
             ) as c;
         end if;
@@ -197,14 +206,22 @@ begin
         select
             (select array_agg(g.job_id) from gone as g),
             (select array_agg(g.created_at) from gone as g),
+            case when v_rated then (select array_agg(v_lane_t[t.lane]) from taken as t) end,
             v_skip || array(
                 select w.lane
                 from unnest(v_pick, v_n) as w (lane, n)
                 left join (select t.lane, count(*) as got from taken as t group by t.lane) as g on g.lane = w.lane
                 where w.n > coalesce(g.got, 0) and w.lane <> all(v_skip)
             )
-        into v_ids, v_cas, v_skip;
+        into v_ids, v_cas, v_took_t, v_skip;
 
+        if v_rated and v_ids is not null then
+            -- claim rates: the tenant's advisory lock is held, so its room read above still holds
+            perform jobctl._take_tokens(t.claim_bucket, t.claim_rate, t.claim_burst, g.n)
+            from (select x.tenant_id, count(*)::integer as n from unnest(v_took_t) as x (tenant_id) group by 1) as g
+            inner join jobctl.tenant as t on t.tenant_id = g.tenant_id
+            where t.claim_bucket is not null;
+        end if;
         if v_ids is not null then
             return query
             select * from jobctl._start_attempts(v_ids, v_cas, v_worker, v_now, v_lease);

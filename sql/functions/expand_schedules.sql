@@ -5,7 +5,8 @@
 -- the same row) and moved past its enqueued fire times in the same transaction: each fire time is
 -- enqueued once. A fire time more than 90 s old when expanded was missed (the expanders were
 -- down); of the missed ones only the latest catch_up are enqueued, the on-time ones all are.
--- With skip_overlap a run is skipped while the schedule's previous run is unfinished.
+-- With skip_overlap a run is skipped while the schedule's previous run is unfinished. A run over
+-- its tenant's submit rate stays due for a later expansion.
 -- Does nothing on a standby. Locks: schedule rows. Writes: schedule, and through jobctl._submit
 -- job, _ready, _delayed.
 create or replace function jobctl.expand_schedules()
@@ -20,6 +21,8 @@ declare
     v_t timestamptz;
     v_busy boolean;
     v_job bigint;
+    v_fire timestamptz;
+    v_done integer;
     v_n integer := 0;
 begin
     if pg_is_in_recovery() then
@@ -58,14 +61,23 @@ begin
         elsif v_s.skip_overlap then
             v_fires := v_fires[1:1];  -- the runs after it would overlap it
         end if;
-        if cardinality(v_fires) > 0 then
-            select max(s.job_id) into v_job
-            from jobctl._submit(array(
-                select row(v_s.tenant_id, v_s.queue, v_s.payload, v_s.priority, f.fire, null, null, null, null)::jobctl._job_spec
-                from unnest(v_fires) as f (fire)
-            ), false) as s;
-            v_n := v_n + cardinality(v_fires);
-        end if;
+        -- one run at a time: a run over the tenant's submit rate stays due for the next expansion
+        -- (a subtransaction per run, only as a schedule fires)
+        v_done := 0;
+        foreach v_fire in array v_fires loop
+            begin
+                select s.job_id into v_job
+                from jobctl._submit(array[row(
+                    v_s.tenant_id, v_s.queue, v_s.payload, v_s.priority, v_fire, null, null, null, null
+                )::jobctl._job_spec], false) as s;
+            exception when sqlstate 'JC005' then
+                v_t := v_fire;
+                exit;
+            end;
+            v_done := v_done + 1;
+        end loop;
+        v_fires := v_fires[1:v_done];
+        v_n := v_n + v_done;
         update jobctl.schedule as s
         set next_fire_at = v_t,
             last_fire_at = case when cardinality(v_fires) > 0 then v_fires[cardinality(v_fires)] else s.last_fire_at end,

@@ -1,4 +1,6 @@
 -- jobctl.put_tenant: create or replace a tenant's settings; omitted fields get their defaults.
+-- A rate gets a token bucket (jobctl._put_bucket: a sequence, full after every put); a burst left
+-- NULL is one second's worth of the rate, at least 1.
 create or replace function jobctl.put_tenant(
     tenant_id text,
     weight integer default 1,
@@ -21,21 +23,25 @@ begin
         when weight is null or weight not between 1 and 10000 then 'weight'
         when max_pending < 0 then 'max_pending'
         when max_running < 0 then 'max_running'
-        when submit_rate <= 0 then 'submit_rate'
+        when submit_rate <= 0 or submit_rate > 1000000 then 'submit_rate'
         when submit_burst < 1 then 'submit_burst'
-        when claim_rate <= 0 then 'claim_rate'
+        when claim_rate <= 0 or claim_rate > 1000000 then 'claim_rate'
         when claim_burst < 1 then 'claim_burst'
     end;
     if v_field is not null then
         raise exception using errcode = 'JC001',
             message = format('%s is out of range', v_field),
             detail = format('field: %s', v_field),
-            hint = 'tenant_id: 1-200 characters; weight: 1..10000; limits: NULL (unlimited) or >= 0; rates > 0; bursts >= 1.';
+            hint = 'tenant_id: 1-200 characters; weight: 1..10000; limits: NULL (unlimited) or >= 0; rates > 0 and <= 1000000 a second; bursts >= 1.';
     end if;
     insert into jobctl.tenant as t (
-        tenant_id, weight, max_pending, max_running, submit_rate, submit_burst, claim_rate, claim_burst
+        tenant_id, weight, max_pending, max_running, submit_rate, submit_burst, claim_rate, claim_burst,
+        submit_bucket, claim_bucket
     )
-    values (tenant_id, weight, max_pending, max_running, submit_rate, submit_burst, claim_rate, claim_burst)
+    values (
+        tenant_id, weight, max_pending, max_running, submit_rate, submit_burst, claim_rate, claim_burst,
+        jobctl._put_bucket(tenant_id, 'submit', submit_rate), jobctl._put_bucket(tenant_id, 'claim', claim_rate)
+    )
     on conflict on constraint tenant_pkey do update
     set weight = excluded.weight,
         max_pending = excluded.max_pending,
@@ -44,6 +50,8 @@ begin
         submit_burst = excluded.submit_burst,
         claim_rate = excluded.claim_rate,
         claim_burst = excluded.claim_burst,
+        submit_bucket = excluded.submit_bucket,
+        claim_bucket = excluded.claim_bucket,
         updated_at = now();
 end
 $$;
