@@ -36,11 +36,12 @@ begin
             v_every := null;
         end;
         if v_every is null or extract(month from v_every) <> 0 or extract(year from v_every) <> 0
-           or extract(epoch from v_every) < 1 or extract(epoch from v_every) <> trunc(extract(epoch from v_every)) then
+           or extract(epoch from v_every) not between 1 and 366 * 86400
+           or extract(epoch from v_every) <> trunc(extract(epoch from v_every)) then
             raise exception using errcode = 'JC001',
                 message = format('cron @every period %L is invalid', btrim(substr(v_cron, 7))),
                 detail = 'field: cron',
-                hint = 'Give a whole number of seconds, at least 1, without months or years: @every 15 seconds, @every 2 hours.';
+                hint = 'A whole number of seconds from 1 to 366 days, without months or years: @every 15 seconds, @every 2 hours.';
         end if;
         every_s := extract(epoch from v_every)::bigint;
         return;

@@ -18,6 +18,7 @@ declare
     v_field text;
     v_has_keys boolean;
     v_rated boolean;   -- a tenant of the batch has a submit rate
+    v_check integer;  -- rate pass 1 checks every tenant's bucket, pass 2 takes from them
     v_limit record;
     v_wait float8;
     v_specs jobctl._job_spec[] := p_specs;  -- the specs that become jobs
@@ -149,28 +150,36 @@ begin
         ) as m;
     end if;
 
-    -- submit rates: the new jobs (not the repeats) take tokens from their tenant's bucket
+    -- submit rates: the new jobs (not the repeats) take tokens from their tenant's bucket; every
+    -- tenant's bucket is checked before any is taken from, so a refused batch takes nothing
     if v_rated then
-        for v_limit in
-            select t.tenant_id, t.submit_bucket, t.submit_rate, t.submit_burst, count(*)::integer as n
-            from unnest(v_specs) as s
-            inner join jobctl.tenant as t on t.tenant_id = s.tenant_id
-            where t.submit_bucket is not null
-            group by t.tenant_id, t.submit_bucket, t.submit_rate, t.submit_burst
-            order by t.tenant_id
-        loop
-            v_wait := jobctl._take_tokens(v_limit.submit_bucket, v_limit.submit_rate, v_limit.submit_burst, v_limit.n);
-            if v_wait = 'infinity' then
-                raise exception using errcode = 'JC001',
-                    message = format('%s new jobs for tenant %s are more than its submit burst', v_limit.n, v_limit.tenant_id),
-                    detail = 'field: jobs',
-                    hint = 'Nothing was submitted; submit them in smaller batches.';
-            elsif v_wait > 0 then
-                raise exception using errcode = 'JC005',
-                    message = format('tenant %s is over its submit rate (%s a second)', v_limit.tenant_id, v_limit.submit_rate),
-                    detail = format(E'field: tenant_id\nretry_after: %s', round(v_wait::numeric, 3)),
-                    hint = 'Nothing was submitted; try again after retry_after seconds.';
-            end if;
+        for v_check in 1..2 loop
+            for v_limit in
+                select t.tenant_id, t.submit_bucket as bucket, t.submit_rate as rate, t.submit_burst as burst,
+                    count(*)::integer as n
+                from unnest(v_specs) as s
+                inner join jobctl.tenant as t on t.tenant_id = s.tenant_id
+                where t.submit_bucket is not null
+                group by t.tenant_id, t.submit_bucket, t.submit_rate, t.submit_burst
+                order by t.tenant_id
+            loop
+                if v_check = 1 and v_limit.n > jobctl._bucket_size(v_limit.rate, v_limit.burst) then
+                    raise exception using errcode = 'JC001',
+                        message = format('%s new jobs for tenant %s are more than its submit burst', v_limit.n, v_limit.tenant_id),
+                        detail = 'field: jobs',
+                        hint = 'Nothing was submitted; submit them in smaller batches.';
+                end if;
+                -- (the take checks again: another submitter may have emptied the bucket since)
+                v_wait := case when v_check = 1
+                    then (v_limit.n - jobctl._bucket_room(v_limit.bucket, v_limit.rate, v_limit.burst)) / v_limit.rate
+                    else jobctl._take_tokens(v_limit.bucket, v_limit.rate, v_limit.burst, v_limit.n) end;
+                if v_wait > 0 then
+                    raise exception using errcode = 'JC005',
+                        message = format('tenant %s is over its submit rate (%s a second)', v_limit.tenant_id, v_limit.rate),
+                        detail = format(E'field: tenant_id\nretry_after: %s', round(v_wait::numeric, 3)),
+                        hint = 'Nothing was submitted; try again after retry_after seconds.';
+                end if;
+            end loop;
         end loop;
     end if;
 

@@ -175,10 +175,11 @@ begin
                 -- a tenant's room: the smaller of max_running less its running jobs and the tokens
                 -- in its claim bucket (least() skips the one it lacks), less its earlier lanes' picks
                 select p.lane, p.queue, p.tenant_id, p.n as wanted, t.claim_bucket is not null as rated,
-                    case when not p.limited then p.n else least(p.n, greatest(least(
+                    -- (neither, when the shared lane list predates the tenant losing both: no cap)
+                    case when not p.limited then p.n else least(p.n, greatest(coalesce(least(
                         t.max_running - (select count(*) from jobctl._running as r where r.tenant_id = p.tenant_id),
                         jobctl._bucket_room(t.claim_bucket, t.claim_rate, t.claim_burst)
-                    ) - coalesce(sum(p.n) over (
+                    ), p.n) - coalesce(sum(p.n) over (
                         partition by p.tenant_id order by p.lane rows between unbounded preceding and 1 preceding
                     ), 0), 0)) end as n
                 from unnest(v_pick, v_n, v_pick_q, v_pick_t, v_pick_limited) as p (lane, n, queue, tenant_id, limited)

@@ -6,7 +6,8 @@
 -- enqueued once. A fire time more than 90 s old when expanded was missed (the expanders were
 -- down); of the missed ones only the latest catch_up are enqueued, the on-time ones all are.
 -- With skip_overlap a run is skipped while the schedule's previous run is unfinished. A run over
--- its tenant's submit rate stays due for a later expansion.
+-- its tenant's submit rate, or failing otherwise (logged as a warning), stays due for a later
+-- expansion.
 -- Does nothing on a standby. Locks: schedule rows. Writes: schedule, and through jobctl._submit
 -- job, _ready, _delayed.
 create or replace function jobctl.expand_schedules()
@@ -61,8 +62,9 @@ begin
         elsif v_s.skip_overlap then
             v_fires := v_fires[1:1];  -- the runs after it would overlap it
         end if;
-        -- one run at a time: a run over the tenant's submit rate stays due for the next expansion
-        -- (a subtransaction per run, only as a schedule fires)
+        -- one run at a time: a run that cannot be submitted (over its tenant's submit rate, or any
+        -- other error) stays due for the next expansion, and claims go on (a subtransaction per
+        -- run, only as a schedule fires)
         v_done := 0;
         foreach v_fire in array v_fires loop
             begin
@@ -70,7 +72,11 @@ begin
                 from jobctl._submit(array[row(
                     v_s.tenant_id, v_s.queue, v_s.payload, v_s.priority, v_fire, null, null, null, null
                 )::jobctl._job_spec], false) as s;
-            exception when sqlstate 'JC005' then
+            exception when others then
+                if sqlstate <> 'JC005' then
+                    raise warning 'schedule % of tenant % could not enqueue its run at %: %',
+                        v_s.name, v_s.tenant_id, v_fire, sqlerrm;
+                end if;
                 v_t := v_fire;
                 exit;
             end;

@@ -42,7 +42,8 @@ begin
             hint = 'tenant_id, name, queue: 1-200 characters; cron: up to 200; payload: JSON up to 64 KiB; '
                 'priority -100..100; catch_up 1..1000.';
     end if;
-    v_next := jobctl.cron_next(cron, now());  -- also validates the expression (JC001 naming the field)
+    -- (the clock, not the transaction's start; this also validates the expression, JC001 naming the field)
+    v_next := jobctl.cron_next(cron, clock_timestamp());
 
     insert into jobctl.tenant as t (tenant_id) values (tenant_id) on conflict do nothing;
     insert into jobctl.schedule as s (
@@ -56,7 +57,9 @@ begin
         priority = excluded.priority,
         catch_up = excluded.catch_up,
         skip_overlap = excluded.skip_overlap,
-        next_fire_at = case when s.cron = excluded.cron then s.next_fire_at else excluded.next_fire_at end,
+        -- a new expression starts after the last fire time enqueued, so none is enqueued twice
+        next_fire_at = case when s.cron = excluded.cron then s.next_fire_at
+            else jobctl.cron_next(excluded.cron, greatest(clock_timestamp(), s.last_fire_at)) end,
         updated_at = now();
 end
 $$;

@@ -1,6 +1,6 @@
 -- jobctl.put_tenant: create or replace a tenant's settings; omitted fields get their defaults.
--- A rate gets a token bucket (jobctl._put_bucket: a sequence, full after every put); a burst left
--- NULL is one second's worth of the rate, at least 1.
+-- A rate gets a token bucket (jobctl._put_bucket: a sequence; a new rate keeps the bucket's level);
+-- a burst left NULL is one second's worth of the rate, at least 1.
 create or replace function jobctl.put_tenant(
     tenant_id text,
     weight integer default 1,

@@ -2,7 +2,7 @@
 -- due runs enqueued once, the catch-up policy after downtime, skip_overlap. Tenants tap_sched_*.
 -- (Racing expanders: tests/test_schedules.py.)
 begin;
-select plan(27);
+select plan(28);
 
 select has_function(
     'jobctl', 'put_schedule', array['text', 'text', 'text', 'text', 'jsonb', 'integer', 'integer', 'boolean'],
@@ -127,6 +127,20 @@ select is(
         select state from jobctl.job
         where tenant_id = 'tap_sched_c'
     ), 'pending', 'the run is a pending job, due now'
+);
+
+-- a new expression starts after the last fire time enqueued, even one ahead of the clock (an
+-- expander that committed after this transaction began): that fire time is not enqueued again
+update jobctl.schedule set last_fire_at = date_trunc('hour', now()) + interval '3 hours'
+where tenant_id = 'tap_sched_c';
+select jobctl.put_schedule('tap_sched_c', 'hourly', '0 * * * *', 'tap_sched_q', '{}');
+select is(
+    (
+        select next_fire_at from jobctl.schedule
+        where tenant_id = 'tap_sched_c'
+    ),
+    date_trunc('hour', now()) + interval '4 hours',
+    'a changed expression starts after the last fire time'
 );
 
 -- catch_up 3: the three latest missed fire times, each its own run

@@ -3,7 +3,7 @@
 -- repeat of a dedup key is answered even over the rate. Tenants tap_rate_*. (Concurrency:
 -- tests/test_tenant_rates.py.)
 begin;
-select plan(17);
+select plan(19);
 
 create function pg_temp.jobs(p_tenant text)
 returns bigint
@@ -64,6 +64,24 @@ select throws_ok(
 select pg_sleep(0.25);
 select lives_ok($$select jobctl.submit_job('tap_rate_a', 'tap_rate_q', '{}')$$, 'a token accrues in 1/rate seconds');
 select is(pg_temp.jobs('tap_rate_a'), 4::bigint, 'and that submit wrote its job');
+
+-- a new rate keeps the bucket (its level, in microseconds) and changes a token's cost
+create temp table bucket_before as
+select submit_bucket from jobctl.tenant
+where tenant_id = 'tap_rate_a';
+select jobctl.put_tenant('tap_rate_a', submit_rate => 10, submit_burst => 3);
+create temp table bucket_after as
+select
+    t.submit_bucket,
+    s.seqincrement
+from jobctl.tenant as t
+inner join pg_sequence as s on t.submit_bucket = s.seqrelid
+where t.tenant_id = 'tap_rate_a';
+select is((select submit_bucket from bucket_after), (select submit_bucket from bucket_before), 'a new rate keeps the bucket');
+select is(
+    (select seqincrement from bucket_after), 100000::bigint,
+    'its increment is the new cost of a token: 100,000 us at 10 a second'
+);
 
 -- a tenant without rates is never held back
 select lives_ok(
