@@ -14,7 +14,9 @@ declare
     v_bucket regclass := to_regclass(format('jobctl.%I', v_name));
 begin
     if p_rate is null then
-        execute format('drop sequence if exists jobctl.%I', v_name);
+        if v_bucket is not null then
+            execute format('drop sequence jobctl.%I', v_name);
+        end if;
         return null;
     end if;
     if v_bucket is null then
