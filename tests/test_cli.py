@@ -196,6 +196,18 @@ def test_tenant_put_and_list(cli: Cli, name: str) -> None:
     assert (reset["weight"], reset["max_pending"], reset["claim_rate"]) == (1, None, None)
     assert "[JC001, field: weight]" in failed(cli("tenant", "put", name, "--weight", "0"))
 
+    assert ok(cli("tenant", "pause", name)).strip() == f"tenant {name} paused"
+    assert ok(cli("tenant", "pause", name)).strip() == f"tenant {name} was already paused"
+    assert (
+        next(t for t in ok_json(cli("tenant", "list", "--json")) if t["tenant_id"] == name)["paused"] is True
+    )
+    assert ok_json(cli("tenant", "resume", name, "--json")) == {
+        "tenant_id": name,
+        "paused": False,
+        "changed": True,
+    }
+    assert "[P0002, field: tenant_id]" in failed(cli("tenant", "pause", name + "x"))
+
 
 def test_schedule_put_list_next_drop(cli: Cli, name: str) -> None:
     saved = ok_json(cli("schedule", "put", name, "nightly", "0 2 * * *", "reports", '{"k": 1}', "--json"))

@@ -63,6 +63,7 @@ select jobctl.put_tenant(%(tenant_id)s::text, %(weight)s::int, %(max_pending)s::
 """
 LIST_TENANTS = "select * from jobctl.list_tenants()"
 GET_TENANT = "select * from jobctl.list_tenants() as t where t.tenant_id = %(tenant_id)s::text"
+PAUSE_TENANT = "select jobctl.pause_tenant(%(tenant_id)s::text, %(paused)s::boolean) as changed"
 
 # --- schedules: NULL priority, catch_up or skip_overlap is the function's default
 PUT_SCHEDULE = """

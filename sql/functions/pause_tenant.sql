@@ -1,0 +1,28 @@
+-- jobctl.pause_tenant: stop or restart claims of a tenant's jobs (submits go on: they queue). The
+-- shared lane lists are emptied, so the next claim lists lanes afresh and sees the change at once.
+-- An unknown tenant is P0002. Writes: tenant (paused), _lane_cache (delete).
+create or replace function jobctl.pause_tenant(tenant_id text, paused boolean default true)
+returns boolean
+language plpgsql
+as $$
+declare
+    v_was boolean;
+begin
+    select t.paused into v_was from jobctl.tenant as t where t.tenant_id = pause_tenant.tenant_id for update;
+    if not found then
+        raise exception using errcode = 'P0002', message = format('no tenant %s', pause_tenant.tenant_id),
+            detail = 'field: tenant_id';
+    end if;
+    if pause_tenant.paused is null then
+        raise exception using errcode = 'JC001', message = 'paused must be true or false', detail = 'field: paused';
+    end if;
+    update jobctl.tenant as t set paused = pause_tenant.paused, updated_at = now()
+    where t.tenant_id = pause_tenant.tenant_id and t.paused <> pause_tenant.paused;
+    delete from jobctl._lane_cache;
+    return v_was <> pause_tenant.paused;
+end
+$$;
+
+comment on function jobctl.pause_tenant(text, boolean) is
+'Pause (paused = true, the default) or resume (false) claims of a tenant''s jobs, at once; submits are still
+accepted. Returns whether the state changed. Errors: P0002 unknown tenant, JC001 NULL paused.';
