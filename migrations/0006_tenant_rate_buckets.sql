@@ -9,7 +9,7 @@ alter table jobctl.tenant
 add column submit_bucket regclass,
 add column claim_bucket regclass;
 
--- tenants that already have rates get their buckets now (jobctl._put_bucket's name and cost; the
+-- tenants that already have rates get their buckets now (jobctl._put_tenant_sequence's name and cost; the
 -- functions are installed after the migrations, so they cannot be called here)
 do $$
 declare
@@ -22,7 +22,7 @@ begin
         cross join lateral (values ('submit', t.submit_rate), ('claim', t.claim_rate)) as k (kind, rate)
         where k.rate is not null
     loop
-        v_name := format('_bucket_%s_%s', v_rate.kind, substr(md5(v_rate.tenant_id), 1, 20));
+        v_name := format('_%s_bucket_%s', v_rate.kind, substr(md5(v_rate.tenant_id), 1, 20));
         execute format(
             'create sequence jobctl.%I as bigint increment by %s minvalue 0 start 0', v_name, ceil(1000000 / v_rate.rate)
         );

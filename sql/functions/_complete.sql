@@ -15,6 +15,7 @@ declare
     v_first timestamptz;  -- created_at bounds: the executor prunes partitions by them (not by = any)
     v_last timestamptz;
     v_results jsonb;  -- {job_id: result} of the completed jobs that carry one
+    v_tenants text[];  -- the completed jobs' tenants, for max_pending
 begin
     if p_ids is null or p_epochs is null or cardinality(p_ids) <> cardinality(p_epochs)
        or cardinality(p_results) <> cardinality(p_ids) then
@@ -28,12 +29,13 @@ begin
         delete from jobctl._running as r
         using arg as a
         where r.job_id = a.job_id and r.lease_epoch = a.lease_epoch
-        returning r.job_id, r.lease_epoch, r.created_at, a.result
+        returning r.job_id, r.lease_epoch, r.created_at, r.tenant_id, a.result
     )
     select array_agg(g.job_id), array_agg(g.lease_epoch), array_agg(g.created_at),
         min(g.created_at), max(g.created_at),
-        jsonb_object_agg(g.job_id::text, g.result) filter (where g.result is not null)
-    into v_ids, v_epochs, v_cas, v_first, v_last, v_results
+        jsonb_object_agg(g.job_id::text, g.result) filter (where g.result is not null),
+        array_agg(g.tenant_id)
+    into v_ids, v_epochs, v_cas, v_first, v_last, v_results, v_tenants
     from gone as g;
 
     -- No join with the results: a generic plan makes it a nested loop over both arrays (1,000 jobs:
@@ -42,6 +44,7 @@ begin
         update jobctl.job as j
         set state = 'completed', finished_at = v_now, result = v_results -> j.job_id::text, last_error = null
         where j.job_id = any(v_ids) and j.created_at = any(v_cas) and j.created_at between v_first and v_last;
+        perform jobctl._count_finished(v_tenants);
     end if;
 
     if cardinality(v_ids) = cardinality(p_ids) then

@@ -20,12 +20,13 @@ declare
     v_cas timestamptz[];
     v_first timestamptz;  -- created_at bounds: the executor prunes partitions by them (not by = any)
     v_last timestamptz;
+    v_states text[];
+    v_dead text[];  -- the tenants of the jobs that died, for max_pending
 begin
     -- = any(array) probes the primary key per job; the bounds prune the partitions
     select array_agg(e.job_id), array_agg(e.created_at), min(e.created_at), max(e.created_at)
     into v_ids, v_cas, v_first, v_last
     from jsonb_to_recordset(p_ended) as e (job_id bigint, created_at timestamptz);
-    return query
     with ended as (
         select * from jsonb_to_recordset(p_ended) as e (
             job_id bigint, created_at timestamptz, attempt integer, lease_epoch bigint, worker_id text,
@@ -63,6 +64,12 @@ begin
         select c.run_at, c.job_id, c.created_at, c.queue, c.tenant_id, c.priority
         from changed as c where c.state = 'failed' and c.run_at > v_now
     )
-    select c.job_id, c.state from changed as c;
+    select array_agg(c.job_id), array_agg(c.state), array_agg(c.tenant_id) filter (where c.state = 'dead')
+    into v_ids, v_states, v_dead
+    from changed as c;
+    if v_dead is not null then
+        perform jobctl._count_finished(v_dead);
+    end if;
+    return query select u.job_id, u.state from unnest(v_ids, v_states) as u (job_id, state);
 end
 $$;

@@ -17,7 +17,7 @@ declare
     v_msg text;
     v_field text;
     v_has_keys boolean;
-    v_rated boolean;   -- a tenant of the batch has a submit rate
+    v_limited boolean;  -- a tenant of the batch has a submit rate or max_pending
     v_check integer;  -- rate pass 1 checks every tenant's bucket, pass 2 takes from them
     v_limit record;
     v_wait float8;
@@ -82,7 +82,7 @@ begin
     -- unknown tenants are registered (in key order, so two batches registering the same new
     -- tenants cannot deadlock); whether any tenant of the batch has a submit rate, and any spec a key
     with known as (
-        select t.tenant_id, t.submit_bucket from jobctl.tenant as t
+        select t.tenant_id, t.submit_bucket, t.admitted from jobctl.tenant as t
         where t.tenant_id in (select s.tenant_id from unnest(p_specs) as s)
     ),
     registered as (
@@ -93,9 +93,9 @@ begin
         on conflict do nothing
     )
     select
-        coalesce(bool_or(k.submit_bucket is not null), false),
+        coalesce(bool_or(k.submit_bucket is not null or k.admitted is not null), false),
         exists (select from unnest(p_specs) as s where s.dedup_key is not null)
-    into v_rated, v_has_keys
+    into v_limited, v_has_keys
     from known as k;
 
     if v_has_keys then
@@ -150,27 +150,39 @@ begin
         ) as m;
     end if;
 
-    -- submit rates: the new jobs (not the repeats) take tokens from their tenant's bucket; every
-    -- tenant's bucket is checked before any is taken from, so a refused batch takes nothing
-    if v_rated then
+    -- max_pending and submit rates count the new jobs, not the repeats. Every limited tenant of the
+    -- batch is checked (pass 1) before any bucket is taken from or counter advanced (pass 2), so a
+    -- refused batch takes nothing; the take checks again (another submitter may have emptied the
+    -- bucket since). Check-then-advance without a lock: concurrent submitters may each slip in
+    -- one batch over a limit (docs/tenants.md).
+    if v_limited then
         for v_check in 1..2 loop
             for v_limit in
                 select t.tenant_id, t.submit_bucket as bucket, t.submit_rate as rate, t.submit_burst as burst,
+                    t.max_pending, t.admitted,
+                    coalesce(pg_sequence_last_value(t.admitted), 0) - coalesce(pg_sequence_last_value(t.finished), 0)
+                    + t.pending_offset as pending,
                     count(*)::integer as n
                 from unnest(v_specs) as s
                 inner join jobctl.tenant as t on t.tenant_id = s.tenant_id
-                where t.submit_bucket is not null
-                group by t.tenant_id, t.submit_bucket, t.submit_rate, t.submit_burst
+                where t.submit_bucket is not null or t.admitted is not null
+                group by t.tenant_id
                 order by t.tenant_id
             loop
-                if v_check = 1 and v_limit.n > jobctl._bucket_size(v_limit.rate, v_limit.burst) then
+                if v_check = 1 and v_limit.admitted is not null and v_limit.pending + v_limit.n > v_limit.max_pending then
+                    raise exception using errcode = 'JC004',
+                        message = format('tenant %s is over its max_pending (%s unfinished + %s new > %s)',
+                            v_limit.tenant_id, v_limit.pending, v_limit.n, v_limit.max_pending),
+                        detail = format(E'field: tenant_id\npending: %s\nretry_after: 1', v_limit.pending),
+                        hint = 'Nothing was submitted; room comes back as the tenant''s jobs finish.';
+                end if;
+                if v_check = 1 and v_limit.bucket is not null and v_limit.n > jobctl._bucket_size(v_limit.rate, v_limit.burst) then
                     raise exception using errcode = 'JC001',
                         message = format('%s new jobs for tenant %s are more than its submit burst', v_limit.n, v_limit.tenant_id),
                         detail = 'field: jobs',
                         hint = 'Nothing was submitted; submit them in smaller batches.';
                 end if;
-                -- (the take checks again: another submitter may have emptied the bucket since)
-                v_wait := case when v_check = 1
+                v_wait := case when v_limit.bucket is null then 0 when v_check = 1
                     then (v_limit.n - jobctl._bucket_room(v_limit.bucket, v_limit.rate, v_limit.burst)) / v_limit.rate
                     else jobctl._take_tokens(v_limit.bucket, v_limit.rate, v_limit.burst, v_limit.n) end;
                 if v_wait > 0 then
@@ -178,6 +190,9 @@ begin
                         message = format('tenant %s is over its submit rate (%s a second)', v_limit.tenant_id, v_limit.rate),
                         detail = format(E'field: tenant_id\nretry_after: %s', round(v_wait::numeric, 3)),
                         hint = 'Nothing was submitted; try again after retry_after seconds.';
+                end if;
+                if v_check = 2 and v_limit.admitted is not null then
+                    perform nextval(v_limit.admitted) from generate_series(1, v_limit.n);
                 end if;
             end loop;
         end loop;

@@ -33,6 +33,7 @@ begin
         if v_owned then
             update jobctl.job as j set state = 'cancelled', finished_at = v_now
             where j.job_id = v_job.job_id and j.created_at = v_job.created_at;
+            perform jobctl._count_finished(array[v_job.tenant_id]);
             -- the event names a lease epoch only when the cancel revoked that (running) lease
             insert into jobctl._event (job_id, job_created_at, at, event, attempt, lease_epoch, worker_id)
             values (v_job.job_id, v_job.created_at, v_now, 'cancelled', coalesce(v_run.attempt, v_job.attempt),

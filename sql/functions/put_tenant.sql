@@ -1,6 +1,7 @@
 -- jobctl.put_tenant: create or replace a tenant's settings; omitted fields get their defaults.
--- A rate gets a token bucket (jobctl._put_bucket: a sequence; a new rate keeps the bucket's level);
--- a burst left NULL is one second's worth of the rate, at least 1.
+-- A rate gets a token bucket and max_pending two counters (sequences, jobctl._put_tenant_sequence;
+-- a new rate keeps the bucket's level; the counters are recounted exactly); a burst left NULL is
+-- one second's worth of the rate, at least 1.
 create or replace function jobctl.put_tenant(
     tenant_id text,
     weight integer default 1,
@@ -36,11 +37,14 @@ begin
     end if;
     insert into jobctl.tenant as t (
         tenant_id, weight, max_pending, max_running, submit_rate, submit_burst, claim_rate, claim_burst,
-        submit_bucket, claim_bucket
+        submit_bucket, claim_bucket, admitted, finished
     )
     values (
         tenant_id, weight, max_pending, max_running, submit_rate, submit_burst, claim_rate, claim_burst,
-        jobctl._put_bucket(tenant_id, 'submit', submit_rate), jobctl._put_bucket(tenant_id, 'claim', claim_rate)
+        jobctl._put_tenant_sequence(tenant_id, 'submit_bucket', ceil(1000000 / submit_rate)::bigint),
+        jobctl._put_tenant_sequence(tenant_id, 'claim_bucket', ceil(1000000 / claim_rate)::bigint),
+        jobctl._put_tenant_sequence(tenant_id, 'admitted', case when max_pending is not null then 1 end),
+        jobctl._put_tenant_sequence(tenant_id, 'finished', case when max_pending is not null then 1 end)
     )
     on conflict on constraint tenant_pkey do update
     set weight = excluded.weight,
@@ -52,7 +56,12 @@ begin
         claim_burst = excluded.claim_burst,
         submit_bucket = excluded.submit_bucket,
         claim_bucket = excluded.claim_bucket,
+        admitted = excluded.admitted,
+        finished = excluded.finished,
         updated_at = now();
+    if max_pending is not null then
+        perform jobctl._recount_pending(tenant_id);
+    end if;
 end
 $$;
 

@@ -37,6 +37,11 @@ begin
             insert into jobctl._event (job_id, job_created_at, at, event, attempt, lease_epoch, worker_id, detail)
             values (v_job.job_id, v_job.created_at, v_now, 'retried', v_job.attempt, v_job.lease_epoch, null,
                 format('manual retry of a %s job', v_job.state));
+            if v_job.state <> 'failed' then
+                -- a finished job is unfinished again: max_pending counts it as admitted
+                perform nextval(t.admitted) from jobctl.tenant as t
+                where t.tenant_id = v_job.tenant_id and t.admitted is not null;
+            end if;
             perform jobctl._notify(array[v_job.queue]);
             return 'pending';
         end if;

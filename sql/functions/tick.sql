@@ -1,5 +1,5 @@
 -- jobctl.tick: one pass of periodic work: promote due delayed jobs, reap expired leases, expand
--- due schedules.
+-- due schedules, recount the unfinished jobs of max_pending tenants.
 -- pg_cron runs it every minute as a backstop; the sub-second path is claim_job, which does the same
 -- work at most once a second per session (jobctl._housekeep). A long-running pg_cron job would
 -- stall DROP DATABASE cluster-wide on PostgreSQL 15 (pg_cron's launcher does not absorb the
@@ -14,6 +14,7 @@ begin
     if pg_is_in_recovery() then
         return 0;
     end if;
+    perform jobctl._recount_pending(null);
     return jobctl._promote_due() + jobctl.reap_expired_leases() + jobctl.expand_schedules();
 end
 $$;

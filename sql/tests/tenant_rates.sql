@@ -1,7 +1,7 @@
 -- Submit and claim rates: token buckets (sequences) taken by submit_job/submit_jobs and claim_job;
 -- over the rate is JC005 with `retry_after: <s>` on its own DETAIL line and nothing written; a
 -- repeat of a dedup key is answered even over the rate. Tenants tap_rate_*. (Concurrency:
--- tests/test_tenant_rates.py.)
+-- tests/test_tenant_limits.py.)
 begin;
 select plan(19);
 
@@ -112,7 +112,7 @@ select is((
 select is(
     (
         select count(*) from pg_class
-        where relname like '\_bucket\_submit\_' || substr(md5('tap_rate_a'), 1, 20)
+        where relname like '\_submit\_bucket\_' || substr(md5('tap_rate_a'), 1, 20)
     ),
     0::bigint, 'its sequence is gone'
 );

@@ -1,0 +1,32 @@
+-- jobctl._recount_pending: set each max_pending tenant's pending_offset (one tenant, or NULL: all)
+-- so that admitted - finished + offset is its exact number of unfinished jobs: the rows it has in
+-- _ready, _delayed and _running, counted in one pass. Transactions in flight while it counts may
+-- leave the result off by their jobs until the next recount (tick: every minute). Writes: tenant
+-- (one row per limited tenant, at most once a minute from tick).
+create or replace function jobctl._recount_pending(p_tenant_id text)
+returns void
+language plpgsql
+as $$
+begin
+    with limited as (
+        select t.tenant_id from jobctl.tenant as t
+        where t.admitted is not null and (p_tenant_id is null or t.tenant_id = p_tenant_id)
+    ),
+    unfinished as (
+        select x.tenant_id, count(*) as n
+        from (
+            select r.tenant_id from jobctl._ready as r
+            union all
+            select d.tenant_id from jobctl._delayed as d
+            union all
+            select u.tenant_id from jobctl._running as u
+        ) as x
+        where x.tenant_id in (select l.tenant_id from limited as l)
+        group by x.tenant_id
+    )
+    update jobctl.tenant as t
+    set pending_offset = coalesce((select u.n from unfinished as u where u.tenant_id = t.tenant_id), 0)
+        - (coalesce(pg_sequence_last_value(t.admitted), 0) - coalesce(pg_sequence_last_value(t.finished), 0))
+    where t.tenant_id in (select l.tenant_id from limited as l);
+end
+$$;
