@@ -42,3 +42,25 @@ def test_compare_smoke_prints_json_lines_and_a_table(dsn: str) -> None:
     pickup = next(r for r in rows if r["workload"] == "l-pickup")
     assert pickup["at_500"]["handled"] == pickup["at_500"]["jobs"] > 0
     assert "d-drain  (jobs/s" in run.stdout and "jobctl" in run.stdout
+
+
+def test_tenant_scenarios_scaled_down_hold_their_bars(dsn: str) -> None:
+    """benchmarks/tenants.py --small: weights 5:3:1 within 5 % while saturated, and the small
+    tenants' p99 wait under 1 s beside a big tenant's backlog (scaled down: seconds, 20,000 jobs)."""
+    params = conninfo_to_dict(dsn)
+    url = f"postgresql://{params.get('user', 'postgres')}@/postgres?host={quote(str(params['host']))}"
+    url += f"&port={params.get('port', 5432)}"
+    run = subprocess.run(
+        [sys.executable, str(db.ROOT / "benchmarks" / "tenants.py"), "--small", "--url", url],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert run.returncode == 0, run.stdout + run.stderr
+    weighted, noisy = (json.loads(line) for line in run.stdout.splitlines() if line.startswith("{"))
+    assert weighted["saturated"], weighted
+    assert weighted["max_abs_deviation_pct"] <= 5, weighted
+    assert noisy["small_unclaimed"] == 0 and noisy["small_jobs"] > 0, noisy
+    assert noisy["small_wait_p99_ms"] < 1000, noisy
+    assert noisy["big_claims_per_s"] > 0, noisy

@@ -9,6 +9,7 @@ returns table (job_id bigint, duplicate boolean)
 language plpgsql
 set plan_cache_mode = force_generic_plan  -- plans made once per session: docs/design.md §6
 set enable_seqscan = off
+set jit = off  -- a generic plan's estimates at depth pass jit_above_cost, and JIT compiles per call (~14 ms)
 as $$
 #variable_conflict use_column
 declare

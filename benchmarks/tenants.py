@@ -1,0 +1,209 @@
+"""Tenant scenarios on the benchmark cluster: weighted shares and the noisy neighbour.
+
+- weighted: three saturated tenants with weights 5:3:1 (backlogs in the same ratio), C claimers
+  claiming B jobs a call and completing them, for S seconds: each tenant's share of the claims in
+  the middle 80 % of the run against its weight's share (bar: within 5 %).
+- noisy: tenant `big` submits J jobs at once; then 100 small tenants submit 10 jobs a second each
+  while the C claimers run at full speed for S seconds: the small tenants' wait from submit to claim
+  (bar: p99 under 1 s, whatever J is) and the claims the big tenant got meanwhile.
+Prints JSON lines and a table; a full run also writes benchmarks/results/tenants.jsonl.
+
+    .venv/bin/python benchmarks/tenants.py            # 60 s of weights, 1,000,000 big jobs
+    .venv/bin/python benchmarks/tenants.py --small    # scaled down (tests/test_bench_smoke.py)
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing as mp
+import statistics
+import time
+from pathlib import Path
+from typing import Any
+
+import psycopg
+from claim_depth import fresh_database
+from compare import cluster_url
+from psycopg.types.json import Jsonb
+
+RESULTS = Path(__file__).resolve().parent / "results"
+WEIGHTS = {"w5": 5, "w3": 3, "w1": 1}
+SMALL_TENANTS = 100
+SMALL_RATE = 10  # jobs a second per small tenant
+SIZES = {
+    # backlog: jobs per unit of weight, enough that no tenant runs dry at ~20,000 claims a second
+    "full": {"seconds": 60, "backlog": 300_000, "big": 1_000_000, "noisy_seconds": 30},
+    "small": {"seconds": 3, "backlog": 12_000, "big": 20_000, "noisy_seconds": 3},
+}
+
+
+def submit(dsn: str, specs: list[dict[str, Any]]) -> None:
+    with psycopg.connect(dsn, autocommit=True) as c:
+        for i in range(0, len(specs), 1000):
+            c.execute("select count(*) from jobctl.submit_jobs(%s)", (Jsonb(specs[i : i + 1000]),))
+
+
+def backlog(dsn: str, tenant: str, n: int) -> None:
+    submit(dsn, [{"tenant_id": tenant, "queue": "q", "payload": {}} for _ in range(n)])
+
+
+def claimer(dsn: str, batch: int, seconds: float, barrier: Any) -> None:
+    with psycopg.connect(dsn, autocommit=True) as c:
+        barrier.wait()
+        end = time.monotonic() + seconds
+        while time.monotonic() < end:
+            rows = c.execute(
+                "select job_id, lease_epoch from jobctl.claim_job('bench', null, %s)", (batch,)
+            ).fetchall()
+            if rows:
+                c.execute(
+                    "select count(*) from jobctl.complete_jobs(%s, %s)",
+                    ([r[0] for r in rows], [r[1] for r in rows]),
+                )
+            else:
+                time.sleep(0.01)
+
+
+def small_producer(dsn: str, seconds: float, barrier: Any) -> None:
+    """Every 1/SMALL_RATE s one job for each small tenant, on an absolute schedule."""
+    specs = [{"tenant_id": f"s{i:03}", "queue": "q", "payload": {}} for i in range(SMALL_TENANTS)]
+    with psycopg.connect(dsn, autocommit=True) as c:
+        barrier.wait()
+        start = time.monotonic()
+        for k in range(int(seconds * SMALL_RATE)):
+            delay = start + k / SMALL_RATE - time.monotonic()
+            if delay > 0:
+                time.sleep(delay)
+            c.execute("select count(*) from jobctl.submit_jobs(%s)", (Jsonb(specs),))
+
+
+def run_claimers(dsn: str, claimers: int, batch: int, seconds: float, producer: bool = False) -> float:
+    """Start the claimers (and the small tenants' producer) together; returns the start's epoch."""
+    ctx = mp.get_context("fork")
+    barrier = ctx.Barrier(claimers + (1 if producer else 0) + 1)
+    procs = [ctx.Process(target=claimer, args=(dsn, batch, seconds, barrier)) for _ in range(claimers)]
+    if producer:
+        procs.append(ctx.Process(target=small_producer, args=(dsn, seconds, barrier)))
+    for p in procs:
+        p.start()
+    barrier.wait()
+    started = time.time()
+    for p in procs:
+        p.join(timeout=seconds + 120)
+        assert p.exitcode == 0, p.exitcode
+    return started
+
+
+def weighted(dsn: str, size: dict[str, int], claimers: int, batch: int) -> dict[str, Any]:
+    for tenant, weight in WEIGHTS.items():
+        with psycopg.connect(dsn, autocommit=True) as c:
+            c.execute("select jobctl.put_tenant(%s, weight => %s)", (tenant, weight))
+        backlog(dsn, tenant, size["backlog"] * weight)
+    seconds = size["seconds"]
+    t0 = run_claimers(dsn, claimers, batch, seconds)
+    lo, hi = t0 + 0.1 * seconds, t0 + 0.9 * seconds  # the middle 80 %: every claimer running
+    with psycopg.connect(dsn) as c:
+        rows = c.execute(
+            """select tenant_id, count(*) filter (where extract(epoch from started_at) between %s and %s),
+                   count(*) filter (where state = 'pending')
+               from jobctl.job where tenant_id = any(%s) group by 1""",
+            (lo, hi, list(WEIGHTS)),
+        ).fetchall()
+    claimed = {str(r[0]): int(r[1]) for r in rows}
+    left = {str(r[0]): int(r[2]) for r in rows}
+    total = sum(claimed.values())
+    total_weight = sum(WEIGHTS.values())
+    shares = {t: {"claims": claimed[t], "share": round(claimed[t] / total, 4),
+                  "expected": round(w / total_weight, 4),
+                  "deviation_pct": round(100 * (claimed[t] / total / (w / total_weight) - 1), 2)}
+              for t, w in WEIGHTS.items()}  # fmt: skip
+    return {
+        "scenario": "weighted",
+        "seconds": seconds,
+        "claimers": claimers,
+        "batch": batch,
+        "claims_per_s": round(total / (hi - lo)),
+        "saturated": all(n > 0 for n in left.values()),
+        "tenants": shares,
+        "max_abs_deviation_pct": max(abs(s["deviation_pct"]) for s in shares.values()),
+    }
+
+
+def noisy(dsn: str, size: dict[str, int], claimers: int, batch: int) -> dict[str, Any]:
+    backlog(dsn, "big", size["big"])
+    seconds = size["noisy_seconds"]
+    t0 = run_claimers(dsn, claimers, batch, seconds, producer=True)
+    with psycopg.connect(dsn) as c:
+        waits = [
+            float(r[0])  # type: ignore[arg-type]
+            for r in c.execute(
+                """select extract(epoch from started_at - created_at) from jobctl.job
+                   where tenant_id <> 'big' and started_at is not null"""
+            )
+        ]
+        row = c.execute(
+            """select count(*) filter (where tenant_id <> 'big'),
+                   count(*) filter (where tenant_id <> 'big' and started_at is null),
+                   count(*) filter (
+                       where tenant_id = 'big' and extract(epoch from started_at) between %s and %s
+                   )
+               from jobctl.job""",
+            (t0, t0 + seconds),
+        ).fetchone()
+    assert row is not None
+    small_jobs, small_unclaimed, big_claimed = (int(v) for v in row)  # type: ignore[call-overload]
+    waits.sort()
+    return {
+        "scenario": "noisy",
+        "seconds": seconds,
+        "claimers": claimers,
+        "batch": batch,
+        "big_backlog": size["big"],
+        "small_tenants": SMALL_TENANTS,
+        "small_jobs": small_jobs,
+        "small_unclaimed": small_unclaimed,
+        "small_wait_p50_ms": round(1000 * statistics.median(waits), 1) if waits else None,
+        "small_wait_p99_ms": round(1000 * waits[int(0.99 * (len(waits) - 1))], 1) if waits else None,
+        "big_claims_per_s": round(big_claimed / seconds),
+    }
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--small", action="store_true", help="scaled down: seconds, not minutes")
+    ap.add_argument("--claimers", type=int, default=4)
+    ap.add_argument("--batch", type=int, default=50, help="jobs per claim")
+    ap.add_argument("--url", help="admin URL of an existing cluster (default: start .bench-pg)")
+    args = ap.parse_args()
+    size = SIZES["small" if args.small else "full"]
+    base = args.url or cluster_url("postgres")
+    results = []
+    for scenario in (weighted, noisy):
+        dsn = fresh_database(base, "jobctl_tenants")
+        row = scenario(dsn, size, args.claimers, args.batch)
+        print(json.dumps(row), flush=True)
+        results.append(row)
+    with psycopg.connect(base, autocommit=True) as c:
+        c.execute('drop database if exists "jobctl_tenants" with (force)')
+    if not args.small:
+        RESULTS.mkdir(exist_ok=True)
+        with open(RESULTS / "tenants.jsonl", "w") as f:
+            f.writelines(json.dumps(r) + "\n" for r in results)
+    w, n = results
+    print(
+        f"\nweighted 5:3:1, {w['claimers']} claimers x {w['batch']}, {w['seconds']} s, "
+        f"{w['claims_per_s']} claims/s, saturated: {w['saturated']}"
+    )
+    print(f"  {'tenant':6} {'claims':>8} {'share':>7} {'expected':>9} {'deviation':>10}")
+    for t, s in w["tenants"].items():
+        print(f"  {t:6} {s['claims']:>8} {s['share']:>7} {s['expected']:>9} {s['deviation_pct']:>9}%")
+    print(
+        f"noisy neighbour: big backlog {n['big_backlog']}, {n['small_tenants']} tenants x {SMALL_RATE}/s: "
+        f"small wait p50 {n['small_wait_p50_ms']} ms, p99 {n['small_wait_p99_ms']} ms, "
+        f"{n['small_unclaimed']} of {n['small_jobs']} unclaimed; big got {n['big_claims_per_s']} claims/s"
+    )
+
+
+if __name__ == "__main__":
+    main()
