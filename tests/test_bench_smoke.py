@@ -45,8 +45,9 @@ def test_compare_smoke_prints_json_lines_and_a_table(dsn: str) -> None:
 
 
 def test_tenant_scenarios_scaled_down_hold_their_bars(dsn: str) -> None:
-    """benchmarks/tenants.py --small: weights 5:3:1 within 5 % while saturated, and the small
-    tenants' p99 wait under 1 s beside a big tenant's backlog (scaled down: seconds, 20,000 jobs)."""
+    """benchmarks/tenants.py --small: weights 5:3:1 within 5 % while saturated, the small tenants'
+    p99 wait under 1 s beside a big tenant's backlog, and an outage's backlog caught up by all
+    tenants together with claim rates holding (scaled down: seconds, 20,000 jobs)."""
     params = conninfo_to_dict(dsn)
     url = f"postgresql://{params.get('user', 'postgres')}@/postgres?host={quote(str(params['host']))}"
     url += f"&port={params.get('port', 5432)}"
@@ -58,9 +59,13 @@ def test_tenant_scenarios_scaled_down_hold_their_bars(dsn: str) -> None:
         check=False,
     )
     assert run.returncode == 0, run.stdout + run.stderr
-    weighted, noisy = (json.loads(line) for line in run.stdout.splitlines() if line.startswith("{"))
+    weighted, noisy, outage = (json.loads(line) for line in run.stdout.splitlines() if line.startswith("{"))
     assert weighted["saturated"], weighted
     assert weighted["max_abs_deviation_pct"] <= 5, weighted
     assert noisy["small_unclaimed"] == 0 and noisy["small_jobs"] > 0, noisy
     assert noisy["small_wait_p99_ms"] < 1000, noisy
     assert noisy["big_claims_per_s"] > 0, noisy
+    # after an outage everyone catches up together, and claim rates still hold
+    assert outage["unrated_claimed"] == outage["unrated_jobs"], outage
+    assert outage["finish_spread_s"] < 0.5 * outage["finish_p10_p90_s"][1] + 0.5, outage
+    assert outage["rated_worst_1s"] <= outage["rated_bound_1s"], outage
