@@ -8,6 +8,9 @@ returns void
 language plpgsql
 as $$
 begin
+    if not exists (select from jobctl.tenant as t where t.admitted is not null) then
+        return;  -- no tenant has max_pending: tick must not scan _ready for nothing
+    end if;
     with limited as (
         select t.tenant_id from jobctl.tenant as t
         where t.admitted is not null and (p_tenant_id is null or t.tenant_id = p_tenant_id)

@@ -156,8 +156,9 @@ begin
             ) as p;
         end if;
 
-        -- max_running: lock each picked limited tenant (skip it if another claimer holds it), then,
-        -- in a later statement that therefore sees every earlier claim, cap its picks by its room
+        -- max_running and claim rates: lock each picked limited tenant (skip it if another claimer
+        -- holds it), then, in a later statement that therefore sees every earlier claim, cap its
+        -- picks by its room
         v_rated := false;
         if true = any(v_pick_limited) then
             v_skip := v_skip || array(
@@ -240,5 +241,5 @@ comment on function jobctl.claim_job(text, text[], integer, interval) is
 'Claim up to max_jobs (1..1000) due jobs from the given queues (NULL: all) under a lease; each comes back running
 with attempt + 1 and a new lease_epoch (fencing token) greater than any before. Never hands one job to two callers.
 Across tenants, claims are shared by weight (a tenant''s weight is split evenly over its queues in the filter);
-within a tenant''s queue, higher priority first. Paused tenants are skipped; max_running holds under concurrent
-claimers. Needs READ COMMITTED. Errors: JC001 bad argument, JC007 other isolation level.';
+within a tenant''s queue, higher priority first. Paused tenants are skipped; max_running and claim_rate (with its
+burst) hold under concurrent claimers, which then take fewer jobs. Needs READ COMMITTED. Errors: JC001 bad argument, JC007 other isolation level.';
