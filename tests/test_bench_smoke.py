@@ -47,7 +47,8 @@ def test_compare_smoke_prints_json_lines_and_a_table(dsn: str) -> None:
 def test_tenant_scenarios_scaled_down_hold_their_bars(dsn: str) -> None:
     """benchmarks/tenants.py --small: weights 5:3:1 within 5 % while saturated, the small tenants'
     p99 wait under 1 s beside a big tenant's backlog, and an outage's backlog caught up by all
-    tenants together with claim rates holding (scaled down: seconds, 20,000 jobs)."""
+    tenants together with claim rates holding, and a claim rate holding in every window against 8
+    claimers (scaled down: seconds, 20,000 jobs)."""
     params = conninfo_to_dict(dsn)
     url = f"postgresql://{params.get('user', 'postgres')}@/postgres?host={quote(str(params['host']))}"
     url += f"&port={params.get('port', 5432)}"
@@ -59,7 +60,8 @@ def test_tenant_scenarios_scaled_down_hold_their_bars(dsn: str) -> None:
         check=False,
     )
     assert run.returncode == 0, run.stdout + run.stderr
-    weighted, noisy, outage = (json.loads(line) for line in run.stdout.splitlines() if line.startswith("{"))
+    rows = [json.loads(line) for line in run.stdout.splitlines() if line.startswith("{")]
+    weighted, noisy, outage, rate = rows
     assert weighted["saturated"], weighted
     assert weighted["max_abs_deviation_pct"] <= 5, weighted
     assert noisy["small_unclaimed"] == 0 and noisy["small_jobs"] > 0, noisy
@@ -69,3 +71,6 @@ def test_tenant_scenarios_scaled_down_hold_their_bars(dsn: str) -> None:
     assert outage["unrated_claimed"] == outage["unrated_jobs"], outage
     assert outage["finish_spread_s"] < 0.5 * outage["finish_p10_p90_s"][1] + 0.5, outage
     assert outage["rated_worst_1s"] <= outage["rated_bound_1s"], outage
+    # a claim rate holds in every window with 8 claimers contending for the tenant
+    assert all(rate["worst"][w] <= rate["bound"][w] for w in rate["worst"]), rate
+    assert rate["rated_claims"] <= rate["rated_bound"], rate
