@@ -8,6 +8,7 @@ from collections.abc import Iterator
 import psycopg
 import pytest
 from jobctl import db
+from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 
 @pytest.fixture(scope="session")
@@ -28,3 +29,18 @@ def conn(dsn: str) -> Iterator[psycopg.Connection[tuple[object, ...]]]:
 def name() -> str:
     """A prefix unique to this test, for its tenants and queues: tests share one database."""
     return "t" + uuid.uuid4().hex[:10]
+
+
+@pytest.fixture
+def scratch_dsn(dsn: str) -> Iterator[str]:
+    """A new, empty database on the same cluster (no pg_cron there: the manual-mode install)."""
+    dbname = "jobctl_scratch_" + uuid.uuid4().hex[:8]
+    with psycopg.connect(dsn, autocommit=True) as c:
+        c.execute(f'create database "{dbname}"')
+    params = conninfo_to_dict(dsn)
+    params["dbname"] = dbname
+    try:
+        yield make_conninfo(**params)
+    finally:
+        with psycopg.connect(dsn, autocommit=True) as c:
+            c.execute(f'drop database "{dbname}" with (force)')

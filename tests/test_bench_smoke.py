@@ -1,38 +1,36 @@
-"""The benchmark harness runs end to end (tiny sizes, jobctl only, on the test cluster): a smoke
-test of benchmarks/compare.py, not a measurement. Speed is judged from `make bench` output."""
+"""The benchmark scripts run end to end at tiny sizes on the test cluster (jobctl only): smoke
+tests, and the scaled-down scenarios' bars. Speed is judged from the full runs' output."""
 
 from __future__ import annotations
 
 import json
 import subprocess
 import sys
+from typing import Any
 from urllib.parse import quote
 
 from jobctl import db
 from psycopg.conninfo import conninfo_to_dict
 
 
-def test_compare_smoke_prints_json_lines_and_a_table(dsn: str) -> None:
+def bench(dsn: str, script: str, *args: str) -> tuple[list[dict[str, Any]], str]:
+    """Run benchmarks/<script> against the test cluster; its JSON lines and its whole output."""
     params = conninfo_to_dict(dsn)
     url = f"postgresql://{params.get('user', 'postgres')}@/postgres?host={quote(str(params['host']))}"
     url += f"&port={params.get('port', 5432)}"
     run = subprocess.run(
-        [
-            sys.executable,
-            str(db.ROOT / "benchmarks" / "compare.py"),
-            "--smoke",
-            "--systems",
-            "jobctl",
-            "--url",
-            url,
-        ],
+        [sys.executable, str(db.ROOT / "benchmarks" / script), *args, "--url", url],
         capture_output=True,
         text=True,
         timeout=300,
         check=False,
     )
     assert run.returncode == 0, run.stdout + run.stderr
-    rows = [json.loads(line) for line in run.stdout.splitlines() if line.startswith("{")]
+    return [json.loads(line) for line in run.stdout.splitlines() if line.startswith("{")], run.stdout
+
+
+def test_compare_smoke_prints_json_lines_and_a_table(dsn: str) -> None:
+    rows, out = bench(dsn, "compare.py", "--smoke", "--systems", "jobctl")
     assert {r["workload"] for r in rows} == {"e-bulk", "e-single", "d-drain", "l-pickup"}
     for r in rows:
         assert "error" not in r, r
@@ -41,7 +39,7 @@ def test_compare_smoke_prints_json_lines_and_a_table(dsn: str) -> None:
     assert drain["jobs_per_s"] > 0 and drain["xids_per_job"] >= 0 and drain["relations_mib"] > 0
     pickup = next(r for r in rows if r["workload"] == "l-pickup")
     assert pickup["at_500"]["handled"] == pickup["at_500"]["jobs"] > 0
-    assert "d-drain  (jobs/s" in run.stdout and "jobctl" in run.stdout
+    assert "d-drain  (jobs/s" in out and "jobctl" in out
 
 
 def test_tenant_scenarios_scaled_down_hold_their_bars(dsn: str) -> None:
@@ -49,18 +47,7 @@ def test_tenant_scenarios_scaled_down_hold_their_bars(dsn: str) -> None:
     p99 wait under 1 s beside a big tenant's backlog, and an outage's backlog caught up by all
     tenants together with claim rates holding, and a claim rate holding in every window against 8
     claimers (scaled down: seconds, 20,000 jobs)."""
-    params = conninfo_to_dict(dsn)
-    url = f"postgresql://{params.get('user', 'postgres')}@/postgres?host={quote(str(params['host']))}"
-    url += f"&port={params.get('port', 5432)}"
-    run = subprocess.run(
-        [sys.executable, str(db.ROOT / "benchmarks" / "tenants.py"), "--small", "--url", url],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
-    assert run.returncode == 0, run.stdout + run.stderr
-    rows = [json.loads(line) for line in run.stdout.splitlines() if line.startswith("{")]
+    rows, _ = bench(dsn, "tenants.py", "--small")
     weighted, noisy, outage, rate = rows
     assert weighted["saturated"], weighted
     assert weighted["max_abs_deviation_pct"] <= 5, weighted
@@ -74,3 +61,15 @@ def test_tenant_scenarios_scaled_down_hold_their_bars(dsn: str) -> None:
     # a claim rate holds in every window with 8 claimers contending for the tenant
     assert all(rate["worst"][w] <= rate["bound"][w] for w in rate["worst"]), rate
     assert rate["rated_claims"] <= rate["rated_bound"], rate
+
+
+def test_retention_scaled_down_drops_without_dead_tuples(dsn: str) -> None:
+    """benchmarks/retention.py --small: retiring a week by partitions leaves no dead tuple and frees
+    the space at once; DELETE leaves a dead tuple per job, and a plain table keeps its size after
+    VACUUM (7 days x 2,000 jobs)."""
+    (partitions, delete, single), _ = bench(dsn, "retention.py", "--small")
+    assert partitions["after_dead_tuples"] == 0 and partitions["left_in_archive"] == 0, partitions
+    assert partitions["after_size_bytes"] < partitions["before_size_bytes"] / 2, partitions
+    assert delete["after_dead_tuples"] == delete["jobs"], delete
+    assert delete["after_size_bytes"] == delete["table_size_bytes"], delete
+    assert single["after_vacuum_size_bytes"] == single["table_size_bytes"], single

@@ -7,12 +7,9 @@ import shutil
 import subprocess
 import sys
 import time
-import uuid
-from collections.abc import Iterator
 from pathlib import Path
 
 import psycopg
-import pytest
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 JOBCTL = [sys.executable, "-m", "jobctl.cli"]
@@ -44,21 +41,6 @@ def state_rows(dsn: str) -> list[tuple[object, ...]]:
             "select parent_table, partition_interval, premake from partman.part_config order by 1"
         ).fetchall()
         return rows + parts
-
-
-@pytest.fixture
-def scratch_dsn(dsn: str) -> Iterator[str]:
-    """A new, empty database on the same cluster (no pg_cron there: the manual-mode install)."""
-    dbname = "jobctl_scratch_" + uuid.uuid4().hex[:8]
-    with psycopg.connect(dsn, autocommit=True) as c:
-        c.execute(f'create database "{dbname}"')
-    params = conninfo_to_dict(dsn)
-    params["dbname"] = dbname
-    try:
-        yield make_conninfo(**params)
-    finally:
-        with psycopg.connect(dsn, autocommit=True) as c:
-            c.execute(f'drop database "{dbname}" with (force)')
 
 
 def test_fresh_install_then_second_run_changes_nothing(scratch_dsn: str) -> None:

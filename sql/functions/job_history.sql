@@ -6,20 +6,28 @@ returns table (at timestamptz, event text, attempt integer, lease_epoch bigint, 
 language sql
 stable
 as $$
+    with j as (
+        select * from jobctl.job as j where j.job_id = job_history.job_id
+        union all
+        select * from jobctl.job_archive as j where j.job_id = job_history.job_id
+    )
     select h.at, h.event, h.attempt, h.lease_epoch, h.worker_id, h.detail
     from (
         select j.created_at as at, 'submitted' as event, 0 as attempt, null::bigint as lease_epoch,
             null::text as worker_id, null::text as detail, 0 as seq
-        from jobctl.job as j where j.job_id = job_history.job_id
+        from j
         union all
         select e.at, e.event, e.attempt, e.lease_epoch, e.worker_id, e.detail, 1
         from jobctl._event as e where e.job_id = job_history.job_id
         union all
+        select e.at, e.event, e.attempt, e.lease_epoch, e.worker_id, e.detail, 1
+        from jobctl._event_archive as e where e.job_id = job_history.job_id
+        union all
         select j.started_at, 'claimed', j.attempt, j.lease_epoch, j.worker_id, null, 2
-        from jobctl.job as j where j.job_id = job_history.job_id and j.state in ('running', 'completed')
+        from j where j.state in ('running', 'completed')
         union all
         select j.finished_at, 'completed', j.attempt, j.lease_epoch, j.worker_id, null, 3
-        from jobctl.job as j where j.job_id = job_history.job_id and j.state = 'completed'
+        from j where j.state = 'completed'
     ) as h
     order by h.at, h.seq
 $$;

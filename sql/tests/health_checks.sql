@@ -2,7 +2,7 @@
 -- fail). The reaper-lag check moves a tap lease into the past (inside this transaction); the
 -- default-partition check gets a row from 2100. Tenant tap_health_t, queue tap_health_q.
 begin;
-select plan(17);
+select plan(18);
 -- the tests join temp tables that have no statistics: keep JIT from compiling those plans
 set local jit = off;
 
@@ -56,7 +56,7 @@ select results_eq(
 );
 select results_eq(
     $$select verdict, observed from h0 where check_name = 'default partition rows'$$,
-    $$values ('ok', '0 rows in jobctl.job_default')$$,
+    $$values ('ok', '0 recent rows in jobctl.job_default')$$,
     'no rows in the default partition: ok'
 );
 select results_eq(
@@ -103,8 +103,16 @@ insert into jobctl.job (created_at, tenant_id, queue, run_at, max_attempts, payl
 values ('2100-01-01 00:00:00+00', 'tap_health_t', 'tap_health_q', '2100-01-01 00:00:00+00', 1, '{}');
 select results_eq(
     $$select verdict, observed from jobctl.health_checks() where check_name = 'default partition rows'$$,
-    $$values ('warn', '1 rows in jobctl.job_default')$$,
+    $$values ('warn', '1 recent rows in jobctl.job_default')$$,
     'a row in the default partition: warn'
+);
+-- a job carried over past its day (older than the hot retention) belongs there: no warning for it
+insert into jobctl.job (created_at, tenant_id, queue, run_at, max_attempts, payload)
+values (now() - interval '30 days', 'tap_health_t', 'tap_health_q', now(), 1, '{}');
+select results_eq(
+    $$select observed from jobctl.health_checks() where check_name = 'default partition rows'$$,
+    $$values ('1 recent rows in jobctl.job_default')$$,
+    'a job carried over past the hot retention is not counted'
 );
 
 select results_eq(

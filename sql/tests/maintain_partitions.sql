@@ -73,7 +73,7 @@ select
         )
     end;
 
--- the 200 ms lock_timeout is meant for the maintenance run only
+-- the 50 ms lock_timeout is meant for the maintenance run only
 select is(
     current_setting('lock_timeout'), (select lock_timeout from before_call),
     'the caller''s lock_timeout is unchanged after maintain_partitions()'

@@ -1,0 +1,66 @@
+-- jobctl._retire_partitions: pg_partman's maintenance of jobctl.job and jobctl._event (partitions
+-- made ahead; those past the hot retention detached into schema jobctl_archive), then, in the same
+-- transaction so that no reader or writer sees a gap, each detached partition's unfinished jobs
+-- carried over into the hot default partition (no partition covers their day any more; their ids,
+-- created_at and queue rows stay as they were) and the partition attached to jobctl.job_archive or
+-- jobctl._event_archive (no scan when it is sealed: see jobctl._partitions). Jobs carried over
+-- earlier that have finished since go to the archive the same way, with their events.
+-- Called by jobctl.maintain_partitions only: it holds ACCESS EXCLUSIVE on the hot parents from the
+-- detach to the caller's commit. Writes: job, job_archive, _event_archive (and _event_default).
+create or replace function jobctl._retire_partitions(p_partman text, p_hot interval)
+returns void
+language plpgsql
+as $$
+declare
+    v_parts jobctl._partition[];
+    v_part record;
+    v_moved bigint[];
+begin
+    -- a detached table has no bounds any more: note them first
+    select array_agg(p) into v_parts
+    from jobctl._partitions(array['jobctl.job', 'jobctl._event']::regclass[]) as p;
+    execute format(
+        'update %I.part_config set retention = %L where parent_table in (%L, %L) and retention is distinct from %L',
+        p_partman, p_hot::text, 'jobctl.job', 'jobctl._event', p_hot::text
+    );
+    execute format('select %I.run_maintenance(p_parent_table => %L, p_jobmon => false)', p_partman, 'jobctl.job');
+    execute format('select %I.run_maintenance(p_parent_table => %L, p_jobmon => false)', p_partman, 'jobctl._event');
+
+    for v_part in
+        select p.* from unnest(v_parts) as p
+        inner join pg_catalog.pg_class as c on c.oid = p.part
+        where c.relnamespace = 'jobctl_archive'::regnamespace and not c.relispartition
+        order by p.lower_bound
+    loop
+        if v_part.parent = 'jobctl.job'::regclass then
+            execute format(
+                'with gone as (delete from %s as j where j.state in (''pending'', ''running'', ''failed'') returning j.*)
+                 insert into jobctl.job select * from gone', v_part.part
+            );
+        end if;
+        execute format(
+            'alter table %s attach partition %s for values from (%L) to (%L)',
+            case v_part.parent when 'jobctl.job'::regclass then 'jobctl.job_archive' else 'jobctl._event_archive' end,
+            v_part.part, v_part.lower_bound, v_part.upper_bound
+        );
+    end loop;
+
+    -- jobs carried over that have finished since, and their events
+    with gone as (
+        delete from jobctl.job_default as j
+        where j.created_at < now() - p_hot and j.state in ('completed', 'dead', 'cancelled')
+        returning j.*
+    ),
+    kept as (
+        insert into jobctl.job_archive select * from gone
+        returning job_id
+    )
+    select array_agg(k.job_id) into v_moved from kept as k;
+    if v_moved is not null then
+        with gone as (
+            delete from jobctl._event_default as e where e.job_id = any(v_moved) returning e.*
+        )
+        insert into jobctl._event_archive select * from gone;
+    end if;
+end
+$$;
