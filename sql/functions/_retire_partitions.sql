@@ -1,6 +1,6 @@
 -- jobctl._retire_partitions: pg_partman's maintenance of jobctl.job and jobctl._event (partitions
 -- made ahead; those past the hot retention detached into schema jobctl_archive), then, in the same
--- transaction so that no reader or writer sees a gap, each detached partition's unfinished jobs
+-- transaction so that no reader or writer sees a gap, each detached job partition's unfinished jobs
 -- carried over into the hot default partition (no partition covers their day any more; their ids,
 -- created_at and queue rows stay as they were) and the partition attached to jobctl.job_archive or
 -- jobctl._event_archive (no scan when it is sealed: see jobctl._partitions). Jobs carried over
@@ -14,11 +14,23 @@ as $$
 declare
     v_parts jobctl._partition[];
     v_part record;
+    v_unfinished bigint[];
     v_moved bigint[];
 begin
     -- a detached table has no bounds any more: note them first
     select array_agg(p) into v_parts
     from jobctl._partitions(array['jobctl.job', 'jobctl._event']::regclass[]) as p;
+    -- an unfinished job has a row in _ready, _delayed or _running: note those of the days that may
+    -- retire before any lock is taken (a scan of the queue tables, not of the days' jobs, which
+    -- would run while the hot parent is locked); a retry made after this is found below
+    select array_agg(x.job_id) into v_unfinished
+    from (
+        select r.job_id from jobctl._ready as r where r.created_at < now() - p_hot + interval '1 day'
+        union all
+        select d.job_id from jobctl._delayed as d where d.created_at < now() - p_hot + interval '1 day'
+        union all
+        select r.job_id from jobctl._running as r where r.created_at < now() - p_hot + interval '1 day'
+    ) as x;
     execute format(
         'update %I.part_config set retention = %L where parent_table in (%L, %L) and retention is distinct from %L',
         p_partman, p_hot::text, 'jobctl.job', 'jobctl._event', p_hot::text
@@ -33,10 +45,23 @@ begin
         order by p.lower_bound
     loop
         if v_part.parent = 'jobctl.job'::regclass then
+            -- those noted, and those retried since (retry_job writes a 'retried' event): primary-key
+            -- probes, not a scan of the day
             execute format(
-                'with gone as (delete from %s as j where j.state in (''pending'', ''running'', ''failed'') returning j.*)
-                 insert into jobctl.job select * from gone', v_part.part
-            );
+                'with gone as (
+                     delete from %s as j
+                     where (j.job_id = any($1) or j.job_id = any(array(
+                             select e.job_id from %s as e where e.event = ''retried'')))
+                         and j.state in (''pending'', ''running'', ''failed'')
+                     returning j.*
+                 )
+                 insert into jobctl.job select * from gone',
+                v_part.part,
+                coalesce((
+                    select e.part::text from unnest(v_parts) as e
+                    where e.parent = 'jobctl._event'::regclass and e.lower_bound = v_part.lower_bound
+                ), 'jobctl._event')
+            ) using coalesce(v_unfinished, '{}');
         end if;
         execute format(
             'alter table %s attach partition %s for values from (%L) to (%L)',

@@ -97,6 +97,12 @@ from jobctl.job as j
 where j.job_id = -104;
 insert into jobctl._event (job_id, job_created_at, at, event, attempt, detail)
 values (-101, now() - interval '3 days', now() - interval '3 days', 'failed', 1, 'tap_ret first try');
+-- a job retried after maintain_partitions read the queue tables (simulated: pending with a
+-- 'retried' event, its _ready row not there yet): found by its event
+insert into jobctl.job (job_id, created_at, tenant_id, queue, state, run_at, attempt, max_attempts, payload)
+values (-105, now() - interval '3 days', 'tap_ret_t', 'tap_ret_q', 'pending', now(), 1, 3, '{}');
+insert into jobctl._event (job_id, job_created_at, at, event, attempt)
+values (-105, now() - interval '3 days', now(), 'retried', 1);
 
 create temp table old_day as
 select
@@ -151,7 +157,7 @@ select results_eq(
 );
 select results_eq(
     $$select job_id from jobctl.list_jobs('tap_ret_t')$$,
-    $$values (-101::bigint), (-102), (-103), (-104)$$,
+    $$values (-101::bigint), (-102), (-103), (-104), (-105)$$,
     'list_jobs lists hot and archived jobs together, newest first'
 );
 select results_eq(
@@ -166,11 +172,11 @@ select throws_ok($$select jobctl.retry_job(-101)$$, 'JC010', null, 'nor retried'
 select results_eq(
     $$select job_id, tableoid::regclass::text, state from jobctl.job where tenant_id = 'tap_ret_t' order by 1 desc$$,
     $$values (-102::bigint, 'jobctl.job_default'::text, 'pending'::text), (-103, 'jobctl.job_default', 'pending'),
-             (-104, 'jobctl.job_default', 'running')$$,
-    'the pending, delayed and running jobs are in the hot default partition'
+             (-104, 'jobctl.job_default', 'running'), (-105, 'jobctl.job_default', 'pending')$$,
+    'the pending, delayed, running and just retried jobs are in the hot default partition'
 );
 select is_empty(
-    $$select from jobctl.job_archive where job_id in (-102, -103, -104)$$,
+    $$select from jobctl.job_archive where job_id in (-102, -103, -104, -105)$$,
     'and not in the archive'
 );
 select is((
@@ -234,8 +240,8 @@ select results_eq(
     'and are read from the event archive'
 );
 select results_eq(
-    $$select job_id, tableoid::regclass::text from jobctl.job where tenant_id = 'tap_ret_t'$$,
-    $$values (-103::bigint, 'jobctl.job_default'::text)$$,
+    $$select job_id, tableoid::regclass::text from jobctl.job where tenant_id = 'tap_ret_t' order by 1 desc$$,
+    $$values (-103::bigint, 'jobctl.job_default'::text), (-105, 'jobctl.job_default')$$,
     'the delayed job stays hot until it finishes'
 );
 
