@@ -191,10 +191,10 @@ begin
         end if;
 
         with taken as (
-            select w.lane, r.rid, r.job_id, r.created_at
+            select w.lane, r.rel, r.rid, r.job_id, r.created_at
             from unnest(v_pick, v_n, v_pick_q, v_pick_t) as w (lane, n, queue, tenant_id)
             cross join lateral (
-                select r.ctid as rid, r.job_id, r.created_at from jobctl._ready as r
+                select r.tableoid as rel, r.ctid as rid, r.job_id, r.created_at from jobctl._ready as r
                 where r.queue = w.queue and r.tenant_id = w.tenant_id
                 order by r.priority desc, r.run_at, r.job_id
                 limit w.n
@@ -202,8 +202,10 @@ begin
             ) as r
         ),
         gone as (
+            -- a TID scan of each partition; a ctid names a row only within its partition
             delete from jobctl._ready as r
             where r.ctid = any(array(select t.rid from taken as t))
+                and (r.tableoid::text || r.ctid::text) = any(array(select t.rel::text || t.rid::text from taken as t))
             returning r.job_id, r.created_at
         )
         select

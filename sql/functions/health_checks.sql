@@ -81,21 +81,29 @@ begin
 
     -- Bloat: the heap's size against what its live rows need (pg_stats widths + tuple overhead,
     -- at the table's fillfactor); an estimate, and only for tables past 8 MB.
+    -- (_ready's figures are the sums over its slot partitions)
     for r in
-        select c.relname, s.n_live_tup, s.n_dead_tup, pg_catalog.pg_total_relation_size(c.oid) as bytes,
-            pg_catalog.pg_relation_size(c.oid) as heap_bytes,
-            greatest(s.last_autovacuum, s.last_vacuum) as vacuumed,
-            s.n_live_tup * (
+        select t.relname, sum(s.n_live_tup) as n_live_tup, sum(s.n_dead_tup) as n_dead_tup,
+            sum(pg_catalog.pg_total_relation_size(c.oid)) as bytes,
+            sum(pg_catalog.pg_relation_size(c.oid)) as heap_bytes,
+            max(greatest(s.last_autovacuum, s.last_vacuum)) as vacuumed,
+            sum(s.n_live_tup * (
                 (select sum(st.avg_width) from pg_catalog.pg_stats as st
                  where st.schemaname = 'jobctl' and st.tablename = c.relname) + 28
             ) * 100.0 / coalesce(
                 (select substring(o.opt from 'fillfactor=(\d+)')::int
                  from unnest(c.reloptions) as o (opt) where o.opt like 'fillfactor=%'), 100
-            ) as needed_bytes
-        from pg_catalog.pg_class as c
+            )) as needed_bytes
+        from unnest(array['_ready', '_delayed', '_running', '_lane_cache']) as t (relname)
+        cross join lateral (
+            select ('jobctl.' || t.relname)::regclass::oid as oid
+            union all
+            select i.inhrelid from pg_catalog.pg_inherits as i where i.inhparent = ('jobctl.' || t.relname)::regclass
+        ) as x
+        join pg_catalog.pg_class as c on c.oid = x.oid and c.relkind = 'r'
         join pg_catalog.pg_stat_user_tables as s on s.relid = c.oid
-        where c.relnamespace = 'jobctl'::regnamespace and c.relname in ('_ready', '_delayed', '_running', '_lane_cache')
-        order by c.relname
+        group by t.relname
+        order by t.relname
     loop
         check_name := 'dead tuples ' || r.relname;
         observed := format('%s live, %s dead, %s', r.n_live_tup, r.n_dead_tup, pg_catalog.pg_size_pretty(r.bytes));

@@ -1,0 +1,258 @@
+"""The claim path under MVCC pressure: a REPEATABLE READ transaction held open while jobs flow.
+
+On the benchmark cluster, in a fresh database:
+1. calibrate: a producer submitting as fast as it can beside C claimers (claim B, complete them)
+   for S seconds: the clean maximum flow (jobs completed a second);
+2. baseline: the producer offers half that rate (batches on an absolute schedule) for S seconds;
+3. hold: another session opens a REPEATABLE READ transaction, takes its snapshot and sits idle
+   for H seconds (the xmin horizon stays there), while the flow goes on;
+4. recovery: the transaction ends; the flow goes on for R seconds.
+Every 5 s a sampler records the claim-path relations' sizes (with indexes) and their dead tuples,
+updates and HOT updates (pg_stat_user_tables). Per phase (and per 30 s window of the hold): claim
+p50 / p99 (round trips of calls that got jobs), completed jobs a second against the offered rate,
+and how much each relation grew. After the hold: how long until claim p99 is back within 1.2x
+its baseline. Prints JSON lines and a table; a full run also writes
+benchmarks/results/held_snapshot.jsonl.
+
+    .venv/bin/python benchmarks/held_snapshot.py            # S 60 s, H 600 s, R 120 s
+    .venv/bin/python benchmarks/held_snapshot.py --small    # S 8 s, H 20 s, R 10 s
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing as mp
+import time
+from pathlib import Path
+from typing import Any
+
+import psycopg
+from claim_depth import fresh_database
+from compare import cluster_url
+from psycopg.types.json import Jsonb
+
+RESULTS = Path(__file__).resolve().parent / "results"
+RELATIONS = ("_ready", "_delayed", "_running", "_lane_cache", "job", "_event")
+SIZES = {
+    "full": {"steady": 60, "hold": 600, "recovery": 120},
+    "small": {"steady": 8, "hold": 20, "recovery": 10},
+}
+TENANTS = 10
+
+SAMPLE = """
+select r.name, coalesce(sum(pg_total_relation_size(x.relid)), 0)::bigint,
+    coalesce(sum(s.n_dead_tup), 0)::bigint, coalesce(sum(s.n_tup_upd), 0)::bigint,
+    coalesce(sum(s.n_tup_hot_upd), 0)::bigint, coalesce(sum(s.n_tup_del), 0)::bigint
+from unnest(%s::text[]) as r (name)
+cross join lateral (
+    select ('jobctl.' || r.name)::regclass::oid as relid
+    union all
+    select i.inhrelid from pg_inherits as i where i.inhparent = ('jobctl.' || r.name)::regclass
+) as x
+left join pg_stat_user_tables as s on s.relid = x.relid
+group by r.name
+"""
+
+
+def producer(dsn: str, rate: float, seconds: float, barrier: Any, done: Any) -> None:
+    """rate jobs a second in batches every 20 ms on an absolute schedule (rate 0: flat out)."""
+    batch = max(1, round(rate * 0.02)) if rate else 100
+    specs = [{"tenant_id": f"t{i % TENANTS}", "queue": "q", "payload": {"n": i}} for i in range(batch)]
+    sent = 0
+    with psycopg.connect(dsn, autocommit=True) as c:
+        barrier.wait()
+        start = time.monotonic()
+        k = 0
+        while time.monotonic() - start < seconds:
+            if rate:
+                delay = start + k * 0.02 - time.monotonic()
+                if delay > 0:
+                    time.sleep(delay)
+            c.execute("select count(*) from jobctl.submit_jobs(%s)", (Jsonb(specs),))
+            sent += batch
+            k += 1
+    done.put(("sent", sent))
+
+
+def claimer(dsn: str, batch: int, seconds: float, barrier: Any, done: Any) -> None:
+    """Claim and complete for `seconds`; reports (epoch, round trip, jobs) of each claim that got jobs."""
+    calls = []
+    with psycopg.connect(dsn, autocommit=True) as c:
+        barrier.wait()
+        end = time.monotonic() + seconds
+        while time.monotonic() < end:
+            started = time.perf_counter()
+            rows = c.execute(
+                "select job_id, lease_epoch from jobctl.claim_job('bench', null, %s)", (batch,)
+            ).fetchall()
+            took = time.perf_counter() - started
+            if not rows:
+                time.sleep(0.005)
+                continue
+            c.execute(
+                "select count(*) from jobctl.complete_jobs(%s, %s)",
+                ([r[0] for r in rows], [r[1] for r in rows]),
+            )
+            calls.append((time.time(), took, len(rows)))
+    done.put(("calls", calls))
+
+
+def holder(dsn: str, start_after: float, hold: float, barrier: Any) -> None:
+    """A REPEATABLE READ transaction that takes its snapshot and then sits idle."""
+    with psycopg.connect(dsn) as c:
+        barrier.wait()
+        time.sleep(start_after)
+        c.execute("set transaction isolation level repeatable read")
+        c.execute("select 1")  # the snapshot is taken: the xmin horizon stays here until the end
+        time.sleep(hold)
+        c.rollback()
+
+
+def flow(dsn: str, rate: float, seconds: float, claimers: int, batch: int, hold: tuple[float, float] | None,
+         sampler: Any = None) -> tuple[float, int, list[tuple[float, float, int]]]:  # fmt: skip
+    """Run a producer, the claimers and optionally the holder; returns the start epoch, the jobs
+    sent and every claim call."""
+    ctx = mp.get_context("fork")
+    barrier = ctx.Barrier(claimers + 2 + (1 if hold else 0))
+    done = ctx.Queue()
+    procs = [ctx.Process(target=producer, args=(dsn, rate, seconds, barrier, done))]
+    procs += [ctx.Process(target=claimer, args=(dsn, batch, seconds, barrier, done)) for _ in range(claimers)]
+    if hold:
+        procs.append(ctx.Process(target=holder, args=(dsn, hold[0], hold[1], barrier)))
+    for p in procs:
+        p.start()
+    barrier.wait()
+    t0 = time.time()
+    if sampler:
+        sampler(t0, seconds)
+    sent, calls = 0, []
+    for _ in range(claimers + 1):
+        kind, value = done.get(timeout=seconds + 300)
+        if kind == "sent":
+            sent = value
+        else:
+            calls += value
+    for p in procs:
+        p.join(timeout=seconds + 300)
+        assert p.exitcode == 0, p.exitcode
+    return t0, sent, calls
+
+
+def window(calls: list[tuple[float, float, int]], lo: float, hi: float) -> dict[str, Any]:
+    took = sorted(c[1] for c in calls if lo <= c[0] < hi)
+    jobs = sum(c[2] for c in calls if lo <= c[0] < hi)
+    if not took:
+        return {"claims": 0, "jobs_per_s": 0}
+    return {
+        "claims": len(took),
+        "claim_p50_ms": round(1000 * took[len(took) // 2], 2),
+        "claim_p99_ms": round(1000 * took[99 * len(took) // 100], 2),
+        "jobs_per_s": round(jobs / (hi - lo)),
+    }
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--small", action="store_true", help="seconds, not minutes")
+    ap.add_argument("--claimers", type=int, default=4)
+    ap.add_argument("--batch", type=int, default=50)
+    ap.add_argument("--url", help="admin URL of an existing cluster (default: start .bench-pg)")
+    args = ap.parse_args()
+    size = SIZES["small" if args.small else "full"]
+    base = args.url or cluster_url("postgres")
+    dsn = fresh_database(base, "jobctl_held")
+    steady, hold, recovery = size["steady"], size["hold"], size["recovery"]
+
+    t0, sent, calls = flow(dsn, 0, steady, args.claimers, args.batch, None)
+    max_flow = window(calls, t0 + 1, t0 + steady)["jobs_per_s"]
+    rate = max_flow / 2
+    calib = {"scenario": "calibrate", "max_flow_jobs_per_s": max_flow, "offered_jobs_per_s": round(rate)}
+    print(json.dumps(calib), flush=True)
+
+    samples: list[dict[str, Any]] = []
+
+    def sampler(start: float, seconds: float) -> None:
+        with psycopg.connect(dsn, autocommit=True) as c:
+            while time.time() < start + seconds:
+                rows = c.execute(SAMPLE, (list(RELATIONS),)).fetchall()
+                samples.append({"t": round(time.time() - start, 1),
+                                **{str(r[0]): [int(v) for v in r[1:]] for r in rows}})  # fmt: skip
+                time.sleep(5)
+
+    total = steady + hold + recovery
+    dsn = fresh_database(base, "jobctl_held")  # without the calibration's backlog
+    t0, sent, calls = flow(dsn, rate, total, args.claimers, args.batch, (steady, hold), sampler)
+    phases = {
+        "baseline": window(calls, t0 + 1, t0 + steady),
+        "hold": window(calls, t0 + steady, t0 + steady + hold),
+        "hold_last_third": window(calls, t0 + steady + 2 * hold / 3, t0 + steady + hold),
+        "recovery": window(calls, t0 + steady + hold, t0 + total),
+    }
+    windows = [window(calls, t0 + steady + w, t0 + steady + w + 30) for w in range(0, int(hold), 30)]
+    base_p99 = phases["baseline"].get("claim_p99_ms")
+    back = None
+    for w in range(0, int(recovery) - 9, 5):
+        p99 = window(calls, t0 + steady + hold + w, t0 + steady + hold + w + 10).get("claim_p99_ms")
+        if base_p99 and p99 is not None and p99 <= 1.2 * base_p99:
+            back = w
+            break
+
+    def at(t: float) -> dict[str, list[int]]:
+        return min(samples, key=lambda s: abs(s["t"] - t))
+
+    growth = {
+        r: {
+            "bytes_at_hold_start": at(steady)[r][0],
+            "bytes_at_hold_end": at(steady + hold)[r][0],
+            "bytes_growth_last_third": at(steady + hold)[r][0] - at(steady + 2 * hold / 3)[r][0],
+            "dead_at_hold_end": at(steady + hold)[r][1],
+            "updates_per_s_in_hold": round((at(steady + hold)[r][2] - at(steady)[r][2]) / hold, 1),
+            "hot_updates_per_s_in_hold": round((at(steady + hold)[r][3] - at(steady)[r][3]) / hold, 1),
+            "bytes_after_recovery": at(total)[r][0],
+            "dead_after_recovery": at(total)[r][1],
+        }
+        for r in RELATIONS
+    }
+    row = {
+        **calib,
+        "scenario": "held_snapshot",
+        "claimers": args.claimers,
+        "batch": args.batch,
+        "seconds": {"baseline": steady, "hold": hold, "recovery": recovery},
+        "sent": sent,
+        "phases": phases,
+        "hold_windows_30s": windows,
+        "p99_back_within_1_2x_after_s": back,
+        "relations": growth,
+    }
+    print(json.dumps(row), flush=True)
+    with psycopg.connect(base, autocommit=True) as c:
+        c.execute('drop database if exists "jobctl_held" with (force)')
+    if not args.small:
+        RESULTS.mkdir(exist_ok=True)
+        with open(RESULTS / "held_snapshot.jsonl", "w") as f:
+            f.writelines(json.dumps(r) + "\n" for r in (calib, row))
+
+    print(
+        f"\nclean max flow {max_flow} jobs/s; offered {round(rate)} jobs/s; "
+        f"{args.claimers} claimers x {args.batch}"
+    )
+    print(f"  {'phase':16} {'claim p50 ms':>13} {'claim p99 ms':>13} {'jobs/s':>8} {'of offered':>11}")
+    for name, p in phases.items():
+        p50, p99 = p.get("claim_p50_ms", "-"), p.get("claim_p99_ms", "-")
+        print(f"  {name:16} {p50:>13} {p99:>13} {p['jobs_per_s']:>8} {p['jobs_per_s'] / rate:>10.1%}")
+    print(f"  claim p99 back within 1.2x of baseline {back} s after the hold ended")
+    print(f"  {'relation':12} {'MB at hold start':>17} {'MB at hold end':>15} {'growth, last third':>19} "
+          f"{'dead at end':>12} {'upd/s':>7} {'MB after':>9}")  # fmt: skip
+    mb = 1024 * 1024
+    for r, g in growth.items():
+        print(
+            f"  {r:12} {g['bytes_at_hold_start'] / mb:>17.2f} {g['bytes_at_hold_end'] / mb:>15.2f} "
+            f"{g['bytes_growth_last_third'] / mb:>19.2f} {g['dead_at_hold_end']:>12} "
+            f"{g['updates_per_s_in_hold']:>7} {g['bytes_after_recovery'] / mb:>9.2f}"
+        )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,69 @@
+-- jobctl._ready in four slot partitions (migration 0009) and jobctl._rotate_ready, which truncates
+-- the drained ones but the current slot's.
+begin;
+select plan(10);
+set local jit = off;
+
+select is(
+    (
+        select string_agg(c.relname || ' ' || pg_get_expr(c.relpartbound, c.oid), ', ' order by c.relname)
+        from pg_inherits as i inner join pg_class as c on i.inhrelid = c.oid
+        where i.inhparent = 'jobctl._ready'::regclass
+    ),
+    '_ready_s0 FOR VALUES IN (''0''), _ready_s1 FOR VALUES IN (''1''), _ready_s2 FOR VALUES IN (''2''), '
+    || '_ready_s3 FOR VALUES IN (''3'')',
+    '_ready has four partitions by slot'
+);
+
+-- a row goes into the partition of the 5-second slot it was written in
+create temp table at_insert as select clock_timestamp() as before_insert;
+insert into jobctl._ready (queue, tenant_id, priority, run_at, job_id, created_at)
+values ('tap_rot_q', 'tap_rot_t', 0, now(), -201, now());
+select ok(
+    (
+        select r.tableoid::regclass::text from jobctl._ready as r
+        where r.job_id = -201) in (
+        select 'jobctl._ready_s' || (floor(extract(epoch from v.t) / 5)::bigint % 4)
+        from at_insert as a cross join lateral (values (a.before_insert), (clock_timestamp())) as v (t)
+    ),
+    'a new row lands in the current slot''s partition'
+);
+
+-- the partitions of slot k are named by the time: a moment whose slot is k
+create function pg_temp.in_slot(p_slot integer) returns timestamptz
+language sql as $$
+    select to_timestamp((floor(extract(epoch from clock_timestamp()) / 20) * 20) + 5 * p_slot + 1)
+$$;
+delete from jobctl._ready
+where job_id = -201;
+truncate jobctl._ready_s0, jobctl._ready_s1, jobctl._ready_s2, jobctl._ready_s3;
+
+-- slot 2 holds a waiting job, slot 3 only a claimed (deleted) one, slot 1 is current
+insert into jobctl._ready (queue, tenant_id, priority, run_at, job_id, created_at, slot)
+values ('tap_rot_q', 'tap_rot_t', 0, now(), -202, now(), 2), ('tap_rot_q', 'tap_rot_t', 0, now(), -203, now(), 3),
+('tap_rot_q', 'tap_rot_t', 0, now(), -204, now(), 1);
+delete from jobctl._ready where job_id in (-203, -204);
+
+select is(jobctl._rotate_ready(pg_temp.in_slot(1)), 2, 'both other slots with storage are truncated');
+select is(pg_relation_size('jobctl._ready_s3'), 0::bigint, 'the drained slot''s partition is empty on disk');
+select isnt(pg_relation_size('jobctl._ready_s1'), 0::bigint, 'the current slot''s is left alone');
+select results_eq(
+    $$select job_id, tableoid::regclass::text, slot from jobctl._ready where queue = 'tap_rot_q'$$,
+    $$values (-202::bigint, 'jobctl._ready_s1'::text, 1::smallint)$$,
+    'the waiting job moved on to the current slot'
+);
+select is(jobctl._rotate_ready(pg_temp.in_slot(1)), 0, 'a second call finds nothing to do');
+
+-- a slot with more than 5,000 waiting jobs is left alone (moving them would hold claims up)
+insert into jobctl._ready (queue, tenant_id, priority, run_at, job_id, created_at, slot)
+select 'tap_rot_q', 'tap_rot_t', 0, now(), -300 - i, now(), 3 from generate_series(1, 5001) as i;
+select is(jobctl._rotate_ready(pg_temp.in_slot(1)), 0, 'a slot with 5,001 waiting jobs is not rotated');
+delete from jobctl._ready where job_id between -5300 and -301;
+select is(jobctl._rotate_ready(pg_temp.in_slot(2)), 2, 'with 1 left, it is (and slot 1, now past)');
+select is(
+    (select count(*)::integer from jobctl._ready where queue = 'tap_rot_q' and slot = 2), 2,
+    'both waiting jobs are in slot 2'
+);
+
+select * from finish();
+rollback;
