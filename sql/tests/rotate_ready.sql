@@ -42,7 +42,8 @@ truncate jobctl._ready_s0, jobctl._ready_s1, jobctl._ready_s2, jobctl._ready_s3;
 insert into jobctl._ready (queue, tenant_id, priority, run_at, job_id, created_at, slot)
 values ('tap_rot_q', 'tap_rot_t', 0, now(), -202, now(), 2), ('tap_rot_q', 'tap_rot_t', 0, now(), -203, now(), 3),
 ('tap_rot_q', 'tap_rot_t', 0, now(), -204, now(), 1);
-delete from jobctl._ready where job_id in (-203, -204);
+delete from jobctl._ready
+where job_id in (-203, -204);
 
 select is(jobctl._rotate_ready(pg_temp.in_slot(1)), 2, 'both other slots with storage are truncated');
 select is(pg_relation_size('jobctl._ready_s3'), 0::bigint, 'the drained slot''s partition is empty on disk');
@@ -56,12 +57,24 @@ select is(jobctl._rotate_ready(pg_temp.in_slot(1)), 0, 'a second call finds noth
 
 -- a slot with more than 5,000 waiting jobs is left alone (moving them would hold claims up)
 insert into jobctl._ready (queue, tenant_id, priority, run_at, job_id, created_at, slot)
-select 'tap_rot_q', 'tap_rot_t', 0, now(), -300 - i, now(), 3 from generate_series(1, 5001) as i;
+select
+    'tap_rot_q' as queue,
+    'tap_rot_t' as tenant_id,
+    0 as priority,
+    now() as run_at,
+    -300 - i as job_id,
+    now() as created_at,
+    3 as slot
+from generate_series(1, 5001) as i;
 select is(jobctl._rotate_ready(pg_temp.in_slot(1)), 0, 'a slot with 5,001 waiting jobs is not rotated');
-delete from jobctl._ready where job_id between -5300 and -301;
+delete from jobctl._ready
+where job_id between -5300 and -301;
 select is(jobctl._rotate_ready(pg_temp.in_slot(2)), 2, 'with 1 left, it is (and slot 1, now past)');
 select is(
-    (select count(*)::integer from jobctl._ready where queue = 'tap_rot_q' and slot = 2), 2,
+    (
+        select count(*)::integer from jobctl._ready
+        where queue = 'tap_rot_q' and slot = 2
+    ), 2,
     'both waiting jobs are in slot 2'
 );
 
