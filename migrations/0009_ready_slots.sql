@@ -7,7 +7,7 @@
 -- REPEATABLE READ transaction at 5,700 jobs/s, claim p50 went from 6 to 53 ms
 -- (benchmarks/held_snapshot.py). TRUNCATE frees a table whatever snapshots are open. So a row goes
 -- into the partition of the 5-second slot it was written in (`slot`, a default: no writer names
--- it), and jobctl._rotate_ready truncates each other partition once it holds no row: the dead
+-- it), and jobctl._rotate_slots truncates each other partition once it is drained: the dead
 -- entries a claim can meet are those of the last slots, not of the whole hold.
 alter table jobctl._ready rename to _ready_0008;
 alter index jobctl._ready_lane_idx rename to _ready_0008_lane_idx;
@@ -19,7 +19,7 @@ create table jobctl._ready (
     run_at timestamptz not null,
     job_id bigint not null,
     created_at timestamptz not null,
-    -- the 5-second slice of time the row was written in, of 4 taken in turn (see jobctl._rotate_ready)
+    -- the 5-second slice of time the row was written in, of 4 taken in turn (see jobctl._rotate_slots)
     slot smallint not null default (floor(extract(epoch from clock_timestamp()) / 5)::bigint % 4)::smallint
 ) partition by list (slot);
 

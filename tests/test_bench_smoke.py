@@ -73,3 +73,17 @@ def test_retention_scaled_down_drops_without_dead_tuples(dsn: str) -> None:
     assert delete["after_dead_tuples"] == delete["jobs"], delete
     assert delete["after_size_bytes"] == delete["table_size_bytes"], delete
     assert single["after_vacuum_size_bytes"] == single["table_size_bytes"], single
+
+
+def test_held_snapshot_scaled_down_keeps_the_flow(dsn: str) -> None:
+    """benchmarks/held_snapshot.py --small: with a REPEATABLE READ transaction held 20 s while
+    jobs flow at half the clean maximum, the flow keeps up with the offered rate and the rotated
+    queue tables stop growing (before the slots: 40 % of the offered rate in the hold's last third)."""
+    (calibrate, row), _ = bench(dsn, "held_snapshot.py", "--small")
+    offered = calibrate["offered_jobs_per_s"]
+    last = row["phases"]["hold_last_third"]
+    assert last["jobs_per_s"] >= 0.9 * offered, row["phases"]
+    assert last["claim_p99_ms"] < 250, row["phases"]
+    for rel in ("_ready", "_running"):
+        growth = row["relations"][rel]["bytes_growth_last_third"]
+        assert growth < 2 * 1024 * 1024, (rel, row["relations"][rel])

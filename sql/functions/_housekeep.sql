@@ -1,7 +1,7 @@
 -- jobctl._housekeep: what claim_job does before claiming. Due delayed jobs are promoted at once
 -- (one index probe decides); at most once a second per session, expired leases are reaped (a scan
 -- of the small _running table decides), due schedules expanded (one index probe decides) and
--- drained _ready partitions truncated (jobctl._rotate_ready), so
+-- past _ready and _running partitions truncated (jobctl._rotate_slots), so
 -- an orphaned job is claimable again, and a schedule's run enqueued, about one second after its
 -- time, whatever pg_cron's one-minute granularity.
 create or replace function jobctl._housekeep(p_batch integer)
@@ -24,7 +24,7 @@ begin
         if exists (select from jobctl.schedule as s where s.next_fire_at <= v_now) then
             perform jobctl.expand_schedules();
         end if;
-        perform jobctl._rotate_ready();
+        perform jobctl._rotate_slots();
     end if;
 end
 $$;

@@ -17,14 +17,17 @@ begin
     if pg_is_in_recovery() or not pg_try_advisory_xact_lock(19011, 1) then
         return 0;
     end if;
-    with gone as (
+    with expired as (
+        select x.tableoid as rel, x.ctid as rid from jobctl._running as x
+        where x.lease_expires_at < v_now or x.deadline < v_now
+        limit 10000
+        for update skip locked
+    ),
+    gone as (
         delete from jobctl._running as r
-        where r.ctid = any(array(
-            select x.ctid from jobctl._running as x
-            where x.lease_expires_at < v_now or x.deadline < v_now
-            limit 10000
-            for update skip locked
-        ))
+        where r.ctid = any(array(select x.rid from expired as x))
+            -- a ctid names a row only within its partition
+            and (r.tableoid::text || r.ctid::text) = any(array(select x.rel::text || x.rid::text from expired as x))
         returning r.job_id, r.created_at, r.attempt, r.lease_epoch, r.worker_id, r.started_at, r.queue,
             r.deadline < v_now as timed_out
     )

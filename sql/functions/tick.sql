@@ -1,5 +1,5 @@
 -- jobctl.tick: one pass of periodic work: promote due delayed jobs, reap expired leases, expand
--- due schedules, recount the unfinished jobs of max_pending tenants, truncate drained _ready partitions.
+-- due schedules, recount the unfinished jobs of max_pending tenants, truncate past _ready and _running partitions.
 -- pg_cron runs it every minute as a backstop; the sub-second path is claim_job, which does the same
 -- work at most once a second per session (jobctl._housekeep). A long-running pg_cron job would
 -- stall DROP DATABASE cluster-wide on PostgreSQL 15 (pg_cron's launcher does not absorb the
@@ -15,7 +15,7 @@ begin
         return 0;
     end if;
     perform jobctl._recount_pending(null);
-    perform jobctl._rotate_ready();
+    perform jobctl._rotate_slots();
     return jobctl._promote_due() + jobctl.reap_expired_leases() + jobctl.expand_schedules();
 end
 $$;
