@@ -1,4 +1,4 @@
--- 0009_ready_slots: jobctl._ready becomes four partitions taken in turn, five seconds each.
+-- 0009_ready_slots: jobctl._ready becomes four partitions taken in turn, one second each.
 -- Immutable once landed: later changes go into a new numbered migration.
 --
 -- Claims delete from the head of each lane; until VACUUM removes them, the dead index entries stay
@@ -6,7 +6,7 @@
 -- (a long report, a forgotten BEGIN) VACUUM cannot remove them at all: in 20 s of a held
 -- REPEATABLE READ transaction at 5,700 jobs/s, claim p50 went from 6 to 53 ms
 -- (benchmarks/held_snapshot.py). TRUNCATE frees a table whatever snapshots are open. So a row goes
--- into the partition of the 5-second slot it was written in (`slot`, a default: no writer names
+-- into the partition of the 1-second slot it was written in (`slot`, a default: no writer names
 -- it), and jobctl._rotate_slots truncates each other partition once it is drained: the dead
 -- entries a claim can meet are those of the last slots, not of the whole hold.
 alter table jobctl._ready rename to _ready_0008;
@@ -19,8 +19,8 @@ create table jobctl._ready (
     run_at timestamptz not null,
     job_id bigint not null,
     created_at timestamptz not null,
-    -- the 5-second slice of time the row was written in, of 4 taken in turn (see jobctl._rotate_slots)
-    slot smallint not null default (floor(extract(epoch from clock_timestamp()) / 5)::bigint % 4)::smallint
+    -- the 1-second slice of time the row was written in, of 4 taken in turn (see jobctl._rotate_slots)
+    slot smallint not null default (floor(extract(epoch from clock_timestamp()))::bigint % 4)::smallint
 ) partition by list (slot);
 
 do $$

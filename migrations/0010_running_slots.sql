@@ -3,7 +3,7 @@
 --
 -- A lease row is inserted by each claim and deleted by each completion, so while an old snapshot
 -- is held its dead rows pile up, and the reaper's once-a-second look at _running walks them all.
--- A lease goes into the partition of the 5-second slot it was written in, and jobctl._rotate_slots
+-- A lease goes into the partition of the 1-second slot it was written in, and jobctl._rotate_slots
 -- moves the leases still running in a past slot on to the current one and truncates it. The
 -- primary key must contain the partition key: (job_id, slot); lookups by job_id use its prefix.
 alter table jobctl._running rename to _running_0009;
@@ -21,8 +21,8 @@ create table jobctl._running (
     started_at timestamptz not null,
     lease_expires_at timestamptz not null,
     deadline timestamptz,
-    -- the 5-second slice of time the row was written in, of 4 taken in turn (see jobctl._rotate_slots)
-    slot smallint not null default (floor(extract(epoch from clock_timestamp()) / 5)::bigint % 4)::smallint,
+    -- the 1-second slice of time the row was written in, of 4 taken in turn (see jobctl._rotate_slots)
+    slot smallint not null default (floor(extract(epoch from clock_timestamp()))::bigint % 4)::smallint,
     constraint _running_pkey primary key (job_id, slot)
 ) partition by list (slot);
 

@@ -1,4 +1,4 @@
--- jobctl._rotate_slots: for _ready and _running (partitioned by the 5-second slot a row was
+-- jobctl._rotate_slots: for _ready and _running (partitioned by the 1-second slot a row was
 -- written in, four taken in turn: migrations 0009, 0010), truncate each partition but the current
 -- slot's that has storage, after moving the rows still in it (jobs waiting, leases running) on to
 -- the current slot: under the partition's lock when they are at most 5,000, else (waiting jobs
@@ -21,7 +21,7 @@ language plpgsql
 set lock_timeout = '20ms'
 as $$
 declare
-    v_slot smallint := floor(extract(epoch from p_at) / 5)::bigint % 4;
+    v_slot smallint := floor(extract(epoch from p_at))::bigint % 4;
     v_part record;
     v_left bigint;
     v_n integer := 0;

@@ -15,7 +15,7 @@ select is(
     '_ready has four partitions by slot'
 );
 
--- a row goes into the partition of the 5-second slot it was written in
+-- a row goes into the partition of the 1-second slot it was written in
 create temp table at_insert as select clock_timestamp() as before_insert;
 insert into jobctl._ready (queue, tenant_id, priority, run_at, job_id, created_at)
 values ('tap_rot_q', 'tap_rot_t', 0, now(), -201, now());
@@ -23,7 +23,7 @@ select ok(
     (
         select r.tableoid::regclass::text from jobctl._ready as r
         where r.job_id = -201) in (
-        select 'jobctl._ready_s' || (floor(extract(epoch from v.t) / 5)::bigint % 4)
+        select 'jobctl._ready_s' || (floor(extract(epoch from v.t))::bigint % 4)
         from at_insert as a cross join lateral (values (a.before_insert), (clock_timestamp())) as v (t)
     ),
     'a new row lands in the current slot''s partition'
@@ -32,7 +32,7 @@ select ok(
 -- the partitions of slot k are named by the time: a moment whose slot is k
 create function pg_temp.in_slot(p_slot integer) returns timestamptz
 language sql as $$
-    select to_timestamp((floor(extract(epoch from clock_timestamp()) / 20) * 20) + 5 * p_slot + 1)
+    select to_timestamp((floor(extract(epoch from clock_timestamp()) / 4) * 4) + p_slot + 0.5)
 $$;
 delete from jobctl._ready
 where job_id = -201;
