@@ -87,3 +87,13 @@ def test_held_snapshot_scaled_down_keeps_the_flow(dsn: str) -> None:
     for rel in ("_ready", "_running"):
         growth = row["relations"][rel]["bytes_growth_last_third"]
         assert growth < 2 * 1024 * 1024, (rel, row["relations"][rel])
+
+
+def test_xids_per_job_scaled_down(dsn: str) -> None:
+    """benchmarks/xids.py --small: three XIDs a job one by one (submit, claim, complete: no
+    subtransaction adds one), three per 100 batched, and no MultiXact (a little slack for the
+    cluster's background work, pg_cron's tick included)."""
+    (single, batched), _ = bench(dsn, "xids.py", "--small")
+    assert 3.0 <= single["xids_per_job"] <= 3.05, single
+    assert 0.03 <= batched["xids_per_job"] <= 0.035, batched
+    assert single["multixacts"] == 0 and batched["multixacts"] == 0, (single, batched)
