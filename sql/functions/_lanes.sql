@@ -47,7 +47,11 @@ begin
             where not t.paused and coalesce(t.max_running, 1) > 0
         ) as y
     ) as x;
-    if v_stale and pg_try_advisory_xact_lock(19014, hashtext(v_key)) then
+    -- under the lock, look again: a refresh that committed after this call read the row (and so
+    -- after its own lock was released) has made it fresh, and a second write would exceed the
+    -- row's ten writes a second
+    if v_stale and pg_try_advisory_xact_lock(19014, hashtext(v_key))
+       and not exists (select from jobctl._lane_cache as c where c.queues_key = v_key and c.fresh_until > v_now) then
         insert into jobctl._lane_cache as c values (v_row.*)
         on conflict (queues_key) do update
         set fresh_until = excluded.fresh_until, queues = excluded.queues, tenants = excluded.tenants,
