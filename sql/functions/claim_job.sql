@@ -228,8 +228,10 @@ begin
             where t.claim_bucket is not null;
         end if;
         if v_ids is not null then
+            -- the lease starts now, not when the call began: housekeeping, a rotation or a lock wait
+            -- may lie between (and a claim rate is then measured by started_at, taken after the tokens)
             return query
-            select * from jobctl._start_attempts(v_ids, v_cas, v_worker, v_now, v_lease);
+            select * from jobctl._start_attempts(v_ids, v_cas, v_worker, clock_timestamp(), v_lease);
             v_left := v_left - cardinality(v_ids);
         end if;
         -- another round only for the share of lanes that ran dry, were taken by other claimers or
