@@ -180,9 +180,13 @@ def plan(dsn: str, design: str) -> tuple[str, int]:
 def sizes(dsn: str, design: str) -> dict[str, int]:
     rels = ["jobctl._ready"] if design == "jobctl" else ["naive_job"]
     with psycopg.connect(dsn) as c:
-        # (with its partitions: jobctl._ready is partitioned by slot)
-        sql = "select sum(pg_total_relation_size(relid)) from pg_partition_tree(%s)"
-        return {rel: int(c.execute(sql, (rel,)).fetchone()[0]) for rel in rels}  # type: ignore[index]
+        # with its partitions (jobctl._ready is partitioned by slot; pg_partition_tree of a plain
+        # table is empty)
+        sql = (
+            "select coalesce(sum(pg_total_relation_size(relid)), pg_total_relation_size(%(r)s)) "
+            "from pg_partition_tree(%(r)s)"
+        )
+        return {rel: int(c.execute(sql, {"r": rel}).fetchone()[0]) for rel in rels}  # type: ignore[index]
 
 
 def per_job(dsn: str, before: tuple[int, int], jobs: int) -> dict[str, float]:

@@ -31,6 +31,7 @@ import psycopg
 from claim_depth import fresh_database
 from compare import cluster_url
 from psycopg.types.json import Jsonb
+from tenants import claimer
 
 RESULTS = Path(__file__).resolve().parent / "results"
 RELATIONS = ("_ready", "_delayed", "_running", "_lane_cache", "job", "_event")
@@ -72,30 +73,7 @@ def producer(dsn: str, rate: float, seconds: float, barrier: Any, done: Any) -> 
             c.execute("select count(*) from jobctl.submit_jobs(%s)", (Jsonb(specs),))
             sent += batch
             k += 1
-    done.put(("sent", sent))
-
-
-def claimer(dsn: str, batch: int, seconds: float, barrier: Any, done: Any) -> None:
-    """Claim and complete for `seconds`; reports (epoch, round trip, jobs) of each claim that got jobs."""
-    calls = []
-    with psycopg.connect(dsn, autocommit=True) as c:
-        barrier.wait()
-        end = time.monotonic() + seconds
-        while time.monotonic() < end:
-            started = time.perf_counter()
-            rows = c.execute(
-                "select job_id, lease_epoch from jobctl.claim_job('bench', null, %s)", (batch,)
-            ).fetchall()
-            took = time.perf_counter() - started
-            if not rows:
-                time.sleep(0.005)
-                continue
-            c.execute(
-                "select count(*) from jobctl.complete_jobs(%s, %s)",
-                ([r[0] for r in rows], [r[1] for r in rows]),
-            )
-            calls.append((time.time(), took, len(rows)))
-    done.put(("calls", calls))
+    done.put(sent)
 
 
 def holder(dsn: str, start_after: float, hold: float, barrier: Any) -> None:
@@ -115,9 +93,12 @@ def flow(dsn: str, rate: float, seconds: float, claimers: int, batch: int, hold:
     sent and every claim call."""
     ctx = mp.get_context("fork")
     barrier = ctx.Barrier(claimers + 2 + (1 if hold else 0))
-    done = ctx.Queue()
+    done, made = ctx.Queue(), ctx.Queue()
     procs = [ctx.Process(target=producer, args=(dsn, rate, seconds, barrier, done))]
-    procs += [ctx.Process(target=claimer, args=(dsn, batch, seconds, barrier, done)) for _ in range(claimers)]
+    procs += [
+        ctx.Process(target=claimer, args=(dsn, batch, seconds, barrier, made), kwargs={"idle": 0.005})
+        for _ in range(claimers)
+    ]
     if hold:
         procs.append(ctx.Process(target=holder, args=(dsn, hold[0], hold[1], barrier)))
     for p in procs:
@@ -126,13 +107,8 @@ def flow(dsn: str, rate: float, seconds: float, claimers: int, batch: int, hold:
     t0 = time.time()
     if sampler:
         sampler(t0, seconds)
-    sent, calls = 0, []
-    for _ in range(claimers + 1):
-        kind, value = done.get(timeout=seconds + 300)
-        if kind == "sent":
-            sent = value
-        else:
-            calls += value
+    sent = done.get(timeout=seconds + 300)
+    calls = [call for _ in range(claimers) for call in made.get(timeout=seconds + 300)]
     for p in procs:
         p.join(timeout=seconds + 300)
         assert p.exitcode == 0, p.exitcode

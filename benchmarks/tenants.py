@@ -74,10 +74,14 @@ def backlog(dsn: str, tenant: str, n: int) -> None:
     submit(dsn, [{"tenant_id": tenant, "queue": "q", "payload": {}} for _ in range(n)])
 
 
-def claimer(dsn: str, batch: int, seconds: float, barrier: Any, until_empty: bool, times: Any) -> None:
-    """Claims and completes until the time is up (or, until_empty, no job waits any more); puts the
-    durations of its claim calls that got jobs on `times`."""
-    took = []
+def claimer(
+    dsn: str, batch: int, seconds: float, barrier: Any, calls: Any, until_empty: bool = False,
+    idle: float = 0.01,
+) -> None:  # fmt: skip
+    """Claims and completes until the time is up (or, until_empty, no job waits any more), sleeping
+    `idle` s after a claim that got nothing; puts (epoch, round trip s, jobs) of each claim call that
+    got jobs on `calls`, as one list. (benchmarks/held_snapshot.py runs it too.)"""
+    made = []
     with psycopg.connect(dsn, autocommit=True) as c:
         barrier.wait()
         end = time.monotonic() + seconds
@@ -87,7 +91,7 @@ def claimer(dsn: str, batch: int, seconds: float, barrier: Any, until_empty: boo
                 "select job_id, lease_epoch from jobctl.claim_job('bench', null, %s)", (batch,)
             ).fetchall()
             if rows:
-                took.append(time.perf_counter() - started)
+                made.append((time.time(), time.perf_counter() - started, len(rows)))
                 c.execute(
                     "select count(*) from jobctl.complete_jobs(%s, %s)",
                     ([r[0] for r in rows], [r[1] for r in rows]),
@@ -95,8 +99,8 @@ def claimer(dsn: str, batch: int, seconds: float, barrier: Any, until_empty: boo
                 continue
             if until_empty and not jobs_waiting(c):
                 break
-            time.sleep(0.01)
-    times.put(took)
+            time.sleep(idle)
+    calls.put(made)
 
 
 def jobs_waiting(c: psycopg.Connection[Any]) -> bool:
@@ -126,9 +130,9 @@ def run_claimers(
     the p50 / p99 in ms of the claim calls that got jobs (round trips from the claimer)."""
     ctx = mp.get_context("fork")
     barrier = ctx.Barrier(claimers + (1 if producer else 0) + 1)
-    times = ctx.Queue()
+    calls = ctx.Queue()
     procs = [
-        ctx.Process(target=claimer, args=(dsn, batch, seconds, barrier, until_empty, times))
+        ctx.Process(target=claimer, args=(dsn, batch, seconds, barrier, calls, until_empty))
         for _ in range(claimers)
     ]
     if producer:
@@ -137,7 +141,7 @@ def run_claimers(
         p.start()
     barrier.wait()
     started = time.time()
-    took = sorted(t for _ in range(claimers) for t in times.get(timeout=seconds + 120))
+    took = sorted(call[1] for _ in range(claimers) for call in calls.get(timeout=seconds + 120))
     for p in procs:
         p.join(timeout=seconds + 120)
         assert p.exitcode == 0, p.exitcode

@@ -81,7 +81,7 @@ begin
 
     -- Bloat: the heap's size against what its live rows need (pg_stats widths + tuple overhead,
     -- at the table's fillfactor); an estimate, and only for tables past 8 MB.
-    -- (_ready's figures are the sums over its slot partitions)
+    -- (_ready's and _running's figures are the sums over their slot partitions)
     for r in
         select t.relname, sum(s.n_live_tup) as n_live_tup, sum(s.n_dead_tup) as n_dead_tup,
             sum(pg_catalog.pg_total_relation_size(c.oid)) as bytes,
