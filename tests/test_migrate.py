@@ -163,3 +163,51 @@ def test_pg_cron_runs_the_tick(dsn: str) -> None:
             row = c.execute(query).fetchone()
     assert row is not None, "no run of jobctl-tick within 75 s"
     assert row[0] == "succeeded", row
+
+
+def test_upgrade_from_four_slots_keeps_the_rows_and_matches_a_fresh_install(
+    dsn: str, scratch_dsn: str
+) -> None:
+    """0011 folds _ready's and _running's four slot partitions into two and 0012 rebuilds the lane
+    cache: an install stopped at 0010 holding rows in every slot upgrades to the schema of a fresh
+    install, every waiting job and lease kept (in a slot the new default could have given it)."""
+    from jobctl import migrate
+
+    with psycopg.connect(scratch_dsn) as c:
+        c.execute(migrate.BOOTSTRAP)
+        for m in migrate.migrations():
+            if m.name >= "0011":
+                break
+            c.execute(m.sql.encode())
+            c.execute("insert into jobctl._applied (kind, name, checksum) values ('migration', %s, %s)",
+                      (m.name, m.checksum))  # fmt: skip
+        c.execute(
+            """insert into jobctl._ready (queue, tenant_id, priority, run_at, job_id, created_at, slot)
+               select 'q', 't', 0, now(), s, now(), s from generate_series(0, 3) as s"""
+        )
+        c.execute(
+            """insert into jobctl._running (job_id, created_at, tenant_id, queue, attempt, lease_epoch,
+                   worker_id, started_at, lease_expires_at, slot)
+               select 10 + s, now(), 't', 'q', 1, 1, 'w', now(), now() + interval '1 minute', s
+               from generate_series(0, 3) as s"""
+        )
+        c.commit()
+    upgrade = run(scratch_dsn, "migrate")
+    assert upgrade.returncode == 0, upgrade.stderr
+    with psycopg.connect(scratch_dsn) as c:
+        ready = c.execute("select job_id, slot, tableoid::regclass::text from jobctl._ready order by 1")
+        ready = ready.fetchall()
+        running = c.execute("select job_id, slot from jobctl._running order by 1").fetchall()
+    assert ready == [(s, s % 2, f"jobctl._ready_s{s % 2}") for s in range(4)], ready
+    assert running == [(10 + s, s % 2) for s in range(4)], running
+
+    name = f"{conninfo_to_dict(scratch_dsn)['dbname']}_fresh"
+    fresh = make_conninfo(**{**conninfo_to_dict(scratch_dsn), "dbname": name})
+    with psycopg.connect(dsn, autocommit=True) as c:
+        c.execute(f'create database "{name}"')
+    try:
+        assert run(fresh, "migrate").returncode == 0
+        assert schema_dump(scratch_dsn) == schema_dump(fresh)
+    finally:
+        with psycopg.connect(dsn, autocommit=True) as c:
+            c.execute(f'drop database "{name}" with (force)')

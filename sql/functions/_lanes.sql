@@ -4,12 +4,13 @@
 -- and whether each tenant has max_running or a claim rate. Listing lanes costs one index descent per lane (about
 -- 13 µs each) and, even for one lane, setting up a plan of some twenty nodes, so the answer is
 -- shared through jobctl._lane_cache, fresh for 100 ms + 0.2 ms per lane (at most 1 s) from its
--- listing: claim_job reads a fresh row itself and calls this for a stale one, which a claimer that
--- can take the refresh lock recomputes; the others use it as it is. claim_job asks for a fresh
+-- listing: claim_job reads the newest row itself when it is fresh and calls this when it is not,
+-- and a claimer that can take the refresh lock lists the lanes again and adds a row (rows are only
+-- inserted, and truncated with their slot: migration 0012); the others use the newest as it is. claim_job asks for a fresh
 -- list (p_fresh) when the shared one gave it no job; that list is stored only if the row is
 -- stale. A new lane, or a tenant's new weight or pause, is thus
 -- seen within that age (100 ms with a few lanes, 300 ms at 1,000) while the shared lanes have
--- work, at once when they have none; the cache row changes at most about ten times a second.
+-- work, at once when they have none; a key gets at most about ten rows a second.
 create or replace function jobctl._lanes(p_queues text[], p_fresh boolean)
 returns table (queues text[], tenants text[], limited boolean[], lows float8[], total float8, cached boolean)
 language plpgsql
@@ -23,7 +24,7 @@ declare
     v_row jobctl._lane_cache;
     v_stale boolean;
 begin
-    select * into v_row from jobctl._lane_cache as c where c.queues_key = v_key;
+    select * into v_row from jobctl._lane_cache as c where c.queues_key = v_key order by c.fresh_until desc limit 1;
     v_stale := not found or v_row.fresh_until <= v_now;
     if not p_fresh and found and (not v_stale or not pg_try_advisory_xact_lock(19014, hashtext(v_key))) then
         return query select v_row.queues, v_row.tenants, v_row.limited, v_row.lows, v_row.total, true;
@@ -36,7 +37,7 @@ begin
         coalesce(array_agg(x.limited order by x.low), '{}'),
         coalesce(array_agg(x.low order by x.low), '{}'),
         coalesce(sum(x.width), 0)
-    into v_row
+    into v_row.queues_key, v_row.fresh_until, v_row.queues, v_row.tenants, v_row.limited, v_row.lows, v_row.total
     from (
         select y.*, sum(y.width) over (order by y.queue, y.tenant_id rows unbounded preceding) - y.width as low
         from (
@@ -48,14 +49,12 @@ begin
         ) as y
     ) as x;
     -- under the lock, look again: a refresh that committed after this call read the row (and so
-    -- after its own lock was released) has made it fresh, and a second write would exceed the
-    -- row's ten writes a second
+    -- after its own lock was released) has added a fresh one, and a second would exceed the key's
+    -- ten rows a second
     if v_stale and pg_try_advisory_xact_lock(19014, hashtext(v_key))
        and not exists (select from jobctl._lane_cache as c where c.queues_key = v_key and c.fresh_until > v_now) then
-        insert into jobctl._lane_cache as c values (v_row.*)
-        on conflict (queues_key) do update
-        set fresh_until = excluded.fresh_until, queues = excluded.queues, tenants = excluded.tenants,
-            limited = excluded.limited, lows = excluded.lows, total = excluded.total;
+        insert into jobctl._lane_cache (queues_key, fresh_until, queues, tenants, limited, lows, total)
+        values (v_row.queues_key, v_row.fresh_until, v_row.queues, v_row.tenants, v_row.limited, v_row.lows, v_row.total);
     end if;
     return query select v_row.queues, v_row.tenants, v_row.limited, v_row.lows, v_row.total, false;
 end

@@ -1,11 +1,15 @@
--- jobctl._rotate_slots: for _ready and _running (partitioned by the 1-second slot a row was
--- written in, four taken in turn: migrations 0009, 0010), truncate each partition but the current
--- slot's that has storage, after moving the rows still in it (jobs waiting, leases running) on to
--- the current slot: under the partition's lock when they are at most 5,000, else (waiting jobs
--- only) 5,000 a call under row locks. TRUNCATE frees a partition and its indexes whatever
--- snapshots are open, where VACUUM would have to wait for them, so the dead rows a claim, a
--- completion or the reaper can meet are those of the last few slots. Called once a second per
--- claiming session (jobctl._housekeep) and by jobctl.tick.
+-- jobctl._rotate_slots: for _ready, _running and _lane_cache (partitioned by the 1-second slot a
+-- row was written in, taken in turn: migrations 0009 to 0012), truncate the past slot's partition
+-- once it is drained, after moving the rows still in it (jobs waiting, leases running) on to the
+-- current slot under the partition's lock. A partition holding more than 5,000 rows is left as it
+-- is: moving them would hold claims up, and rows moved on would only have to move again a second
+-- later; a backlog leaves by being claimed, and VACUUM cleans behind the claims meanwhile. Lane
+-- cache rows are not moved: they are versions of a cache, and a key whose newest row goes is
+-- listed afresh by the next claim.
+-- TRUNCATE frees a partition and its indexes whatever snapshots are open, where VACUUM would have
+-- to wait for them, so the dead rows a claim, a completion or the reaper can meet are those of the
+-- last slot or two. Called once a second per claiming session (jobctl._housekeep) and by
+-- jobctl.tick.
 -- Locks: a try-advisory-lock (19011, 3) for the transaction (a second rotator returns at once);
 -- ACCESS EXCLUSIVE on the partition, asked for with a 20 ms lock_timeout (every claim and
 -- completion locks every partition, so a longer wait would hold them up); a partition whose lock
@@ -21,7 +25,10 @@ language plpgsql
 set lock_timeout = '20ms'
 as $$
 declare
-    v_slot smallint := floor(extract(epoch from p_at))::bigint % 4;
+    -- as the slot columns' default: the second's number modulo the number of partitions
+    v_slot smallint := floor(extract(epoch from p_at))::bigint % (
+        select count(*) from pg_catalog.pg_inherits as i where i.inhparent = 'jobctl._ready'::regclass
+    );
     v_part record;
     v_left bigint;
     v_n integer := 0;
@@ -38,39 +45,29 @@ begin
              where a.attrelid = i.inhparent and a.attnum > 0 and not a.attisdropped and a.attname <> 'slot') as cols
         from pg_catalog.pg_inherits as i
         inner join pg_catalog.pg_class as c on c.oid = i.inhrelid
-        where i.inhparent in ('jobctl._ready'::regclass, 'jobctl._running'::regclass)
+        where i.inhparent in ('jobctl._ready'::regclass, 'jobctl._running'::regclass, 'jobctl._lane_cache'::regclass)
             and pg_catalog.pg_get_expr(c.relpartbound, c.oid) <> format('FOR VALUES IN (''%s'')', v_slot)
+        -- in the order a claim locks them (its reaper's look at _running, the lane cache, _ready):
+        -- a claim holding one then never waits for a partition this holds while this waits for it
+        -- (the other order let the reaper's claims keep _running from being truncated)
+        order by case i.inhparent when 'jobctl._running'::regclass then 0 when 'jobctl._lane_cache'::regclass then 1 else 2 end
     loop
         begin
             -- a look without the lock first (sizes and reads take ACCESS SHARE, which a truncation
             -- in progress holds up, hence inside the block)
             continue when pg_catalog.pg_relation_size(v_part.part) = 0;
             execute format('select count(*) from (select from %s limit 5001) as x', v_part.part) into v_left;
-            if v_left > 5000 then
-                -- too many to move under the lock: move 5,000 waiting jobs under row locks only
-                -- (rows a claim holds are skipped), so that a backlog drains out of the past slots
-                -- by degrees. Not leases: a completion that waited for such a row lock would then
-                -- find its lease gone (leases are as many as the jobs running, rarely 5,000).
-                continue when v_part.parent <> 'jobctl._ready'::regclass;
-                execute format(
-                    'with gone as (
-                         delete from %s as r where r.ctid = any(array(
-                             select x.ctid from %s as x limit 5000 for update skip locked))
-                         returning %s
-                     )
-                     insert into %s (%s, slot) select %s, %s from gone',
-                    v_part.part, v_part.part, v_part.cols, v_part.parent, v_part.cols, v_part.cols, v_slot
-                );
-                continue;
-            end if;
+            continue when v_left > 5000;
             execute format('lock table %s in access exclusive mode', v_part.part);
             -- under the lock no writer is in flight, and this statement's snapshot sees what they
             -- wrote: the rows still there move on to the current slot (named: by the clock it may
             -- have moved on to this very one), in the same order
-            execute format(
-                'insert into %s (%s, slot) select %s, %s from %s',
-                v_part.parent, v_part.cols, v_part.cols, v_slot, v_part.part
-            );
+            if v_part.parent <> 'jobctl._lane_cache'::regclass then
+                execute format(
+                    'insert into %s (%s, slot) select %s, %s from %s',
+                    v_part.parent, v_part.cols, v_part.cols, v_slot, v_part.part
+                );
+            end if;
             execute format('truncate %s', v_part.part);
             v_n := v_n + 1;
         exception when lock_not_available then

@@ -100,7 +100,8 @@ begin
                 select c.queues, c.tenants, c.limited, c.lows, c.total, true
                 into v_lane_q, v_lane_t, v_lane_limited, v_lane_lows, v_lane_total, v_cached
                 from jobctl._lane_cache as c
-                where c.queues_key = coalesce(v_queues::text, '*') and c.fresh_until > v_now;
+                where c.queues_key = coalesce(v_queues::text, '*') and c.fresh_until > v_now
+                order by c.fresh_until desc limit 1;
             end if;
             if v_round > 1 or not found then
                 select l.queues, l.tenants, l.limited, l.lows, l.total, l.cached

@@ -1,7 +1,7 @@
--- jobctl._ready and jobctl._running in four slot partitions (migrations 0009, 0010) and
+-- jobctl._ready, _running and _lane_cache in two slot partitions (migrations 0009 to 0012) and
 -- jobctl._rotate_slots, which moves what is left in a past slot on and truncates it.
 begin;
-select plan(14);
+select plan(17);
 set local jit = off;
 
 select is(
@@ -10,9 +10,8 @@ select is(
         from pg_inherits as i inner join pg_class as c on i.inhrelid = c.oid
         where i.inhparent = 'jobctl._ready'::regclass
     ),
-    '_ready_s0 FOR VALUES IN (''0''), _ready_s1 FOR VALUES IN (''1''), _ready_s2 FOR VALUES IN (''2''), '
-    || '_ready_s3 FOR VALUES IN (''3'')',
-    '_ready has four partitions by slot'
+    '_ready_s0 FOR VALUES IN (''0''), _ready_s1 FOR VALUES IN (''1'')',
+    '_ready has two partitions by slot'
 );
 
 -- a row goes into the partition of the 1-second slot it was written in
@@ -23,7 +22,7 @@ select ok(
     (
         select r.tableoid::regclass::text from jobctl._ready as r
         where r.job_id = -201) in (
-        select 'jobctl._ready_s' || (floor(extract(epoch from v.t))::bigint % 4)
+        select 'jobctl._ready_s' || (floor(extract(epoch from v.t))::bigint % 2)
         from at_insert as a cross join lateral (values (a.before_insert), (clock_timestamp())) as v (t)
     ),
     'a new row lands in the current slot''s partition'
@@ -32,21 +31,21 @@ select ok(
 -- the partitions of slot k are named by the time: a moment whose slot is k
 create function pg_temp.in_slot(p_slot integer) returns timestamptz
 language sql as $$
-    select to_timestamp((floor(extract(epoch from clock_timestamp()) / 4) * 4) + p_slot + 0.5)
+    select to_timestamp((floor(extract(epoch from clock_timestamp()) / 2) * 2) + p_slot + 0.5)
 $$;
 delete from jobctl._ready
 where job_id = -201;
-truncate jobctl._ready, jobctl._running;
+truncate jobctl._ready, jobctl._running, jobctl._lane_cache;
 
--- slot 2 holds a waiting job, slot 3 only a claimed (deleted) one, slot 1 is current
+-- slot 0 holds a waiting job and a claimed (deleted) one, slot 1 is current
 insert into jobctl._ready (queue, tenant_id, priority, run_at, job_id, created_at, slot)
-values ('tap_rot_q', 'tap_rot_t', 0, now(), -202, now(), 2), ('tap_rot_q', 'tap_rot_t', 0, now(), -203, now(), 3),
+values ('tap_rot_q', 'tap_rot_t', 0, now(), -202, now(), 0), ('tap_rot_q', 'tap_rot_t', 0, now(), -203, now(), 0),
 ('tap_rot_q', 'tap_rot_t', 0, now(), -204, now(), 1);
 delete from jobctl._ready
 where job_id in (-203, -204);
 
-select is(jobctl._rotate_slots(pg_temp.in_slot(1)), 2, 'both other slots with storage are truncated');
-select is(pg_relation_size('jobctl._ready_s3'), 0::bigint, 'the drained slot''s partition is empty on disk');
+select is(jobctl._rotate_slots(pg_temp.in_slot(1)), 1, 'the past slot is truncated');
+select is(pg_relation_size('jobctl._ready_s0'), 0::bigint, 'the drained slot''s partition is empty on disk');
 select isnt(pg_relation_size('jobctl._ready_s1'), 0::bigint, 'the current slot''s is left alone');
 select results_eq(
     $$select job_id, tableoid::regclass::text, slot from jobctl._ready where queue = 'tap_rot_q'$$,
@@ -55,7 +54,7 @@ select results_eq(
 );
 select is(jobctl._rotate_slots(pg_temp.in_slot(1)), 0, 'a second call finds nothing to do');
 
--- a slot with more than 5,000 waiting jobs is left alone (moving them would hold claims up)
+-- a slot with more than 5,000 waiting jobs is left as it is (moving them would hold claims up)
 insert into jobctl._ready (queue, tenant_id, priority, run_at, job_id, created_at, slot)
 select
     'tap_rot_q' as queue,
@@ -64,19 +63,32 @@ select
     now() as run_at,
     -300 - i as job_id,
     now() as created_at,
-    3 as slot
+    0 as slot
 from generate_series(1, 5001) as i;
 select is(jobctl._rotate_slots(pg_temp.in_slot(1)), 0, 'a slot with 5,001 waiting jobs is not rotated');
-delete from jobctl._ready
-where job_id between -5300 and -301;
-select is(jobctl._rotate_slots(pg_temp.in_slot(2)), 2, 'with 1 left, it is (and slot 1, now past)');
 select is(
     (
         select count(*)::integer from jobctl._ready
-        where queue = 'tap_rot_q' and slot = 2
-    ), 2,
-    'both waiting jobs are in slot 2'
+        where queue = 'tap_rot_q' and slot = 0
+    ), 5001,
+    'and none of them moved'
 );
+delete from jobctl._ready
+where job_id between -5301 and -302;
+select is(jobctl._rotate_slots(pg_temp.in_slot(1)), 1, 'with 1 left, it is');
+select results_eq(
+    $$select job_id, slot from jobctl._ready where queue = 'tap_rot_q' order by job_id$$,
+    $$values (-301::bigint, 1::smallint), (-202, 1::smallint)$$,
+    'both waiting jobs are in slot 1'
+);
+
+-- lane cache rows in the past slot are truncated with it, not moved: a listing writes a new one
+insert into jobctl._lane_cache (queues_key, fresh_until, queues, tenants, limited, lows, total, slot)
+values
+('tap_rot_key', now(), '{}', '{}', '{}', '{}', 0, 1),
+('tap_rot_key', now() + interval '1 second', '{}', '{}', '{}', '{}', 0, 1);
+select is(jobctl._rotate_slots(pg_temp.in_slot(0)), 2, 'with slot 0 current, slot 1 of _ready and of the cache are truncated');
+select is((select count(*)::integer from jobctl._lane_cache), 0, 'the cache rows are gone, none moved');
 
 -- a running job's lease in a past slot moves on with it: heartbeat and completion find it
 select jobctl.put_tenant('tap_rot_t');
@@ -89,11 +101,11 @@ insert into jobctl._running (
     job_id, created_at, tenant_id, queue, attempt, lease_epoch, worker_id, started_at,
     lease_expires_at, slot
 )
-values (-401, now(), 'tap_rot_t', 'tap_rot_q', 1, -401, 'tap_rot_w', now(), now() + interval '1 minute', 0);
-select is(jobctl._rotate_slots(pg_temp.in_slot(3)) > 0, true, 'with slot 3 current, slot 0 is rotated');
+values (-401, now(), 'tap_rot_t', 'tap_rot_q', 1, -401, 'tap_rot_w', now(), now() + interval '1 minute', 1);
+select is(jobctl._rotate_slots(pg_temp.in_slot(0)) > 0, true, 'with slot 0 current, slot 1 is rotated');
 select results_eq(
     $$select tableoid::regclass::text, lease_epoch from jobctl._running where job_id = -401$$,
-    $$values ('jobctl._running_s3'::text, -401::bigint)$$,
+    $$values ('jobctl._running_s0'::text, -401::bigint)$$,
     'the lease moved on to the current slot with its epoch'
 );
 select is(jobctl.heartbeat(-401, -401), 'ok', 'its heartbeat finds it');
