@@ -1,4 +1,5 @@
-"""Wake-up hints (jobctl._notify): one per queue in flight across sessions, none lost when alone."""
+"""Wake-up hints (jobctl._notify): one per queue in flight across sessions, none lost when alone, none
+when the setting jobctl.notify is off."""
 
 from __future__ import annotations
 
@@ -32,3 +33,17 @@ def test_concurrent_submitters_send_one_hint_and_a_lone_one_always_sends(dsn: st
         second.execute(SUBMIT.replace("'{}')", "'{}', run_at => now() + interval '1 hour')"), (name, name))
         second.commit()
         assert hints(listener, name) == 0, "a job due later sends no hint"
+
+
+def test_no_hint_when_the_setting_is_off(dsn: str, name: str) -> None:
+    with psycopg.connect(dsn, autocommit=True) as listener, psycopg.connect(dsn) as producer:
+        listener.execute("select jobctl.put_tenant(%s)", (name,))
+        listener.execute("listen jobctl")
+        producer.execute("set jobctl.notify = off")  # as `alter role ... set` would for its sessions
+        producer.execute(SUBMIT, (name, name))
+        producer.commit()
+        assert hints(listener, name) == 0
+        producer.execute("reset jobctl.notify")
+        producer.execute(SUBMIT, (name, name))
+        producer.commit()
+        assert hints(listener, name) == 1
