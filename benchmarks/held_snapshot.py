@@ -8,10 +8,11 @@ On the benchmark cluster, in a fresh database:
    for H seconds (the xmin horizon stays there), while the flow goes on;
 4. recovery: the transaction ends; the flow goes on for R seconds.
 Every 5 s a sampler records the claim-path relations' sizes (with indexes) and their dead tuples,
-updates and HOT updates (pg_stat_user_tables). Per phase (and per 30 s window of the hold): claim
-p50 / p99 (round trips of calls that got jobs), completed jobs a second against the offered rate,
-and how much each relation grew. After the hold: how long until claim p99 is back within 1.2x
-its baseline. Prints JSON lines and a table; a full run also writes
+updates, HOT updates and live rows (pg_stat_user_tables): updates a second per live row tell a hot
+row (the one-row lane cache) from many rows updated once or twice each (job). Per phase (and per
+30 s window of the hold): claim p50 / p99 (round trips of calls that got jobs), completed jobs a
+second against the offered rate, and how much each relation grew. After the hold: how long until
+claim p99 is back within 1.2x its baseline. Prints JSON lines and a table; a full run also writes
 benchmarks/results/held_snapshot.jsonl.
 
     .venv/bin/python benchmarks/held_snapshot.py            # S 60 s, H 600 s, R 120 s
@@ -34,7 +35,7 @@ from psycopg.types.json import Jsonb
 from tenants import claimer
 
 RESULTS = Path(__file__).resolve().parent / "results"
-RELATIONS = ("_ready", "_delayed", "_running", "_lane_cache", "job", "_event")
+RELATIONS = ("_ready", "_delayed", "_running", "_lane_cache", "tenant", "job", "_event")
 SIZES = {
     "full": {"steady": 60, "hold": 600, "recovery": 120},
     "small": {"steady": 8, "hold": 20, "recovery": 10},
@@ -44,7 +45,8 @@ TENANTS = 10
 SAMPLE = """
 select r.name, coalesce(sum(pg_total_relation_size(x.relid)), 0)::bigint,
     coalesce(sum(s.n_dead_tup), 0)::bigint, coalesce(sum(s.n_tup_upd), 0)::bigint,
-    coalesce(sum(s.n_tup_hot_upd), 0)::bigint, coalesce(sum(s.n_tup_del), 0)::bigint
+    coalesce(sum(s.n_tup_hot_upd), 0)::bigint, coalesce(sum(s.n_tup_del), 0)::bigint,
+    coalesce(sum(s.n_live_tup), 0)::bigint
 from unnest(%s::text[]) as r (name)
 cross join lateral (
     select ('jobctl.' || r.name)::regclass::oid as relid
@@ -185,6 +187,10 @@ def main() -> None:
             "dead_at_hold_end": at(steady + hold)[r][1],
             "updates_per_s_in_hold": round((at(steady + hold)[r][2] - at(steady)[r][2]) / hold, 1),
             "hot_updates_per_s_in_hold": round((at(steady + hold)[r][3] - at(steady)[r][3]) / hold, 1),
+            "live_rows_at_hold_end": at(steady + hold)[r][5],
+            "updates_per_s_per_live_row": round(
+                (at(steady + hold)[r][2] - at(steady)[r][2]) / hold / max(at(steady + hold)[r][5], 1), 3
+            ),
             "bytes_after_recovery": at(total)[r][0],
             "dead_after_recovery": at(total)[r][1],
         }
@@ -220,13 +226,16 @@ def main() -> None:
         print(f"  {name:16} {p50:>13} {p99:>13} {p['jobs_per_s']:>8} {p['jobs_per_s'] / rate:>10.1%}")
     print(f"  claim p99 back within 1.2x of baseline {back} s after the hold ended")
     print(f"  {'relation':12} {'MB at hold start':>17} {'MB at hold end':>15} {'growth, last third':>19} "
-          f"{'dead at end':>12} {'upd/s':>7} {'MB after':>9}")  # fmt: skip
+          f"{'dead at end':>12} {'upd/s':>8} {'HOT':>5} {'rows':>9} {'upd/s/row':>9} "
+          f"{'MB after':>9}")  # fmt: skip
     mb = 1024 * 1024
     for r, g in growth.items():
+        hot = g["hot_updates_per_s_in_hold"] / g["updates_per_s_in_hold"] if g["updates_per_s_in_hold"] else 0
         print(
             f"  {r:12} {g['bytes_at_hold_start'] / mb:>17.2f} {g['bytes_at_hold_end'] / mb:>15.2f} "
             f"{g['bytes_growth_last_third'] / mb:>19.2f} {g['dead_at_hold_end']:>12} "
-            f"{g['updates_per_s_in_hold']:>7} {g['bytes_after_recovery'] / mb:>9.2f}"
+            f"{g['updates_per_s_in_hold']:>8} {hot:>5.0%} {g['live_rows_at_hold_end']:>9} "
+            f"{g['updates_per_s_per_live_row']:>9} {g['bytes_after_recovery'] / mb:>9.2f}"
         )
 
 
