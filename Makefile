@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 DSN = $${JOBCTL_DSN:-$$(cat .pg/dsn)}
 
 .DEFAULT_GOAL := help
-.PHONY: help setup db db-stop db-destroy migrate validate demo demo-stop test lint sqlfluff pgtap pytest bench-setup bench bench-quick bench-claim bench-tenants bench-retention bench-held bench-xids bench-notify psql clean
+.PHONY: help setup db db-stop db-destroy migrate validate demo demo-stop test lint sqlfluff pgtap pytest bench-setup bench bench-quick bench-claim bench-tenants bench-retention bench-held bench-xids bench-notify bench-bloat psql clean
 
 help: ## List the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -72,6 +72,9 @@ bench-held: setup ## A REPEATABLE READ transaction held 10 minutes while jobs fl
 
 bench-xids: setup ## Transaction IDs and MultiXacts per job, one by one and in batches of 100 (seconds)
 	@$(BIN)/python benchmarks/xids.py
+
+bench-bloat: setup ## Dead tuples of SKIP LOCKED churn (pgstattuple): naive table vs jobctl's slotted queue, autovacuum settings, held snapshot; heartbeat HOT share; row versions (pageinspect) (about 14 minutes)
+	@$(BIN)/python benchmarks/bloat.py
 
 bench-notify: setup ## Wake-ups off / hint / one NOTIFY a job: enqueue rate of 64 producers, and a worker whose listener is killed (about 7 minutes)
 	@$(BIN)/python benchmarks/notify.py

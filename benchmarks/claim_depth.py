@@ -4,7 +4,8 @@ For each design, in one run on the benchmark cluster (`.bench-pg/`, as benchmark
 latency (one job per call from C concurrent claimers, each claim followed by its completion) and
 EXPLAIN (ANALYZE, BUFFERS) of the claim with 10,000 due jobs across T tenants (`--small`), then with
 N due (`--jobs`, 2N loaded so N stay due after the churn), then after N jobs have been claimed and
-completed in batches of 1,000 (dead tuples in place; with --no-autovacuum they stay there).
+completed in batches of 1,000 (dead tuples in place; with --no-autovacuum they stay there; with
+--autovacuum-defaults jobctl's per-table autovacuum settings are reset to the cluster's first).
 Transaction IDs and WAL bytes per job are counted for the load and the churn. Prints JSON lines and
 a table; writes them and the plans to benchmarks/results/.
 
@@ -204,14 +205,22 @@ def main() -> None:
     ap.add_argument("--tenants", type=int, default=1000)
     ap.add_argument("--claimers", type=int, default=8)
     ap.add_argument("--calls", type=int, default=250, help="claims per claimer per measurement")
-    ap.add_argument(
+    vacuum = ap.add_mutually_exclusive_group()
+    vacuum.add_argument(
         "--no-autovacuum", action="store_true", help="leave the dead tuples of the churn in place"
+    )
+    vacuum.add_argument(
+        "--autovacuum-defaults",
+        action="store_true",
+        help="reset jobctl's per-table autovacuum settings to the cluster's before the churn",
     )
     ap.add_argument("--url", help="admin URL of an existing cluster (default: start .bench-pg)")
     args = ap.parse_args()
     RESULTS.mkdir(exist_ok=True)
     base = args.url or cluster_url("postgres")
-    suffix = "-no-autovacuum" if args.no_autovacuum else ""
+    suffix = (
+        "-no-autovacuum" if args.no_autovacuum else "-autovacuum-defaults" if args.autovacuum_defaults else ""
+    )
     results = []
     for design in ("jobctl", "naive"):
         dsn = fresh_database(base, "jobctl_bench")
@@ -236,6 +245,20 @@ def main() -> None:
                         ).fetchall()
                         for (rel,) in rels:
                             c.execute(f"alter table {rel} set (autovacuum_enabled = false)")
+                if args.autovacuum_defaults:
+                    with psycopg.connect(dsn, autocommit=True) as c:
+                        rels = c.execute(
+                            """select c.oid::regclass::text from pg_class as c
+                               where c.relnamespace = 'jobctl'::regnamespace and c.relkind = 'r'
+                                   and exists (select from unnest(c.reloptions) as o
+                                               where o like 'autovacuum%%')"""
+                        ).fetchall()
+                        for (rel,) in rels:
+                            c.execute(
+                                f"alter table {rel} reset (autovacuum_vacuum_scale_factor, "
+                                "autovacuum_vacuum_threshold, autovacuum_vacuum_insert_scale_factor, "
+                                "autovacuum_vacuum_insert_threshold, autovacuum_vacuum_cost_delay)"
+                            )
                 before = counters(dsn)
                 extra["churn_per_s"] = round(drain(dsn, design, args.jobs))
                 extra.update({f"churn_{k}": v for k, v in per_job(dsn, before, args.jobs).items()})
@@ -248,6 +271,7 @@ def main() -> None:
                 "tenants": args.tenants,
                 "claimers": args.claimers,
                 "autovacuum": not args.no_autovacuum,
+                "autovacuum_settings": "cluster defaults" if args.autovacuum_defaults else "as installed",
                 "claim_buffers": buffers,
                 **latency(dsn, design, args.claimers, args.calls),
                 **extra,

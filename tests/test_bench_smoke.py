@@ -89,6 +89,21 @@ def test_held_snapshot_scaled_down_keeps_the_flow(dsn: str) -> None:
         assert growth < 2 * 1024 * 1024, (rel, row["relations"][rel])
 
 
+def test_notify_scaled_down_thins_hints_and_recovers_a_killed_listener(dsn: str) -> None:
+    """benchmarks/notify.py --small: producers sharing a queue send far fewer hints than jobs (one
+    transaction per queue at a time), a NOTIFY per job sends one per job, `jobctl.notify = off` none;
+    a worker polling every 30 s whose listener is killed 3 times starts every job, each well before
+    its poll would have."""
+    rows, _ = bench(dsn, "notify.py", "--small")
+    summary = {(r["mode"], r["queues"]): r for r in rows if r.get("summary")}
+    assert summary[("hint", 1)]["hints_per_job"] < 0.5, summary
+    assert summary[("per-job", 1)]["hints_per_job"] == 1.0, summary
+    assert all(r["hints_per_s"] == 0 for (mode, _), r in summary.items() if mode == "off"), summary
+    recovery = next(r for r in rows if r["mode"] == "recovery")
+    assert recovery["stranded"] == 0 and recovery["jobs"] == 6, recovery
+    assert recovery["pickup_max_ms"] < 10_000, recovery
+
+
 def test_xids_per_job_scaled_down(dsn: str) -> None:
     """benchmarks/xids.py --small: three XIDs a job one by one (submit, claim, complete: no
     subtransaction adds one), three per 100 batched, and no MultiXact (a little slack for the
@@ -97,3 +112,22 @@ def test_xids_per_job_scaled_down(dsn: str) -> None:
     assert 3.0 <= single["xids_per_job"] <= 3.05, single
     assert 0.03 <= batched["xids_per_job"] <= 0.035, batched
     assert single["multixacts"] == 0 and batched["multixacts"] == 0, (single, batched)
+
+
+def test_bloat_scaled_down_slots_keep_dead_rows_away(dsn: str) -> None:
+    """benchmarks/bloat.py --small: under a held snapshot the naive SKIP LOCKED table keeps a dead row
+    for every job the churn claimed, jobctl's `_ready` only those of its last slots (a few seconds of
+    churn, however long the hold); a heartbeat is a HOT update at fillfactor 50; and a job's row
+    versions carry the XIDs of the transactions that wrote them."""
+    rows, _ = bench(dsn, "bloat.py", "--small")
+    by = {r["scenario"]: r for r in rows if "scenario" in r and r["scenario"] != "heartbeats"}
+    held, naive = by["jobctl-held"], by["naive-held"]
+    assert naive["dead_rows"] >= naive["jobs"], naive
+    assert held["tables"]["jobctl._ready"]["dead_rows"] <= 3 * held["jobs_per_s"], held
+    beats = {r["fillfactor"]: r for r in rows if r.get("scenario") == "heartbeats"}
+    assert beats[50]["hot_share"] >= 0.95 and beats[50]["hot_share"] >= beats[100]["hot_share"], beats
+    items = [r for r in rows if r.get("page_item")]
+    ready = [i for i in items if "_ready" in i["relation"]]
+    assert [(i["xmin_is"], i["xmax_is"]) for i in ready] == [("submit", "claim")], ready
+    job = [(i["xmin_is"], i["xmax_is"]) for i in items if "_ready" not in i["relation"]]
+    assert job == [("submit", "claim"), ("claim", "complete"), ("complete", "-")], job
