@@ -113,6 +113,7 @@ inner join pg_class as c on c.oid = x.relid
 where c.relkind = 'r'
 """
 XMAX = "select txid_snapshot_xmax(txid_current_snapshot())"
+XID = "select pg_current_xact_id()::xid::text::bigint"  # 32 bits, as t_xmin / t_xmax
 SIZE = """
 select sum(pg_total_relation_size(x.relid))::bigint
 from unnest(%s::regclass[]) as r (rel)
@@ -173,18 +174,12 @@ def scenario_run(base: str, scenario: str, depth: int, seconds: float, sessions:
         c.execute("vacuum analyze")
         start_stats = c.execute(STATS, (rels,)).fetchall()
         xmax0 = c.execute(XMAX).fetchone()
-    holder = None
-    if scenario.endswith("held"):
-        holder = psycopg.connect(dsn)
-        holder.execute("set transaction isolation level repeatable read")
-        holder.execute("select count(*) from pg_class")  # takes the snapshot and keeps it
+    holder = psycopg.connect(dsn) if scenario.endswith("held") else None
     ctx = mp.get_context("spawn")
     barrier, out = ctx.Barrier(sessions + 1), ctx.Queue()
     procs = [
         ctx.Process(target=churner, args=(dsn, scenario, seconds, barrier, out)) for _ in range(sessions)
     ]
-    for p in procs:
-        p.start()
     peak = [0]
     stop = threading.Event()
 
@@ -196,19 +191,30 @@ def scenario_run(base: str, scenario: str, depth: int, seconds: float, sessions:
                 stop.wait(2)
 
     t = threading.Thread(target=sampler, daemon=True)
-    t.start()
-    barrier.wait()
-    jobs = sum(out.get() for _ in procs)
-    for p in procs:
-        p.join()
-    stop.set()
-    t.join()
-    with psycopg.connect(dsn, autocommit=True) as c:
-        end = c.execute(STATS, (rels,)).fetchall()
-        ages = c.execute(AGES, (rels, scenario.startswith("jobctl"))).fetchone()
-        xmax1 = c.execute(XMAX).fetchone()
-    if holder is not None:
-        holder.close()
+    try:
+        if holder is not None:
+            holder.execute("set transaction isolation level repeatable read")
+            holder.execute("select count(*) from pg_class")  # takes the snapshot and keeps it
+        for p in procs:
+            p.start()
+        t.start()
+        barrier.wait(timeout=120)  # a churner that cannot connect breaks it instead of hanging
+        jobs = sum(out.get(timeout=seconds + 120) for _ in procs)
+        with psycopg.connect(dsn, autocommit=True) as c:
+            end = c.execute(STATS, (rels,)).fetchall()
+            ages = c.execute(AGES, (rels, scenario.startswith("jobctl"))).fetchone()
+            xmax1 = c.execute(XMAX).fetchone()
+    finally:
+        for p in procs:
+            if p.is_alive():
+                p.join(timeout=5)
+            if p.is_alive():
+                p.kill()
+        stop.set()
+        if t.is_alive():
+            t.join()
+        if holder is not None:
+            holder.close()
     assert ages is not None and xmax0 is not None and xmax1 is not None
     heap, live, live_n, dead, dead_n, free, index = (sum(int(r[i]) for r in end) for i in range(1, 8))
     return {
@@ -293,19 +299,21 @@ def pages(base: str) -> list[dict[str, Any]]:
         c.execute("create extension if not exists pageinspect")
         c.execute("select jobctl.put_tenant('t')")
         xids: dict[str, int] = {}
+        # no rotation in this session for a second: it could move the _ready row on before the claim
+        c.execute("select set_config('jobctl.reaped_at', extract(epoch from clock_timestamp())::text, false)")
         with c.transaction():
             row = c.execute("select job_id from jobctl.submit_job('t', 'q', '{}')").fetchone()
-            xids["submit"] = int(c.execute("select txid_current()").fetchone()[0])  # type: ignore[index]
+            xids["submit"] = int(c.execute(XID).fetchone()[0])  # type: ignore[index]
         assert row is not None
         job_id = int(row[0])
         ready = c.execute("select tableoid::regclass::text, ctid::text from jobctl._ready").fetchone()
         with c.transaction():
             claim = c.execute(CLAIM, (1,)).fetchone()
-            xids["claim"] = int(c.execute("select txid_current()").fetchone()[0])  # type: ignore[index]
+            xids["claim"] = int(c.execute(XID).fetchone()[0])  # type: ignore[index]
         assert claim is not None and ready is not None
         with c.transaction():
             c.execute("select jobctl.complete_job(%s, %s)", claim)
-            xids["complete"] = int(c.execute("select txid_current()").fetchone()[0])  # type: ignore[index]
+            xids["complete"] = int(c.execute(XID).fetchone()[0])  # type: ignore[index]
         part = c.execute(
             "select tableoid::regclass::text from jobctl.job where job_id = %s", (job_id,)
         ).fetchone()

@@ -271,7 +271,10 @@ def main() -> None:
                 "tenants": args.tenants,
                 "claimers": args.claimers,
                 "autovacuum": not args.no_autovacuum,
-                "autovacuum_settings": "cluster defaults" if args.autovacuum_defaults else "as installed",
+                # reset before the churn: the phases before it ran with them as installed
+                "autovacuum_settings": "cluster defaults"
+                if args.autovacuum_defaults and phase == "after_churn"
+                else "as installed",
                 "claim_buffers": buffers,
                 **latency(dsn, design, args.claimers, args.calls),
                 **extra,

@@ -8,8 +8,8 @@ session LISTENs and counts what arrives. Three modes, run in turn in every round
 - hint: jobctl's hint, at most one transaction per queue sending at a time (jobctl._notify);
 - per-job: no jobctl hint, but every submit sends its own NOTIFY in the same transaction, as a
   queue without the limit does: each commit then takes the cluster-wide NOTIFY lock.
-Producers share one queue, then 8 (8 producers a queue), then each has its own (producer i on queue
-i % queues).
+Producers share one queue, then producers/8 queues (8 producers a queue), then each has its own
+(producer i on queue i % queues).
 Ratios are taken within a round, then the median over rounds.
 
 Recovery: a real worker (`jobctl worker`, poll interval 30 s, so only a wake-up can be quick) runs
@@ -18,7 +18,7 @@ listener is down (its hint is lost) and one after it is back. Every job must sta
 before the poll interval: the worker polls once when its listener reconnects.
 
     .venv/bin/python benchmarks/notify.py             # 64 producers, 3 rounds of 10 s runs, 10 kills
-    .venv/bin/python benchmarks/notify.py --small     # 16 producers (1, 4, 16 queues), 3 s, 1 round, 3 kills
+    .venv/bin/python benchmarks/notify.py --small     # 16 producers (1, 2, 16 queues), 3 s, 1 round, 3 kills
 """
 
 from __future__ import annotations
@@ -106,9 +106,11 @@ def enqueue(base: str, mode: str, producers: int, queues: int, seconds: int) -> 
         c.execute("select jobctl.put_tenant('bench')")
     listener = Listener(dsn)
     listener.start()
-    tps = pgbench(dsn, mode, producers, queues, seconds)
-    time.sleep(0.5)  # the last commits' notifications
-    hints = listener.stop()
+    try:
+        tps = pgbench(dsn, mode, producers, queues, seconds)
+        time.sleep(0.5)  # the last commits' notifications
+    finally:
+        hints = listener.stop()
     with psycopg.connect(dsn) as c:
         row = c.execute("select count(*) from jobctl._ready").fetchone()
     assert row is not None
@@ -149,7 +151,11 @@ def recovery(base: str, kills: int) -> dict[str, Any]:
             waits = wait_started(c, ids, timeout=25)
         finally:
             worker.terminate()
-            worker.wait(timeout=30)
+            try:
+                worker.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                worker.kill()
+                worker.wait()
             log.seek(0)
             output = log.read()
     stranded = sum(1 for w in waits if w is None)

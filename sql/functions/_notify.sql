@@ -4,7 +4,8 @@
 -- one at a time: it holds the try-advisory-lock (19015, queue) until it ends, and concurrent
 -- submitters skip theirs. Their jobs are found by the claim that hint causes, or by the worker's
 -- second look 10 ms after a claim that found work (their commit may land just after that claim).
--- Sends nothing when the setting jobctl.notify is 'off' (`alter role ... set jobctl.notify = off`):
+-- Sends nothing when the setting jobctl.notify is off (`alter role ... set jobctl.notify = off`;
+-- false, no and 0 too, as for a boolean setting):
 -- for workers that only poll, such as those behind a transaction-pooling proxy, which cannot LISTEN.
 -- Locks: advisory xact lock (19015, hashtext(queue)), try only.
 create or replace function jobctl._notify(p_queues text[])
@@ -14,7 +15,7 @@ as $$
 declare
     v_queue text;
 begin
-    if current_setting('jobctl.notify', true) = 'off' then
+    if lower(current_setting('jobctl.notify', true)) in ('off', 'false', 'no', '0') then
         return;
     end if;
     foreach v_queue in array coalesce(p_queues, '{}') loop

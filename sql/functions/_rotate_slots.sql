@@ -3,9 +3,10 @@
 -- once it is drained, after moving the rows still in it (jobs waiting, leases running) on to the
 -- current slot under the partition's lock. A partition holding more than 5,000 rows is left as it
 -- is: moving them would hold claims up, and rows moved on would only have to move again a second
--- later; a backlog leaves by being claimed, and VACUUM cleans behind the claims meanwhile. Lane
--- cache rows are not moved: they are versions of a cache, and a key whose newest row goes is
--- listed afresh by the next claim.
+-- later; a backlog leaves by being claimed, and VACUUM cleans behind the claims meanwhile. Of the
+-- lane cache only each key's newest row moves on, and only when the current slot has none newer:
+-- claimers fall back on it while one of them refreshes it, so the truncation does not send them
+-- all to list the lanes at once (older rows are superseded versions; one row a key a second moves).
 -- TRUNCATE frees a partition and its indexes whatever snapshots are open, where VACUUM would have
 -- to wait for them, so the dead rows a claim, a completion or the reaper can meet are those of the
 -- last slot or two. Called once a second per claiming session (jobctl._housekeep) and by
@@ -47,17 +48,19 @@ begin
         inner join pg_catalog.pg_class as c on c.oid = i.inhrelid
         where i.inhparent in ('jobctl._ready'::regclass, 'jobctl._running'::regclass, 'jobctl._lane_cache'::regclass)
             and pg_catalog.pg_get_expr(c.relpartbound, c.oid) <> format('FOR VALUES IN (''%s'')', v_slot)
-        -- in the order a claim locks them (its reaper's look at _running, the lane cache, _ready):
-        -- a claim holding one then never waits for a partition this holds while this waits for it
-        -- (the other order let the reaper's claims keep _running from being truncated)
+        -- _running first: a claim that reaps (once a second) holds it before the lane cache and
+        -- _ready, and with _ready first those claims kept _running from being truncated; other
+        -- claims lock _running last, and the 20 ms lock_timeout settles those waits
         order by case i.inhparent when 'jobctl._running'::regclass then 0 when 'jobctl._lane_cache'::regclass then 1 else 2 end
     loop
         begin
             -- a look without the lock first (sizes and reads take ACCESS SHARE, which a truncation
             -- in progress holds up, hence inside the block)
             continue when pg_catalog.pg_relation_size(v_part.part) = 0;
-            execute format('select count(*) from (select from %s limit 5001) as x', v_part.part) into v_left;
-            continue when v_left > 5000;
+            if v_part.parent <> 'jobctl._lane_cache'::regclass then
+                execute format('select count(*) from (select from %s limit 5001) as x', v_part.part) into v_left;
+                continue when v_left > 5000;
+            end if;
             execute format('lock table %s in access exclusive mode', v_part.part);
             -- under the lock no writer is in flight, and this statement's snapshot sees what they
             -- wrote: the rows still there move on to the current slot (named: by the clock it may
@@ -66,6 +69,15 @@ begin
                 execute format(
                     'insert into %s (%s, slot) select %s, %s from %s',
                     v_part.parent, v_part.cols, v_part.cols, v_slot, v_part.part
+                );
+            else
+                execute format(
+                    'insert into %1$s (%2$s, slot)
+                     select distinct on (p.queues_key) %3$s, %4$s from %5$s as p
+                     where not exists (select from %1$s as c where c.queues_key = p.queues_key
+                                       and c.fresh_until >= p.fresh_until and c.tableoid <> p.tableoid)
+                     order by p.queues_key, p.fresh_until desc',
+                    v_part.parent, v_part.cols, 'p.' || replace(v_part.cols, ', ', ', p.'), v_slot, v_part.part
                 );
             end if;
             execute format('truncate %s', v_part.part);

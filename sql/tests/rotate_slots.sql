@@ -82,13 +82,19 @@ select results_eq(
     'both waiting jobs are in slot 1'
 );
 
--- lane cache rows in the past slot are truncated with it, not moved: a listing writes a new one
+-- of the lane cache only each key's newest row moves on, and only when the current slot has none newer
 insert into jobctl._lane_cache (queues_key, fresh_until, queues, tenants, limited, lows, total, slot)
 values
 ('tap_rot_key', now(), '{}', '{}', '{}', '{}', 0, 1),
-('tap_rot_key', now() + interval '1 second', '{}', '{}', '{}', '{}', 0, 1);
+('tap_rot_key', now() + interval '1 second', '{}', '{}', '{}', '{}', 0, 1),
+('tap_rot_key2', now(), '{}', '{}', '{}', '{}', 0, 1),
+('tap_rot_key2', now() + interval '2 seconds', '{}', '{}', '{}', '{}', 0, 0);
 select is(jobctl._rotate_slots(pg_temp.in_slot(0)), 2, 'with slot 0 current, slot 1 of _ready and of the cache are truncated');
-select is((select count(*)::integer from jobctl._lane_cache), 0, 'the cache rows are gone, none moved');
+select results_eq(
+    $$select queues_key, fresh_until - now(), slot from jobctl._lane_cache order by 1$$,
+    $$values ('tap_rot_key'::text, interval '1 second', 0::smallint), ('tap_rot_key2', interval '2 seconds', 0::smallint)$$,
+    'each key keeps its newest row, moved on when the current slot had none newer'
+);
 
 -- a running job's lease in a past slot moves on with it: heartbeat and completion find it
 select jobctl.put_tenant('tap_rot_t');
