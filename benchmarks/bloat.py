@@ -35,15 +35,13 @@ import json
 import multiprocessing as mp
 import threading
 import time
-from pathlib import Path
 from typing import Any
 
 import psycopg
-from claim_depth import fresh_database
+from claim_depth import finish, fresh_database
 from compare import cluster_url
 from psycopg.types.json import Jsonb
 
-RESULTS = Path(__file__).resolve().parent / "results"
 SCENARIOS = ("naive", "naive-tuned", "naive-held", "jobctl-defaults", "jobctl", "jobctl-held")
 NAIVE = """
 create table bloat_job (
@@ -355,12 +353,8 @@ def main() -> None:
     versions = pages(base)
     for v in versions:
         print(json.dumps({"page_item": True, **v}), flush=True)
-    with psycopg.connect(base, autocommit=True) as c:
-        c.execute('drop database if exists "jobctl_bloat" with (force)')
-    if not args.small:
-        RESULTS.mkdir(exist_ok=True)
-        with open(RESULTS / "bloat.jsonl", "w") as f:
-            f.writelines(json.dumps(r) + "\n" for r in results + [{"page_item": True, **v} for v in versions])
+    items = [{"page_item": True, **v} for v in versions]
+    finish(base, "jobctl_bloat", results + items, None if args.small else "bloat.jsonl")
     mb = 1024 * 1024
     print(f"\n  depth {depth}, {args.sessions} sessions, {seconds} s a scenario; sizes at the end (MB)")
     print(f"  {'scenario':16} {'jobs/s':>7} {'live':>6} {'heap':>7} {'dead':>7} {'free':>7} {'indexes':>8} "

@@ -20,6 +20,7 @@ import multiprocessing as mp
 import statistics
 import time
 from pathlib import Path
+from typing import Any
 
 import psycopg
 from compare import cluster_url, counters
@@ -63,6 +64,17 @@ def fresh_database(base: str, name: str) -> str:
         c.execute(NAIVE_SCHEMA)
         c.commit()
     return dsn
+
+
+def finish(base: str, name: str, rows: list[dict[str, Any]], results: str | None) -> None:
+    """Drop a scenario's database and keep its rows as benchmarks/results/<results> (JSON lines);
+    results None (a scaled-down run) keeps nothing."""
+    with psycopg.connect(base, autocommit=True) as c:
+        c.execute(f'drop database if exists "{name}" with (force)')
+    if results is not None:
+        RESULTS.mkdir(exist_ok=True)
+        with open(RESULTS / results, "w") as f:
+            f.writelines(json.dumps(r) + "\n" for r in rows)
 
 
 def load(dsn: str, design: str, first: int, jobs: int, tenants: int) -> float:
@@ -282,10 +294,7 @@ def main() -> None:
             }
             print(json.dumps(row), flush=True)
             results.append(row)
-    with open(RESULTS / f"claim_depth{suffix}.jsonl", "w") as f:
-        f.writelines(json.dumps(r) + "\n" for r in results)
-    with psycopg.connect(base, autocommit=True) as c:
-        c.execute('drop database if exists "jobctl_bench" with (force)')
+    finish(base, "jobctl_bench", results, f"claim_depth{suffix}.jsonl")
     head = f"{'design':8} {'phase':12} {'due':>9} {'buffers/claim':>13} {'p50 ms':>8} {'p99 ms':>8}"
     print(f"\n{head} {'claims/s':>9}")
     for r in results:

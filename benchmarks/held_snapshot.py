@@ -25,16 +25,14 @@ import argparse
 import json
 import multiprocessing as mp
 import time
-from pathlib import Path
 from typing import Any
 
 import psycopg
-from claim_depth import fresh_database
+from claim_depth import finish, fresh_database
 from compare import cluster_url
 from psycopg.types.json import Jsonb
 from tenants import claimer
 
-RESULTS = Path(__file__).resolve().parent / "results"
 RELATIONS = ("_ready", "_delayed", "_running", "_lane_cache", "tenant", "job", "_event")
 SIZES = {
     "full": {"steady": 60, "hold": 600, "recovery": 120},
@@ -209,12 +207,7 @@ def main() -> None:
         "relations": growth,
     }
     print(json.dumps(row), flush=True)
-    with psycopg.connect(base, autocommit=True) as c:
-        c.execute('drop database if exists "jobctl_held" with (force)')
-    if not args.small:
-        RESULTS.mkdir(exist_ok=True)
-        with open(RESULTS / "held_snapshot.jsonl", "w") as f:
-            f.writelines(json.dumps(r) + "\n" for r in (calib, row))
+    finish(base, "jobctl_held", [calib, row], None if args.small else "held_snapshot.jsonl")
 
     print(
         f"\nclean max flow {max_flow} jobs/s; offered {round(rate)} jobs/s; "

@@ -37,12 +37,11 @@ from pathlib import Path
 from typing import Any
 
 import psycopg
-from claim_depth import fresh_database
+from claim_depth import finish, fresh_database
 from compare import cluster_url
 from jobctl import db
 from psycopg.conninfo import conninfo_to_dict
 
-RESULTS = Path(__file__).resolve().parent / "results"
 MODES = ("off", "hint", "per-job")
 SUBMIT = "select jobctl.submit_job('bench', 'q' || :q, '{}');\n"
 LISTENER = (
@@ -220,8 +219,6 @@ def main() -> None:
     row = recovery(base, kills)
     print(json.dumps(row), flush=True)
     results.append(row)
-    with psycopg.connect(base, autocommit=True) as c:
-        c.execute('drop database if exists "jobctl_notify" with (force)')
     summary = []
     for q in spreads:
         runs = {m: [x for x in results if x.get("queues") == q and x["mode"] == m] for m in MODES}
@@ -240,10 +237,7 @@ def main() -> None:
             }
             print(json.dumps(s), flush=True)
             summary.append(s)
-    if not args.small:
-        RESULTS.mkdir(exist_ok=True)
-        with open(RESULTS / "notify.jsonl", "w") as f:
-            f.writelines(json.dumps(x) + "\n" for x in results + summary)
+    finish(base, "jobctl_notify", results + summary, None if args.small else "notify.jsonl")
     print(f"\n  {producers} producers, {seconds} s a run, median of {rounds} round(s)")
     print(f"  {'mode':8} {'queues':>6} {'submits/s':>10} {'vs off':>7} {'hints/s':>8} {'hints/job':>10}")
     for s in summary:

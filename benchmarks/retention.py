@@ -20,14 +20,12 @@ from __future__ import annotations
 import argparse
 import json
 import time
-from pathlib import Path
 from typing import Any
 
 import psycopg
-from claim_depth import fresh_database
+from claim_depth import finish, fresh_database
 from compare import cluster_url
 
-RESULTS = Path(__file__).resolve().parent / "results"
 DAYS = 7
 DELETES = ("jobctl.job", "public.job_single")
 
@@ -161,12 +159,7 @@ def main() -> None:
             row = {"jobs": jobs, "days": DAYS, **row, **{f"before_{k}": v for k, v in before.items()}}
             print(json.dumps(row), flush=True)
             results.append(row)
-    with psycopg.connect(base, autocommit=True) as c:
-        c.execute('drop database if exists "jobctl_retention" with (force)')
-    if not args.small:
-        RESULTS.mkdir(exist_ok=True)
-        with open(RESULTS / "retention.jsonl", "w") as f:
-            f.writelines(json.dumps(r) + "\n" for r in results)
+    finish(base, "jobctl_retention", results, None if args.small else "retention.jsonl")
     mb = 1024 * 1024
     print(f"\n{jobs:,} completed jobs over {DAYS} days, and {jobs // DAYS:,} of today that stay")
     print(

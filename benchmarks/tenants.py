@@ -26,15 +26,13 @@ import multiprocessing as mp
 import statistics
 import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import psycopg
-from claim_depth import fresh_database
+from claim_depth import finish, fresh_database
 from compare import cluster_url
 from psycopg.types.json import Jsonb
 
-RESULTS = Path(__file__).resolve().parent / "results"
 WEIGHTS = {"w5": 5, "w3": 3, "w1": 1}
 SMALL_TENANTS = 100
 SMALL_RATE = 10  # jobs a second per small tenant
@@ -369,12 +367,7 @@ def main() -> None:
         row = scenario(lambda: fresh_database(base, "jobctl_tenants"), size, args.claimers, args.batch)
         print(json.dumps(row), flush=True)
         results.append(row)
-    with psycopg.connect(base, autocommit=True) as c:
-        c.execute('drop database if exists "jobctl_tenants" with (force)')
-    if not args.small:
-        RESULTS.mkdir(exist_ok=True)
-        with open(RESULTS / "tenants.jsonl", "w") as f:
-            f.writelines(json.dumps(r) + "\n" for r in results)
+    finish(base, "jobctl_tenants", results, None if args.small else "tenants.jsonl")
     w, n, o, r = results
     print(
         f"\nweighted 5:3:1, {w['claimers']} claimers x {w['batch']}, {w['seconds']} s, "

@@ -15,15 +15,12 @@ from __future__ import annotations
 
 import argparse
 import json
-from pathlib import Path
 from typing import Any
 
 import psycopg
-from claim_depth import fresh_database
+from claim_depth import finish, fresh_database
 from compare import cluster_url
 from psycopg.types.json import Jsonb
-
-RESULTS = Path(__file__).resolve().parent / "results"
 
 
 def counters(c: psycopg.Connection[Any]) -> tuple[int, int]:
@@ -82,12 +79,7 @@ def main() -> None:
             }
             print(json.dumps(row), flush=True)
             results.append(row)
-    with psycopg.connect(base, autocommit=True) as c:
-        c.execute('drop database if exists "jobctl_xids" with (force)')
-    if not args.small:
-        RESULTS.mkdir(exist_ok=True)
-        with open(RESULTS / "xids.jsonl", "w") as f:
-            f.writelines(json.dumps(r) + "\n" for r in results)
+    finish(base, "jobctl_xids", results, None if args.small else "xids.jsonl")
     print(f"\n  {'mode':8} {'jobs':>7} {'XIDs/job':>9} {'expected':>9} {'MultiXacts':>11}")
     for r in results:
         print(

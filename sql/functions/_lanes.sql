@@ -6,9 +6,9 @@
 -- shared through jobctl._lane_cache, fresh for 100 ms + 0.2 ms per lane (at most 1 s) from its
 -- listing: claim_job reads the newest row itself when it is fresh and calls this when it is not,
 -- and a claimer that can take the refresh lock lists the lanes again and adds a row (rows are only
--- inserted, and truncated with their slot: migration 0012); the others use the newest as it is. claim_job asks for a fresh
--- list (p_fresh) when the shared one gave it no job; that list is stored only if the row is
--- stale. A new lane, or a tenant's new weight or pause, is thus
+-- inserted, and truncated with their slot: migration 0012); the others use the newest as it is.
+-- claim_job asks for a fresh list (p_fresh) when the shared one gave it no job; that list is
+-- stored only if the newest row is stale. A new lane, or a tenant's new weight or pause, is thus
 -- seen within that age (100 ms with a few lanes, 300 ms at 1,000) while the shared lanes have
 -- work, at once when they have none; a key gets at most about ten rows a second.
 create or replace function jobctl._lanes(p_queues text[], p_fresh boolean)

@@ -1,6 +1,6 @@
 -- jobctl.tick: one pass of periodic work: promote due delayed jobs, reap expired leases, expand
--- due schedules, recount the unfinished jobs of max_pending tenants, rotate the slots of _ready and
--- _running.
+-- due schedules, recount the unfinished jobs of max_pending tenants, rotate the slots of _ready,
+-- _running and _lane_cache.
 -- pg_cron runs it every minute as a backstop; the sub-second path is claim_job, which does the same
 -- work at most once a second per session (jobctl._housekeep). A long-running pg_cron job would
 -- stall DROP DATABASE cluster-wide on PostgreSQL 15 (pg_cron's launcher does not absorb the
