@@ -125,6 +125,12 @@ def all_in(conn: Conn, ids: list[int], state: str) -> Callable[[], bool]:
     return lambda: states(conn, ids) == {state: len(ids)}
 
 
+def handlers_started(w: WorkerProcess, ids: list[int]) -> Callable[[], bool]:
+    """Every job's handler runs. A job shown `running` may not be yet: a stop that arrives between its
+    claim's commit and the worker reading the answer gives it back unrun."""
+    return lambda: all(f"handler started job={job_id} " in w.log for job_id in ids)
+
+
 def ledger_rows(conn: Conn, ids: list[int]) -> list[tuple[int, int]]:
     rows = conn.execute(
         "select job_id, lease_epoch from public.worker_ledger where job_id = any(%s) order by job_id", (ids,)
@@ -254,7 +260,7 @@ def test_sigterm_with_short_grace_gives_running_jobs_back(
     queue = name + "_q"
     ids = submit(conn, name, queue, [{"sleep": 3, "sleep_attempt": 1} for _ in range(4)])
     w = spawn(*worker_args(queue, "handle", "--concurrency", "4", "--grace", "0.5"))
-    wait_for(all_in(conn, ids, "running"), 10, "4 running jobs")
+    wait_for(handlers_started(w, ids), 10, "4 running jobs")
     t0 = time.monotonic()
     assert w.stop() == 0
     assert time.monotonic() - t0 < 2.5, "exits promptly after the grace period"
@@ -280,7 +286,7 @@ def test_sigterm_with_long_grace_lets_running_jobs_finish(
     queue = name + "_q"
     ids = submit(conn, name, queue, [{"sleep": 1.5} for _ in range(3)])
     w = spawn(*worker_args(queue, "handle_sync", "--concurrency", "3", "--grace", "30"))
-    wait_for(all_in(conn, ids, "running"), 10, "3 running jobs")
+    wait_for(handlers_started(w, ids), 10, "3 running jobs")
     w.signal()
     assert w.wait(15) == 0
     assert_exactly_once(conn, ids)
@@ -292,7 +298,7 @@ def test_second_signal_skips_the_grace_period(conn: Conn, name: str, spawn: Any,
     queue = name + "_q"
     ids = submit(conn, name, queue, [{"sleep": 20} for _ in range(2)])
     w = spawn(*worker_args(queue, "handle_sync", "--concurrency", "2", "--grace", "60"))
-    wait_for(all_in(conn, ids, "running"), 10, "2 running jobs")
+    wait_for(handlers_started(w, ids), 10, "2 running jobs")
     w.signal()
     time.sleep(0.5)
     assert w.proc.poll() is None, "the first signal waits for the running jobs"
@@ -309,7 +315,7 @@ def test_a_sync_handler_that_ignores_the_stop_does_not_hold_up_the_exit(
     queue = name + "_q"
     ids = submit(conn, name, queue, [{"sleep": 20}])
     w = spawn(*worker_args(queue, "handle_sync_stubborn", "--grace", "0.3"))
-    wait_for(all_in(conn, ids, "running"), 10, "the job to run")
+    wait_for(handlers_started(w, ids), 10, "the job to run")
     assert w.stop(5) == 0
     assert states(conn, ids) == {"pending": 1}
     assert "sync handlers still running after shutdown" in w.log

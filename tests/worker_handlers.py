@@ -9,16 +9,21 @@ Each reads what to do from the job's payload:
   broken_mapping: return a mapping whose items() fails (an unexpected error in the worker's report);
   bad_str: raise an exception whose str() fails;  nul_error: raise one with a NUL in its message.
 Then it writes a row to public.worker_ledger inside job.transaction(), which completes the job.
+Each handler first logs `handler started job=ID epoch=N` (the worker's log, in its format), so that a test
+can tell a running handler from a job whose claim committed but whose answer the worker has not read.
 """
 
 from __future__ import annotations
 
 import asyncio
 import gc
+import logging
 import time
 from typing import Any
 
 from jobctl.worker import Job, PermanentError
+
+log = logging.getLogger("worker_handlers")
 
 LEDGER = "insert into public.worker_ledger (job_id, lease_epoch) values (%s, %s)"
 
@@ -35,6 +40,10 @@ class BrokenMapping(dict[str, Any]):
 
     def items(self) -> Any:
         raise RuntimeError("broken items")
+
+
+def _started(job: Job) -> None:
+    log.info("handler started job=%s epoch=%s", job.job_id, job.lease_epoch)
 
 
 def _sleep_for(job: Job) -> float:
@@ -67,6 +76,7 @@ def _nested(depth: int) -> Any:
 
 async def handle(job: Job) -> Any:
     """The async handler."""
+    _started(job)
     await asyncio.sleep(_sleep_for(job))
     _maybe_fail(job)
     if job.payload.get("ledger", True):
@@ -84,6 +94,7 @@ async def handle(job: Job) -> Any:
 
 def handle_sync(job: Job) -> Any:
     """The sync handler; it sleeps cooperatively (returns early when the worker cancels it)."""
+    _started(job)
     if job.wait_cancelled(_sleep_for(job)):
         return None
     return _finish_sync(job)
@@ -91,6 +102,7 @@ def handle_sync(job: Job) -> Any:
 
 def handle_sync_stubborn(job: Job) -> Any:
     """A sync handler that ignores cancellation (time.sleep), as a zombie would."""
+    _started(job)
     time.sleep(_sleep_for(job))
     return _finish_sync(job)
 
@@ -109,6 +121,7 @@ def _finish_sync(job: Job) -> Any:
 def handle_sync_crash(job: Job) -> Any:
     """Kills the worker's heartbeat task (a worker task dying: the worker shuts down and exits 1),
     then sleeps ignoring cancellation, as a stuck thread would."""
+    _started(job)
     loop = next(o for o in gc.get_objects() if isinstance(o, asyncio.AbstractEventLoop) and o.is_running())
 
     def kill_heartbeat() -> None:
