@@ -297,8 +297,8 @@ def pages(base: str) -> list[dict[str, Any]]:
         c.execute("create extension if not exists pageinspect")
         c.execute("select jobctl.put_tenant('t')")
         xids: dict[str, int] = {}
-        # no rotation in this session for a second: it could move the _ready row on before the claim
-        c.execute("select set_config('jobctl.reaped_at', extract(epoch from clock_timestamp())::text, false)")
+        # no rotation in this session for half a second: it could move the _ready row on before the claim
+        c.execute("select set_config('jobctl.rotated_at', extract(epoch from clock_timestamp())::text, false)")
         with c.transaction():
             row = c.execute("select job_id from jobctl.submit_job('t', 'q', '{}')").fetchone()
             xids["submit"] = int(c.execute(XID).fetchone()[0])  # type: ignore[index]

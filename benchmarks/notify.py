@@ -5,7 +5,8 @@ Enqueue: pgbench runs `submit_job` (one job a transaction, autocommit) from 64 c
 --seconds in a fresh database on the benchmark cluster (fsync and synchronous_commit on), while one
 session LISTENs and counts what arrives. Three modes, run in turn in every round:
 - off: `jobctl.notify = off`, no hint (workers poll);
-- hint: jobctl's hint, at most one transaction per queue sending at a time (jobctl._notify);
+- hint: jobctl's hint (jobctl._notify): one transaction per queue sending at a time, and a session
+  sending one per queue per half-second window;
 - per-job: no jobctl hint, but every submit sends its own NOTIFY in the same transaction, as a
   queue without the limit does: each commit then takes the cluster-wide NOTIFY lock.
 Producers share one queue, then producers/8 queues (8 producers a queue), then each has its own

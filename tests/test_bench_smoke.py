@@ -91,12 +91,14 @@ def test_held_snapshot_scaled_down_keeps_the_flow(dsn: str) -> None:
 
 def test_notify_scaled_down_thins_hints_and_recovers_a_killed_listener(dsn: str) -> None:
     """benchmarks/notify.py --small: producers sharing a queue send far fewer hints than jobs (one
-    transaction per queue at a time), a NOTIFY per job sends one per job, `jobctl.notify = off` none;
+    transaction per queue at a time), and so do producers with a queue each (one hint per queue per
+    half-second window a session), a NOTIFY per job sends one per job, `jobctl.notify = off` none;
     a worker polling every 30 s whose listener is killed 3 times starts every job, each well before
     its poll would have."""
     rows, _ = bench(dsn, "notify.py", "--small")
     summary = {(r["mode"], r["queues"]): r for r in rows if r.get("summary")}
     assert summary[("hint", 1)]["hints_per_job"] < 0.5, summary
+    assert summary[("hint", 16)]["hints_per_job"] < 0.2, summary
     assert summary[("per-job", 1)]["hints_per_job"] >= 0.99, summary
     assert all(r["hints_per_s"] == 0 for (mode, _), r in summary.items() if mode == "off"), summary
     recovery = next(r for r in rows if r["mode"] == "recovery")

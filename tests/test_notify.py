@@ -1,14 +1,36 @@
-"""Wake-up hints (jobctl._notify): one per queue in flight across sessions, none lost when alone, none
-when the setting jobctl.notify is off."""
+"""Wake-up hints (jobctl._notify): one per queue in flight across sessions; while another is in
+flight, one per queue per half-second window in a session; none lost when alone, none when the
+setting jobctl.notify is off."""
 
 from __future__ import annotations
 
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+
 import psycopg
 
+Conn = psycopg.Connection[tuple[object, ...]]
 SUBMIT = "select * from jobctl.submit_job(%s, %s, '{}')"
+WINDOW = 0.5  # jobctl._notify's
 
 
-def hints(listener: psycopg.Connection[tuple[object, ...]], queue: str) -> int:
+def window_start() -> None:
+    """Sleep to just after the start of a half-second window (the server's clock is this machine's)."""
+    time.sleep(WINDOW - time.time() % WINDOW + 0.01)
+
+
+@contextmanager
+def another_hint_in_flight(dsn: str, name: str) -> Iterator[None]:
+    """A transaction that has sent a hint (for a tenant and queue of its own: a submit of a tenant it
+    creates would wait for it) and stays open meanwhile."""
+    with psycopg.connect(dsn) as other:
+        other.execute(SUBMIT, (name + "_other", name + "_other"))
+        yield
+        other.rollback()
+
+
+def hints(listener: Conn, queue: str) -> int:
     return sum(1 for n in listener.notifies(timeout=0.5) if n.payload == queue)
 
 
@@ -26,13 +48,34 @@ def test_concurrent_submitters_send_one_hint_and_a_lone_one_always_sends(dsn: st
         assert hints(listener, name) == 0
         first.commit()
         assert hints(listener, name) == 1
-        for _ in range(3):  # alone, every submit of due work sends its hint
+        window_start()
+        for _ in range(3):  # alone, every submit of due work sends its hint, in one window too
             second.execute(SUBMIT, (name, name))
             second.commit()
-            assert hints(listener, name) == 1
+        assert hints(listener, name) == 3
         second.execute(SUBMIT.replace("'{}')", "'{}', run_at => now() + interval '1 hour')"), (name, name))
         second.commit()
         assert hints(listener, name) == 0, "a job due later sends no hint"
+
+
+def test_while_another_hint_is_in_flight_a_session_sends_one_a_window(dsn: str, name: str) -> None:
+    with psycopg.connect(dsn, autocommit=True) as listener, psycopg.connect(dsn) as producer:
+        listener.execute("select jobctl.put_tenant(%s)", (name,))
+        listener.execute("listen jobctl")
+        with another_hint_in_flight(dsn, name):
+            window_start()
+            for _ in range(3):
+                producer.execute(SUBMIT, (name, name))
+                producer.commit()
+            assert hints(listener, name) == 1, "one in the window"
+            window_start()
+            producer.execute(SUBMIT, (name, name))
+            producer.rollback()  # undoes the window's record with its hint
+            producer.execute(SUBMIT, (name, name))
+            producer.commit()
+            producer.execute(SUBMIT, (name, name))
+            producer.commit()
+            assert hints(listener, name) == 1, "a new window: one again, not used up by the rollback"
 
 
 def test_no_hint_when_the_setting_is_off(dsn: str, name: str) -> None:

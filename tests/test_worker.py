@@ -22,6 +22,7 @@ import psycopg
 import pytest
 from jobctl.worker.runner import retryable
 from psycopg_pool import PoolTimeout
+from test_notify import another_hint_in_flight, window_start
 
 Conn = psycopg.Connection[tuple[object, ...]]
 
@@ -32,6 +33,10 @@ create table if not exists public.worker_ledger (
     job_id bigint, lease_epoch bigint, at timestamptz default clock_timestamp()
 )
 """
+LISTENERS = (
+    "select count(*) from pg_stat_activity"
+    " where application_name = 'jobctl-worker' and query = 'listen jobctl'"
+)
 QUICK_RETRY = {"strategy": "fixed", "base": "0.2 seconds", "max": "1 second", "jitter": False}
 
 
@@ -249,6 +254,27 @@ def test_results_failures_and_permanent_errors(conn: Conn, name: str, spawn: Any
     lines = [json.loads(line) for line in w.log.splitlines()]
     final = [r for r in lines if r["msg"] == "worker stopped"][-1]
     assert (final["completed"], final["failed"], final["dead"]) == (2, 1, 1)
+
+
+def test_a_job_whose_hint_was_skipped_starts_within_the_hint_window(
+    conn: Conn, dsn: str, name: str, spawn: Any, ledger: None
+) -> None:
+    queue = name + "_q"
+    # a 30 s poll: only a wake-up, or the looks a hint is followed by, can start a job quickly
+    w = spawn(*worker_args(queue, "handle", "--poll-interval", "30"))
+    wait_for(lambda: conn.execute(LISTENERS).fetchone() == (1,), 10, "the worker to listen")
+    with psycopg.connect(dsn, autocommit=True) as listener, another_hint_in_flight(dsn, name):
+        listener.execute("listen jobctl")
+        window_start()
+        [first] = submit(conn, name, queue, [{}])
+        wait_for(all_in(conn, [first], "completed"), 0.3, "the hinted job", every=0.01)
+        time.sleep(0.1)  # past the worker's second look (10 ms after the claim that found work)
+        [second] = submit(conn, name, queue, [{}])  # the same session and window: no hint of its own
+        took = wait_for(all_in(conn, [second], "completed"), 5, "the second job", every=0.01)
+        assert sum(1 for n in listener.notifies(timeout=0.5) if n.payload == queue) == 1
+    assert took < 0.5, "found by the looks that follow a hint, not by the 30 s poll"
+    assert w.stop() == 0
+    assert_exactly_once(conn, [first, second])
 
 
 # --- 2. graceful shutdown

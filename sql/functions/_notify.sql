@@ -1,27 +1,53 @@
 -- jobctl._notify: a wake-up hint on channel `jobctl` (payload: the queue) for each queue. A hint
 -- only: it may be dropped, and workers also poll. NOTIFY serialises notifying commits on a
--- cluster-wide lock held across the commit's WAL flush, so at most one transaction per queue sends
--- one at a time: it holds the try-advisory-lock (19015, queue) until it ends, and concurrent
--- submitters skip theirs. Their jobs are found by the claim that hint causes, or by the worker's
--- second look 10 ms after a claim that found work (their commit may land just after that claim).
+-- cluster-wide lock held across the commit's WAL flush (commits that send none do not take it), so
+-- hints are thinned:
+-- - one transaction per queue sends one at a time: it holds the try-advisory-lock (19015, queue)
+--   until it ends, and concurrent submitters skip theirs (many producers on one queue);
+-- - a session that finds another transaction sending a hint (any queue: the try-advisory-lock
+--   (19016, 0) is taken) sends at most one per queue for the rest of that half-second window, and
+--   tries no lock but the queue's meanwhile (many queues, a producer each). The window and the
+--   hashes of the queues hinted in it are kept in the setting jobctl.hinted, which a rollback undoes
+--   together with the NOTIFY it was for. With no other sender in flight, every submit of due work
+--   sends its hint: nothing to wait for.
+-- A skipped hint's job is found by the claims the sent one caused: after a hint the worker looks
+-- again every 50 ms for half a second (HINT_WINDOW in python/jobctl/worker/runner.py), and after a
+-- claim that found work 10 ms later (a skipped submit may commit just after that claim). A bare
+-- listener finds it at its next poll.
 -- Sends nothing when the setting jobctl.notify is off (`alter role ... set jobctl.notify = off`;
 -- false, no and 0 too, as for a boolean setting):
 -- for workers that only poll, such as those behind a transaction-pooling proxy, which cannot LISTEN.
--- Locks: advisory xact lock (19015, hashtext(queue)), try only.
+-- Locks: advisory xact locks (19015, hashtext(queue)) and (19016, 0), try only.
 create or replace function jobctl._notify(p_queues text[])
 returns void
 language plpgsql  -- not sql: a SQL function called from plpgsql is planned on every call
 as $$
 declare
+    v_window text := floor(extract(epoch from clock_timestamp()) * 2)::bigint::text;
+    -- the busy window, then the hashes of the queues hinted in it (an int4 never equals a window
+    -- number, > 3e9); empty or of a past window: the session has met no other sender since
+    v_hinted text[] := string_to_array(current_setting('jobctl.hinted', true), ' ');
     v_queue text;
 begin
     if lower(current_setting('jobctl.notify', true)) in ('off', 'false', 'no', '0') then
         return;
     end if;
+    if v_hinted[1] is distinct from v_window then
+        if pg_try_advisory_xact_lock(19016, 0) then
+            v_hinted := null;  -- alone: a hint for every queue
+        else
+            v_hinted := array[v_window];
+        end if;
+    end if;
     foreach v_queue in array coalesce(p_queues, '{}') loop
+        continue when hashtext(v_queue)::text = any(v_hinted);
         if pg_try_advisory_xact_lock(19015, hashtext(v_queue)) then
             perform pg_notify('jobctl', v_queue);
+            v_hinted := v_hinted || hashtext(v_queue)::text;
         end if;
     end loop;
+    if v_hinted[1] = v_window then
+        perform set_config('jobctl.hinted', array_to_string(v_hinted, ' '), false);
+    end if;
 end
 $$;

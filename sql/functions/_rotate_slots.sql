@@ -1,15 +1,15 @@
--- jobctl._rotate_slots: for _ready, _running and _lane_cache (partitioned by the 1-second slot a
--- row was written in, taken in turn: migrations 0009 to 0012), truncate the past slot's partition
+-- jobctl._rotate_slots: for _ready, _running and _lane_cache (partitioned by the half-second slot
+-- a row was written in, taken in turn: migrations 0009 to 0013), truncate the past slot's partition
 -- once it is drained, after moving the rows still in it (jobs waiting, leases running) on to the
 -- current slot under the partition's lock. A partition holding more than 5,000 rows is left as it
--- is: moving them would hold claims up, and rows moved on would only have to move again a second
--- later; a backlog leaves by being claimed, and VACUUM cleans behind the claims meanwhile. Of the
+-- is: moving them would hold claims up, and rows moved on would only have to move again half a
+-- second later; a backlog leaves by being claimed, and VACUUM cleans behind the claims meanwhile. Of the
 -- lane cache only each key's newest row moves on, and only when the current slot has none newer:
 -- claimers fall back on it while one of them refreshes it, so the truncation does not send them
--- all to list the lanes at once (older rows are superseded versions; one row a key a second moves).
+-- all to list the lanes at once (older rows are superseded versions; one row a key a slot moves).
 -- TRUNCATE frees a partition and its indexes whatever snapshots are open, where VACUUM would have
 -- to wait for them, so the dead rows a claim, a completion or the reaper can meet are those of the
--- last slot or two. Called once a second per claiming session (jobctl._housekeep) and by
+-- last slot or two. Called twice a second per claiming session (jobctl._housekeep) and by
 -- jobctl.tick.
 -- Locks: a try-advisory-lock (19011, 3) for the transaction (a second rotator returns at once);
 -- ACCESS EXCLUSIVE on the partition, asked for with a 20 ms lock_timeout (every claim and
@@ -26,8 +26,8 @@ language plpgsql
 set lock_timeout = '20ms'
 as $$
 declare
-    -- as the slot columns' default: the second's number modulo the number of partitions
-    v_slot smallint := floor(extract(epoch from p_at))::bigint % (
+    -- as the slot columns' default: the half-second's number modulo the number of partitions
+    v_slot smallint := floor(extract(epoch from p_at) * 2)::bigint % (
         select count(*) from pg_catalog.pg_inherits as i where i.inhparent = 'jobctl._ready'::regclass
     );
     v_part record;

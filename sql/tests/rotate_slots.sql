@@ -1,4 +1,4 @@
--- jobctl._ready, _running and _lane_cache in two slot partitions (migrations 0009 to 0012) and
+-- jobctl._ready, _running and _lane_cache in two slot partitions (migrations 0009 to 0013) and
 -- jobctl._rotate_slots, which moves what is left in a past slot on and truncates it.
 begin;
 select plan(17);
@@ -14,7 +14,7 @@ select is(
     '_ready has two partitions by slot'
 );
 
--- a row goes into the partition of the 1-second slot it was written in
+-- a row goes into the partition of the half-second slot it was written in
 create temp table at_insert as select clock_timestamp() as before_insert;
 insert into jobctl._ready (queue, tenant_id, priority, run_at, job_id, created_at)
 values ('tap_rot_q', 'tap_rot_t', 0, now(), -201, now());
@@ -22,7 +22,7 @@ select ok(
     (
         select r.tableoid::regclass::text from jobctl._ready as r
         where r.job_id = -201) in (
-        select 'jobctl._ready_s' || (floor(extract(epoch from v.t))::bigint % 2)
+        select 'jobctl._ready_s' || (floor(extract(epoch from v.t) * 2)::bigint % 2)
         from at_insert as a cross join lateral (values (a.before_insert), (clock_timestamp())) as v (t)
     ),
     'a new row lands in the current slot''s partition'
@@ -31,7 +31,7 @@ select ok(
 -- the partitions of slot k are named by the time: a moment whose slot is k
 create function pg_temp.in_slot(p_slot integer) returns timestamptz
 language sql as $$
-    select to_timestamp((floor(extract(epoch from clock_timestamp()) / 2) * 2) + p_slot + 0.5)
+    select to_timestamp(floor(extract(epoch from clock_timestamp())) + p_slot * 0.5 + 0.25)
 $$;
 delete from jobctl._ready
 where job_id = -201;

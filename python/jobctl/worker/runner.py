@@ -5,7 +5,9 @@ One asyncio loop runs a few long-lived tasks over a small autocommit pool of its
   every free slot it claims again as soon as a slot frees, otherwise it waits for a NOTIFY hint or
   the poll interval, whichever comes first;
 - the listener: a dedicated connection running LISTEN jobctl; a hint for one of our queues wakes the
-  claim loop; after it reconnects the claim loop polls at once (hints may have been missed);
+  claim loop, which then looks again every HINT_LOOK seconds for HINT_WINDOW (the submits whose hint
+  jobctl._notify skipped); after it reconnects the claim loop polls at once (hints may have been
+  missed);
 - the heartbeat: every lease/3 seconds one statement extends the lease of every running job and of
   every finished one whose completion waits in the outbox (until complete_jobs is sent for it); a
   running job whose heartbeat answers `cancelled` or `lost` is stopped and nothing is reported for it;
@@ -98,6 +100,9 @@ LISTEN_CHECK = 30.0  # an idle listener checks its connection this often
 # hint may commit just after the claim the other hint caused, so look again this soon after a claim
 # that found work
 SECOND_LOOK = 0.01
+# and a session sends one per queue per half-second window: after a hint, look again this often for
+# that long, so that the jobs submitted later in its window wait no longer than this
+HINT_LOOK, HINT_WINDOW = 0.05, 0.5
 CANCEL_WAIT = 2.0  # how long a cancelled async handler gets to unwind (roll back) before we move on
 # SQLSTATEs a retry can cure, besides no SQLSTATE (a client-side connection failure) and class 08
 RETRY_SQLSTATES = frozenset({"57P01", "57P02", "57P03", "40001", "40P01"})
@@ -313,6 +318,7 @@ class Worker:
         self._stop = asyncio.Event()
         self._hurry = asyncio.Event()
         self._wake = asyncio.Event()
+        self._hinted_until = 0.0  # time.monotonic() until which claims look again every HINT_LOOK
         self._slot_freed = asyncio.Event()
         self._flush_wake = asyncio.Event()
         self._closing = False
@@ -574,8 +580,10 @@ class Worker:
                 continue
             errors = 0
             if got < asked:
-                wait = min(SECOND_LOOK, self.poll_interval) if got else self.poll_interval
-                await self._wait_any(self._wake, self._stop, timeout=wait)
+                wait = SECOND_LOOK if got else self.poll_interval
+                if time.monotonic() < self._hinted_until:
+                    wait = min(wait, HINT_LOOK)
+                await self._wait_any(self._wake, self._stop, timeout=min(wait, self.poll_interval))
 
     async def _claim(self, max_jobs: int) -> int:
         """One claim, which a stop cuts short: dropped while it waits for a connection or its next try;
@@ -1010,6 +1018,7 @@ class Worker:
         while True:
             async for note in conn.notifies(timeout=LISTEN_CHECK):
                 if self.queues is None or note.payload in self.queues:
+                    self._hinted_until = time.monotonic() + HINT_WINDOW
                     self._wake.set()
             await conn.execute(queries.PING)  # an idle connection: prove it is still there
 
