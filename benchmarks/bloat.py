@@ -290,6 +290,10 @@ def heartbeats(base: str, fillfactor: int, running: int = 1000, rounds: int = 20
     }
 
 
+# jobctl._housekeep's timer of the slots' rotation, set to now: no rotation in this session for a slot
+ROTATED_NOW = "select set_config('jobctl.rotated_at', extract(epoch from clock_timestamp())::text, false)"
+
+
 def pages(base: str) -> list[dict[str, Any]]:
     """One job through submit, claim, complete; its row versions with their xmin / xmax."""
     dsn = fresh_database(base, "jobctl_bloat")
@@ -298,7 +302,7 @@ def pages(base: str) -> list[dict[str, Any]]:
         c.execute("select jobctl.put_tenant('t')")
         xids: dict[str, int] = {}
         # no rotation in this session for half a second: it could move the _ready row on before the claim
-        c.execute("select set_config('jobctl.rotated_at', extract(epoch from clock_timestamp())::text, false)")
+        c.execute(ROTATED_NOW)
         with c.transaction():
             row = c.execute("select job_id from jobctl.submit_job('t', 'q', '{}')").fetchone()
             xids["submit"] = int(c.execute(XID).fetchone()[0])  # type: ignore[index]
