@@ -8,8 +8,9 @@ On the benchmark cluster, in a fresh database:
    for H seconds (the xmin horizon stays there), while the flow goes on;
 4. recovery: the transaction ends; the flow goes on for R seconds.
 Every 5 s a sampler records the claim-path relations' sizes (with indexes) and their dead tuples,
-updates, HOT updates and live rows (pg_stat_user_tables): updates a second per live row tell a hot
-row (the one-row lane cache) from many rows updated once or twice each (job). Per phase (and per
+updates, HOT updates and live rows (pg_stat_all_tables), and pg_class's, which each truncation of a
+slot partition updates: updates a second per live row tell a hot row (the one-row lane cache) from
+many rows updated once or twice each (job). Per phase (and per
 30 s window of the hold): claim p50 / p99 (round trips of calls that got jobs), completed jobs a
 second against the offered rate, and how much each relation grew. After the hold: how long until
 claim p99 is back within 1.2x its baseline. Prints JSON lines and a table; a full run also writes
@@ -33,7 +34,8 @@ from compare import cluster_url
 from psycopg.types.json import Jsonb
 from tenants import claimer
 
-RELATIONS = ("_ready", "_delayed", "_running", "_lane_cache", "tenant", "job", "_event")
+# jobctl's, and pg_class: every truncation of a slot partition writes its rows anew (never HOT)
+RELATIONS = ("_ready", "_delayed", "_running", "_lane_cache", "tenant", "job", "_event", "pg_class")
 SIZES = {
     "full": {"steady": 60, "hold": 600, "recovery": 120},
     "small": {"steady": 8, "hold": 20, "recovery": 10},
@@ -47,11 +49,11 @@ select r.name, coalesce(sum(pg_total_relation_size(x.relid)), 0)::bigint,
     coalesce(sum(s.n_live_tup), 0)::bigint
 from unnest(%s::text[]) as r (name)
 cross join lateral (
-    select ('jobctl.' || r.name)::regclass::oid as relid
+    select coalesce(to_regclass('jobctl.' || r.name), to_regclass('pg_catalog.' || r.name))::oid as relid
     union all
-    select i.inhrelid from pg_inherits as i where i.inhparent = ('jobctl.' || r.name)::regclass
+    select i.inhrelid from pg_inherits as i where i.inhparent = to_regclass('jobctl.' || r.name)
 ) as x
-left join pg_stat_user_tables as s on s.relid = x.relid
+left join pg_stat_all_tables as s on s.relid = x.relid
 group by r.name
 """
 
