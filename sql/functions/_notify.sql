@@ -27,6 +27,7 @@ declare
     -- the busy window, then the hashes of the queues hinted in it (an int4 never equals a window
     -- number, > 3e9); empty or of a past window: the session has met no other sender since
     v_hinted text[] := string_to_array(current_setting('jobctl.hinted', true), ' ');
+    v_record boolean := false;  -- the setting changes: a new busy window, or a hint sent in one
     v_queue text;
 begin
     if lower(current_setting('jobctl.notify', true)) in ('off', 'false', 'no', '0') then
@@ -37,6 +38,7 @@ begin
             v_hinted := null;  -- alone: a hint for every queue
         else
             v_hinted := array[v_window];
+            v_record := true;
         end if;
     end if;
     foreach v_queue in array coalesce(p_queues, '{}') loop
@@ -44,9 +46,10 @@ begin
         if pg_try_advisory_xact_lock(19015, hashtext(v_queue)) then
             perform pg_notify('jobctl', v_queue);
             v_hinted := v_hinted || hashtext(v_queue)::text;
+            v_record := v_hinted[1] = v_window;
         end if;
     end loop;
-    if v_hinted[1] = v_window then
+    if v_record then
         perform set_config('jobctl.hinted', array_to_string(v_hinted, ' '), false);
     end if;
 end

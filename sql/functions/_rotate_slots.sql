@@ -3,10 +3,11 @@
 -- once it is drained, after moving the rows still in it (jobs waiting, leases running) on to the
 -- current slot under the partition's lock. A partition holding more than 5,000 rows is left as it
 -- is: moving them would hold claims up, and rows moved on would only have to move again half a
--- second later; a backlog leaves by being claimed, and VACUUM cleans behind the claims meanwhile. Of the
--- lane cache only each key's newest row moves on, and only when the current slot has none newer:
--- claimers fall back on it while one of them refreshes it, so the truncation does not send them
--- all to list the lanes at once (older rows are superseded versions; one row a key a slot moves).
+-- second later; a backlog leaves by being claimed, and VACUUM cleans behind the claims meanwhile.
+-- Of the lane cache only each key's newest row moves on, and only when the current slot has none
+-- newer: claimers fall back on it while one of them refreshes it, so the truncation does not send
+-- them all to list the lanes at once (older rows are superseded versions; one row a key a slot
+-- moves).
 -- TRUNCATE frees a partition and its indexes whatever snapshots are open, where VACUUM would have
 -- to wait for them, so the dead rows a claim, a completion or the reaper can meet are those of the
 -- last slot or two. Called twice a second per claiming session (jobctl._housekeep) and by
