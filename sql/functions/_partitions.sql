@@ -15,7 +15,7 @@ as $$
     inner join pg_catalog.pg_partitioned_table as t on t.partrelid = i.inhparent
     inner join pg_catalog.pg_attribute as a on a.attrelid = i.inhparent and a.attnum = t.partattrs[0]
     cross join lateral regexp_match(
-        pg_catalog.pg_get_expr(c.relpartbound, c.oid), 'FROM \(''([^'']+)''\) TO \(''([^'']+)''\)'
+        pg_catalog.pg_get_expr(c.relpartbound, 0), 'FROM \(''([^'']+)''\) TO \(''([^'']+)''\)'
     ) as b (bound)
     left join pg_catalog.pg_constraint as k on k.conrelid = c.oid and k.conname = c.relname || '_bound'
     where i.inhparent = any(p_parents) and b.bound is not null

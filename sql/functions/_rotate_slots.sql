@@ -48,7 +48,9 @@ begin
         from pg_catalog.pg_inherits as i
         inner join pg_catalog.pg_class as c on c.oid = i.inhrelid
         where i.inhparent in ('jobctl._ready'::regclass, 'jobctl._running'::regclass, 'jobctl._lane_cache'::regclass)
-            and pg_catalog.pg_get_expr(c.relpartbound, c.oid) <> format('FOR VALUES IN (''%s'')', v_slot)
+            -- relid 0: a bound is constants, and with a relation's OID pg_get_expr opens it, which
+            -- the planner may do for every partition in pg_class, queuing behind any lock on one
+            and pg_catalog.pg_get_expr(c.relpartbound, 0) <> format('FOR VALUES IN (''%s'')', v_slot)
         -- _running first: a claim that reaps (once a second) holds it before the lane cache and
         -- _ready, and with _ready first those claims kept _running from being truncated; other
         -- claims lock _running last, and the 20 ms lock_timeout settles those waits

@@ -160,12 +160,12 @@ begin
 
     foreach v_parent in array array['jobctl.job', 'jobctl._event'] loop
         check_name := 'partitions ahead ' || v_parent;
-        select max((regexp_match(pg_catalog.pg_get_expr(c.relpartbound, c.oid), 'TO \(''([^'']+)''\)'))[1]::timestamptz)
+        select max((regexp_match(pg_catalog.pg_get_expr(c.relpartbound, 0), 'TO \(''([^'']+)''\)'))[1]::timestamptz)
         into v_ahead
         from pg_catalog.pg_inherits as i
         join pg_catalog.pg_class as c on c.oid = i.inhrelid
         where i.inhparent = v_parent::regclass
-            and pg_catalog.pg_get_expr(c.relpartbound, c.oid) <> 'DEFAULT';
+            and pg_catalog.pg_get_expr(c.relpartbound, 0) <> 'DEFAULT';
         observed := format('partitions up to %s', coalesce(to_char(v_ahead, 'YYYY-MM-DD'), 'none'));
         verdict := case
             when v_ahead is null or v_ahead < now() + interval '1 day' then 'fail'
