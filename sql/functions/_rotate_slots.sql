@@ -1,17 +1,19 @@
--- jobctl._rotate_slots: for _ready, _running and _lane_cache (partitioned by the half-second slot
--- a row was written in, taken in turn: migrations 0009 to 0013), truncate the past slot's partition
--- once it is drained, after moving the rows still in it (jobs waiting, leases running) on to the
--- current slot under the partition's lock. A partition holding more than 5,000 rows is left as it
--- is: moving them would hold claims up, and rows moved on would only have to move again half a
--- second later; a backlog leaves by being claimed, and VACUUM cleans behind the claims meanwhile.
+-- jobctl._rotate_slots: for _ready and _running (partitioned by the half-second slot a row was
+-- written in, taken in turn: migrations 0009 to 0013) and _lane_cache (by the 8-second slot:
+-- 0012, 0014), truncate the past slot's partition once it is drained, after moving the rows still
+-- in it (jobs waiting, leases running) on to the current slot under the partition's lock. A
+-- partition holding more than 5,000 rows is left as it is: moving them would hold claims up, and
+-- rows moved on would only have to move again half a second later; a backlog leaves by being
+-- claimed, and VACUUM cleans behind the claims meanwhile.
 -- Of the lane cache only each key's newest row moves on, and only when the current slot has none
 -- newer: claimers fall back on it while one of them refreshes it, so the truncation does not send
 -- them all to list the lanes at once (older rows are superseded versions; one row a key a slot
 -- moves).
 -- TRUNCATE frees a partition and its indexes whatever snapshots are open, where VACUUM would have
 -- to wait for them, so the dead rows a claim, a completion or the reaper can meet are those of the
--- last slot or two. Called twice a second per claiming session (jobctl._housekeep) and by
--- jobctl.tick.
+-- last slot or two. Each truncation writes a pg_class row per relation that an old snapshot keeps
+-- too, hence few relations (migration 0014). Called twice a second per claiming session
+-- (jobctl._housekeep) and by jobctl.tick.
 -- Locks: a try-advisory-lock (19011, 3) for the transaction (a second rotator returns at once);
 -- ACCESS EXCLUSIVE on the partition, asked for with a 20 ms lock_timeout (every claim and
 -- completion locks every partition, so a longer wait would hold them up); a partition whose lock
@@ -27,10 +29,6 @@ language plpgsql
 set lock_timeout = '20ms'
 as $$
 declare
-    -- as the slot columns' default: the half-second's number modulo the number of partitions
-    v_slot smallint := floor(extract(epoch from p_at) * 2)::bigint % (
-        select count(*) from pg_catalog.pg_inherits as i where i.inhparent = 'jobctl._ready'::regclass
-    );
     v_part record;
     v_left bigint;
     v_n integer := 0;
@@ -41,20 +39,26 @@ begin
         return 0;
     end if;
     for v_part in
-        select i.inhparent::regclass as parent, i.inhrelid::regclass as part,
+        select p.parent, i.inhrelid::regclass as part, s.slot,
             (select string_agg(quote_ident(a.attname), ', ' order by a.attnum)
              from pg_catalog.pg_attribute as a
-             where a.attrelid = i.inhparent and a.attnum > 0 and not a.attisdropped and a.attname <> 'slot') as cols
-        from pg_catalog.pg_inherits as i
-        inner join pg_catalog.pg_class as c on c.oid = i.inhrelid
-        where i.inhparent in ('jobctl._ready'::regclass, 'jobctl._running'::regclass, 'jobctl._lane_cache'::regclass)
-            -- relid 0: a bound is constants, and with a relation's OID pg_get_expr opens it, which
-            -- the planner may do for every partition in pg_class, queuing behind any lock on one
-            and pg_catalog.pg_get_expr(c.relpartbound, 0) <> format('FOR VALUES IN (''%s'')', v_slot)
+             where a.attrelid = p.parent and a.attnum > 0 and not a.attisdropped and a.attname <> 'slot') as cols
         -- _running first: a claim that reaps (once a second) holds it before the lane cache and
         -- _ready, and with _ready first those claims kept _running from being truncated; other
         -- claims lock _running last, and the 20 ms lock_timeout settles those waits
-        order by case i.inhparent when 'jobctl._running'::regclass then 0 when 'jobctl._lane_cache'::regclass then 1 else 2 end
+        from (values ('jobctl._running'::regclass, 2.0, 0), ('jobctl._lane_cache', 0.125, 1), ('jobctl._ready', 2.0, 2))
+            as p (parent, slots_a_second, turn)
+        -- as the slot column's default: the slot's number modulo the number of partitions
+        cross join lateral (
+            select (floor(extract(epoch from p_at) * p.slots_a_second)::bigint % count(*))::smallint as slot
+            from pg_catalog.pg_inherits as i where i.inhparent = p.parent
+        ) as s
+        inner join pg_catalog.pg_inherits as i on i.inhparent = p.parent
+        inner join pg_catalog.pg_class as c on c.oid = i.inhrelid
+        -- relid 0: a bound is constants, and with a relation's OID pg_get_expr opens it, which
+        -- the planner may do for every partition in pg_class, queuing behind any lock on one
+        where pg_catalog.pg_get_expr(c.relpartbound, 0) <> format('FOR VALUES IN (''%s'')', s.slot)
+        order by p.turn
     loop
         begin
             -- a look without the lock first (sizes and reads take ACCESS SHARE, which a truncation
@@ -71,7 +75,7 @@ begin
             if v_part.parent <> 'jobctl._lane_cache'::regclass then
                 execute format(
                     'insert into %s (%s, slot) select %s, %s from %s',
-                    v_part.parent, v_part.cols, v_part.cols, v_slot, v_part.part
+                    v_part.parent, v_part.cols, v_part.cols, v_part.slot, v_part.part
                 );
             else
                 execute format(
@@ -80,7 +84,7 @@ begin
                      where not exists (select from %1$s as c where c.queues_key = p.queues_key
                                        and c.fresh_until >= p.fresh_until and c.tableoid <> p.tableoid)
                      order by p.queues_key, p.fresh_until desc',
-                    v_part.parent, v_part.cols, 'p.' || replace(v_part.cols, ', ', ', p.'), v_slot, v_part.part
+                    v_part.parent, v_part.cols, 'p.' || replace(v_part.cols, ', ', ', p.'), v_part.slot, v_part.part
                 );
             end if;
             execute format('truncate %s', v_part.part);

@@ -1,7 +1,7 @@
--- jobctl._ready, _running and _lane_cache in two slot partitions (migrations 0009 to 0013) and
+-- jobctl._ready, _running and _lane_cache in two slot partitions (migrations 0009 to 0014) and
 -- jobctl._rotate_slots, which moves what is left in a past slot on and truncates it.
 begin;
-select plan(17);
+select plan(21);
 set local jit = off;
 
 select is(
@@ -12,6 +12,14 @@ select is(
     ),
     '_ready_s0 FOR VALUES IN (''0''), _ready_s1 FOR VALUES IN (''1'')',
     '_ready has two partitions by slot'
+);
+select is(
+    (
+        select count(*)::integer from pg_inherits as i inner join pg_class as c on i.inhrelid = c.oid
+        where i.inhparent in ('jobctl._ready'::regclass, 'jobctl._running'::regclass) and c.reltoastrelid <> 0
+    ),
+    0,
+    'the partitions of _ready and _running have no TOAST table (a truncation writes fewer pg_class rows)'
 );
 
 -- a row goes into the partition of the half-second slot it was written in
@@ -28,10 +36,11 @@ select ok(
     'a new row lands in the current slot''s partition'
 );
 
--- the partitions of slot k are named by the time: a moment whose slot is k
-create function pg_temp.in_slot(p_slot integer) returns timestamptz
+-- the partitions of slot k are named by the time: a moment whose half-second slot (_ready,
+-- _running) is k and whose 8-second slot (_lane_cache) is p_cache_slot
+create function pg_temp.in_slot(p_slot integer, p_cache_slot integer default 0) returns timestamptz
 language sql as $$
-    select to_timestamp(floor(extract(epoch from clock_timestamp())) + p_slot * 0.5 + 0.25)
+    select to_timestamp(floor(extract(epoch from clock_timestamp()) / 16) * 16 + p_cache_slot * 8 + p_slot * 0.5 + 0.25)
 $$;
 delete from jobctl._ready
 where job_id = -201;
@@ -95,6 +104,18 @@ select results_eq(
     $$values ('tap_rot_key'::text, interval '1 second', 0::smallint), ('tap_rot_key2', interval '2 seconds', 0::smallint)$$,
     'each key keeps its newest row, moved on when the current slot had none newer'
 );
+
+-- the lane cache's slot lasts 8 seconds: a new half-second leaves it alone
+insert into jobctl._ready (queue, tenant_id, priority, run_at, job_id, created_at, slot)
+values ('tap_rot_q', 'tap_rot_t', 0, now(), -205, now(), 0);
+delete from jobctl._ready
+where job_id = -205;
+select is(jobctl._rotate_slots(pg_temp.in_slot(1)), 1, 'with half-second slot 1 current, only _ready is truncated');
+select is(
+    (select count(*)::integer from jobctl._lane_cache where slot = 0), 2,
+    'the lane cache, still in its 8-second slot 0, keeps its rows'
+);
+select is(jobctl._rotate_slots(pg_temp.in_slot(1, 1)), 1, 'in 8-second slot 1 the lane cache is truncated');
 
 -- a running job's lease in a past slot moves on with it: heartbeat and completion find it
 select jobctl.put_tenant('tap_rot_t');
