@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 DSN = $${JOBCTL_DSN:-$$(cat .pg/dsn)}
 
 .DEFAULT_GOAL := help
-.PHONY: help setup db db-stop db-destroy migrate validate demo demo-stop test lint sqlfluff pgtap pytest bench-setup bench bench-quick bench-claim bench-tenants bench-retention bench-held bench-xids bench-notify bench-bloat psql clean
+.PHONY: help setup db db-stop db-destroy migrate validate demo demo-stop test lint sqlfluff pgtap pytest bench-setup bench bench-quick bench-claim bench-tenants bench-retention bench-held bench-xids bench-notify bench-bloat chaos psql clean
 
 help: ## List the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -81,6 +81,10 @@ bench-notify: setup ## Wake-ups off / hint / one NOTIFY a job: enqueue rate of 6
 
 bench-tenants: setup ## Tenant scenarios: weights 5:3:1 over 60 s, a 1,000,000-job tenant beside 100 small ones (about 5 minutes)
 	@$(BIN)/python benchmarks/tenants.py
+
+chaos: db ## Chaos runs on the local cluster: kill -9, 40 s SIGSTOP, terminations, restarts, partitions for 15 minutes, then 300 zombie trials; invariants and requeue times (about 25 minutes)
+	@$(BIN)/python benchmarks/chaos.py --scenario faults
+	@$(BIN)/python benchmarks/chaos.py --scenario zombies
 
 psql: db ## Open psql on the local database
 	@psql "$(DSN)"
