@@ -112,7 +112,10 @@ delete from jobctl._ready
 where job_id = -205;
 select is(jobctl._rotate_slots(pg_temp.in_slot(1)), 1, 'with half-second slot 1 current, only _ready is truncated');
 select is(
-    (select count(*)::integer from jobctl._lane_cache where slot = 0), 2,
+    (
+        select count(*)::integer from jobctl._lane_cache
+        where slot = 0
+    ), 2,
     'the lane cache, still in its 8-second slot 0, keeps its rows'
 );
 select is(jobctl._rotate_slots(pg_temp.in_slot(1, 1)), 1, 'in 8-second slot 1 the lane cache is truncated');
