@@ -56,6 +56,7 @@ def error_responses(*statuses: int, notes: dict[int, str] | None = None) -> dict
     """The error answers of an endpoint for the OpenAPI document: 401, 403 and 503 always, the given
     statuses too; notes replaces a status's default description."""
     default = {
+        400: "The body is not valid JSON.",
         401: "Missing, malformed, unknown or revoked token.",
         403: "The token lacks the scope this endpoint needs.",
         404: NOT_YOURS,
@@ -113,7 +114,6 @@ async def _job(caller: Caller, job_id: int) -> Job:
             422,
             429,
             notes={
-                400: "The body is not valid JSON.",
                 403: "The token lacks jobs:submit, or tenant_id names another tenant.",
             },
         ),

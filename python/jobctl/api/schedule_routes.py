@@ -32,7 +32,7 @@ def _not_found(name: str) -> errors.NotFound:
     summary="Create or replace a schedule",
     response_description="The schedule as saved.",
     responses=error_responses(
-        413, 422, notes={403: "The token lacks schedules:write, or tenant_id names another tenant."}
+        400, 413, 422, notes={403: "The token lacks schedules:write, or tenant_id names another tenant."}
     ),
 )
 async def put_schedule(
