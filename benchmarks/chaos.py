@@ -8,9 +8,9 @@ Scenario `faults`: one fault at a time, every few seconds, in a shuffled cycle, 
   restart    a fast restart of the server (a cluster under bin/db: .pg or .bench-pg)
   partition  the TCP proxy between half the workers and the server stops passing bytes for longer
              than a lease, then passes them on again or resets every connection
-Scenario `zombies`: every worker is stopped again and again at random moments (working, inside its
-transaction after its writes, or in a heartbeat, as pg_stat_activity shows right after the stop)
-for longer than its lease, while other workers take its jobs over; a third of the workers run with
+Scenario `zombies`: every worker is stopped again and again, each time in a phase picked at random
+and waited for in pg_stat_activity (working, inside its job transaction after its writes, or in a
+heartbeat), for longer than its lease, while other workers take its jobs over; a third of the workers run with
 their clocks skewed by minutes (libfaketime), as leases must go by the database's clock only.
 
 A producer submits through SQL (submit_jobs) and one through the API (POST /api/v1/jobs), every job
@@ -171,7 +171,6 @@ class Worker:
     proc: subprocess.Popen[bytes]
     log_path: Path
     skew: str | None
-    through_proxy: bool
 
     def summary(self) -> dict[str, int]:
         """The counters of the worker's last `worker stopped` line (none when it was killed)."""
@@ -225,7 +224,7 @@ def spawn_worker(run: Run, proxy: Proxy | None, skew: str | None = None) -> Work
         env.update(LD_PRELOAD=faketime_library(), FAKETIME=skew, FAKETIME_DONT_FAKE_MONOTONIC="1")
     with open(log_path, "wb") as out:
         proc = subprocess.Popen(cmd, cwd=BENCH, env=env, stdout=out, stderr=subprocess.STDOUT)
-    w = Worker(name, proc, log_path, skew, through_proxy)
+    w = Worker(name, proc, log_path, skew)
     run.workers.append(w)
     return w
 
@@ -531,11 +530,12 @@ def main() -> None:
     sql = Sql(dsn)
     sql(LEDGER_DDL)
     params = conninfo_to_dict(dsn)
-    proxy = Proxy(f"{params['host']}/.s.PGSQL.{params.get('port', 5432)}")
+    socket_path = f"{params['host']}/.s.PGSQL.{params.get('port', 5432)}"
+    proxy = Proxy(socket_path) if args.scenario == "faults" else None
     started = time.monotonic()
     for i in range(size["workers"]):
         skew = SKEWS[i // 3 % 2] if args.scenario == "zombies" and i % 3 == 2 else None
-        spawn_worker(run, proxy if args.scenario == "faults" else None, skew)
+        spawn_worker(run, proxy, skew)
     api, base, token = start_api(run)
     producers = [
         threading.Thread(target=guarded, args=(run, produce_sql, run, size["rate"] / 2), daemon=True),
@@ -547,6 +547,7 @@ def main() -> None:
         t.start()
     trials: list[dict[str, Any]] = []
     if args.scenario == "faults":
+        assert proxy is not None
         fault_loop(run, sql, proxy)
     else:
         loops = [

@@ -1,8 +1,8 @@
 """The HTTP API fuzzed from its own OpenAPI document (schemathesis) against a real server: every
-operation, with the document's examples and generated input (valid and not, NUL bytes included),
-by a token with every scope for a tenant of its own (other tests' jobs answer 404 to it, so the
-fuzzing cannot cancel or retry them). No answer may be a 5xx, and every answer must be one the
-document declares, in the declared shape."""
+operation, with generated requests that follow the document and requests that break it, by a token
+with every scope for a tenant of its own (other tests' jobs answer 404 to it, so the fuzzing cannot
+cancel or retry them). No answer may be a 5xx, and every answer must be one the document declares,
+in the declared shape."""
 
 from __future__ import annotations
 
