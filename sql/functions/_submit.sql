@@ -1,7 +1,7 @@
 -- jobctl._submit: the one submit path behind submit_job and submit_jobs. All or nothing.
 -- Validates every spec (first bad one raises, naming the field and, for batches, its index),
 -- registers unknown tenants, serialises submits that share a dedup key, inserts the new jobs and
--- their queue rows, and returns (job_id, duplicate) in input order.
+-- their queue rows, and returns (job_id, duplicate) in input order. Commits synchronously.
 -- Locks: advisory xact locks on dedup-key buckets (class 19011 + 1). Writes: tenant, job, _ready,
 -- _delayed.
 create or replace function jobctl._submit(p_specs jobctl._job_spec[], p_batch boolean)
@@ -30,6 +30,10 @@ begin
     if p_specs is null or cardinality(p_specs) = 0 then
         return;
     end if;
+    -- an acknowledged submit survives a failover: with a synchronous standby configured, this commit
+    -- waits for it even where the cluster's default is local (docs/operations.md, failover). In the
+    -- body: a SET clause would be undone before the commit it is meant for.
+    perform set_config('synchronous_commit', 'on', true);
 
     -- One CASE per job finds its first failed condition (no per-job subquery); the message of the
     -- first failure is formatted once, below.
