@@ -1,14 +1,91 @@
--- Privileges, re-applied on every migrate. Private helpers (leading underscore) are not callable by
--- PUBLIC; the public functions keep PostgreSQL's default until the role model lands (issue 7).
+-- Who may do what: the roles, their privileges and the row-level security policies, in one place,
+-- re-applied at the end of every migrate (in its transaction, so a function the run created is
+-- never callable by PUBLIC after the commit). The rules and how to map a service to its tenants:
+-- docs/security.md. The catalog test sql/tests/security.sql checks what this file makes.
+--
+-- jobctl_reader  read jobs, history, stats, schedules of its tenants (functions, and the tables
+--                below through row-level security)
+-- jobctl_writer  a reader that also submits, cancels and retries jobs, writes schedules and
+--                forgets data subjects
+-- jobctl_worker  claims jobs and reports on them (heartbeat, complete, fail, release)
+-- jobctl_api     the HTTP API's login role: a writer that acts only through API tokens
+--                (jobctl.authenticate), since it is granted no tenant itself
+-- jobctl_admin   everything, for every tenant: tenants, tokens, grants, health
+-- The periodic functions (tick, maintain_partitions, reap_expired_leases, expand_schedules) run as
+-- the schema owner, from pg_cron: they are SECURITY INVOKER (pg_partman sets search_path for the
+-- session, which a pinned search_path would leak to the caller) and granted to no role.
+-- A role acts for the tenants granted to it with jobctl.grant_tenant (jobctl._acting_tenants).
 do $$
 declare
-    v_fn regprocedure;
+    v_role text;
+    v_grant record;
 begin
-    for v_fn in
-        select p.oid::regprocedure from pg_catalog.pg_proc as p
-        where p.pronamespace = 'jobctl'::regnamespace and p.proname like '\_%'
+    foreach v_role in array array['jobctl_reader', 'jobctl_writer', 'jobctl_worker', 'jobctl_api', 'jobctl_admin'] loop
+        if not exists (select from pg_catalog.pg_roles as r where r.rolname = v_role) then
+            execute format('create role %I nologin', v_role);
+        end if;
+        execute format('grant usage on schema jobctl to %I', v_role);
+    end loop;
+    grant jobctl_reader to jobctl_writer;
+    grant jobctl_writer to jobctl_api;
+    grant jobctl_writer, jobctl_worker to jobctl_admin;
+
+    -- nothing in the schema is callable by PUBLIC or left over from an earlier run; then each public
+    -- function goes to its role (functions are SECURITY DEFINER: the roles hold no privilege on the
+    -- tables behind them)
+    revoke all on all functions in schema jobctl
+    from public, jobctl_reader, jobctl_writer, jobctl_worker, jobctl_api, jobctl_admin;
+    for v_grant in
+        select p.oid::regprocedure as fn, g.grantee
+        from (values
+            ('get_job', 'jobctl_reader'), ('list_jobs', 'jobctl_reader'), ('job_history', 'jobctl_reader'),
+            ('stats', 'jobctl_reader'), ('claim_metrics', 'jobctl_reader'), ('list_schedules', 'jobctl_reader'),
+            ('list_tenants', 'jobctl_reader'), ('cron_next', 'jobctl_reader'),
+            ('_acting_tenants', 'jobctl_reader'),  -- the row-level security policies call it as the reader
+            ('submit_job', 'jobctl_writer'), ('submit_jobs', 'jobctl_writer'), ('cancel_job', 'jobctl_writer'),
+            ('retry_job', 'jobctl_writer'), ('put_schedule', 'jobctl_writer'), ('drop_schedule', 'jobctl_writer'),
+            ('forget_subject', 'jobctl_writer'),
+            ('claim_job', 'jobctl_worker'), ('heartbeat', 'jobctl_worker'), ('complete_job', 'jobctl_worker'),
+            ('complete_jobs', 'jobctl_worker'), ('fail_job', 'jobctl_worker'), ('release_job', 'jobctl_worker'),
+            ('authenticate', 'jobctl_api'),
+            ('put_tenant', 'jobctl_admin'), ('pause_tenant', 'jobctl_admin'), ('health_checks', 'jobctl_admin'),
+            ('create_api_token', 'jobctl_admin'),
+            ('revoke_api_token', 'jobctl_admin'), ('list_api_tokens', 'jobctl_admin'), ('authenticate', 'jobctl_admin'),
+            ('grant_tenant', 'jobctl_admin'), ('revoke_tenant', 'jobctl_admin')
+        ) as g (name, grantee)
+        inner join pg_catalog.pg_proc as p on p.proname = g.name and p.pronamespace = 'jobctl'::regnamespace
     loop
-        execute format('revoke all on function %s from public', v_fn);
+        execute format('grant execute on function %s to %I', v_grant.fn, v_grant.grantee);
+    end loop;
+
+    -- Readers may also query the tenant tables directly; row-level security shows them their
+    -- tenants' rows only. The other tables (queues, leases, tokens, grants) have no policy: with
+    -- row-level security on, a role that is not their owner sees none of their rows even if
+    -- someone grants it SELECT. Enabled and created only once: ALTER TABLE locks the table.
+    revoke all on all tables in schema jobctl
+    from public, jobctl_reader, jobctl_writer, jobctl_worker, jobctl_api, jobctl_admin;
+    grant select on jobctl.job, jobctl.job_archive, jobctl.tenant, jobctl.schedule, jobctl.audit_log to jobctl_reader;
+    for v_grant in
+        select c.oid::regclass as tbl, c.relrowsecurity as secured,
+            c.relname in ('job', 'job_archive', 'tenant', 'schedule', 'audit_log') as readable,
+            exists (select from pg_catalog.pg_policy as y where y.polrelid = c.oid) as has_policy
+        from pg_catalog.pg_class as c
+        where c.relnamespace = 'jobctl'::regnamespace and c.relkind in ('r', 'p') and not c.relispartition
+            and c.relname in (
+                'job', 'job_archive', 'tenant', 'schedule', 'audit_log', '_ready', '_running', '_delayed',
+                '_event', '_event_archive', '_api_token', '_role_tenant'
+            )
+    loop
+        if not v_grant.secured then
+            execute format('alter table %s enable row level security', v_grant.tbl);
+        end if;
+        if v_grant.readable and not v_grant.has_policy then
+            execute format(
+                'create policy tenant_rows on %s for select to jobctl_reader using (
+                    tenant_id = any(coalesce((select jobctl._acting_tenants(''jobs:read'')), array[tenant_id])))',
+                v_grant.tbl
+            );
+        end if;
     end loop;
 end
 $$;

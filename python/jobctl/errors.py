@@ -79,6 +79,7 @@ BY_SQLSTATE: dict[str, type[JobctlError]] = {
     "JC010": IllegalTransition,
     "JC020": Unauthorized,
     "JC021": Forbidden,
+    "42501": Forbidden,  # another tenant (jobctl._require_tenant), or no EXECUTE on the function
     "P0002": NotFound,
     "40001": TryAgain,
     "22P02": InvalidInput,  # a value that does not parse as its type (a cast in queries.py)

@@ -33,28 +33,16 @@ select jobctl.fail_job(%(job_id)s::bigint, %(lease_epoch)s::bigint, %(error)s::t
 RELEASE_JOB = "select jobctl.release_job(%(job_id)s::bigint, %(lease_epoch)s::bigint)"
 LISTEN = "listen jobctl"
 
-# --- operating. The *_OF forms act only on a job of %(tenant_id)s (NULL: any tenant): no row means
-# unknown or not yours, which the API answers with 404.
+# --- operating. Each function acts only for the caller's tenants (with an API token: the token's
+# tenant): another tenant's job is as unknown as a missing one.
 GET_JOB = "select * from jobctl.get_job(%(job_id)s::bigint)"
-GET_JOB_OF = """
-select * from jobctl.get_job(%(job_id)s::bigint) as j
-where %(tenant_id)s::text is null or j.tenant_id = %(tenant_id)s::text
-"""
 LIST_JOBS = """
 select * from jobctl.list_jobs(%(tenant_id)s::text, %(state)s::text, %(queue)s::text, %(before_id)s::bigint,
     %(max_rows)s::int)
 """
 JOB_HISTORY = "select * from jobctl.job_history(%(job_id)s::bigint)"
 CANCEL_JOB = "select jobctl.cancel_job(%(job_id)s::bigint) as state"
-CANCEL_JOB_OF = """
-select jobctl.cancel_job(j.job_id) as state from jobctl.get_job(%(job_id)s::bigint) as j
-where %(tenant_id)s::text is null or j.tenant_id = %(tenant_id)s::text
-"""
 RETRY_JOB = "select jobctl.retry_job(%(job_id)s::bigint) as state"
-RETRY_JOB_OF = """
-select jobctl.retry_job(j.job_id) as state from jobctl.get_job(%(job_id)s::bigint) as j
-where %(tenant_id)s::text is null or j.tenant_id = %(tenant_id)s::text
-"""
 
 # --- tenants and tokens
 PUT_TENANT = """

@@ -1,4 +1,5 @@
--- jobctl._complete: complete the jobs running under the given epochs; the rest are fenced.
+-- jobctl._complete: complete the jobs running under the given epochs (of the caller's tenants);
+-- the rest are fenced.
 -- Locks: the _running rows, then the job rows. Writes: _running (delete), job (update).
 create or replace function jobctl._complete(p_ids bigint[], p_epochs bigint[], p_results jsonb[])
 returns table (job_id bigint, completed boolean)
@@ -30,6 +31,8 @@ begin
         delete from jobctl._running as r
         using arg as a
         where r.job_id = a.job_id and r.lease_epoch = a.lease_epoch
+            -- another tenant's job is fenced like an unknown one
+            and r.tenant_id = any(coalesce((select jobctl._acting_tenants('jobs:work')), array[r.tenant_id]))
         returning r.job_id, r.lease_epoch, r.created_at, r.tenant_id, a.result
     )
     select array_agg(g.job_id), array_agg(g.lease_epoch), array_agg(g.created_at),

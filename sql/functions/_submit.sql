@@ -15,6 +15,7 @@ as $$
 declare
     v_now timestamptz := now();
     v_bad record;
+    v_tenants text[];
     v_msg text;
     v_field text;
     v_has_keys boolean;
@@ -51,9 +52,10 @@ begin
             when o.timeout <= interval '0' or o.timeout > interval '30 days' then 9
             when o.dedup_key = '' or length(o.dedup_key) > 500 then 10
             when not isfinite(o.run_at) then 11
+            when o.subject_key = '' or length(o.subject_key) > 500 then 12
         end as n
         from unnest(p_specs) with ordinality as o (
-            tenant_id, queue, payload, priority, run_at, dedup_key, max_attempts, backoff, timeout, ord
+            tenant_id, queue, payload, priority, run_at, dedup_key, max_attempts, backoff, timeout, subject_key, ord
         )
     ) as x
     where x.n is not null
@@ -72,16 +74,36 @@ begin
             when 9 then 'timeout must be positive and at most 30 days'
             when 10 then 'dedup_key must be NULL or a string of 1 to 500 characters'
             when 11 then 'run_at must be a finite time, not infinity'
+            when 12 then 'subject_key must be NULL or a string of 1 to 500 characters'
         end;
         v_field := (array[
             'tenant_id', 'tenant_id', 'queue', 'queue', 'payload', 'payload', 'priority', 'max_attempts', 'timeout',
-            'dedup_key', 'run_at'
+            'dedup_key', 'run_at', 'subject_key'
         ])[v_bad.n];
         raise exception using
             errcode = case when v_bad.n = 6 then 'JC002' else 'JC001' end,
             message = case when p_batch then format('jobs[%s].%s', v_bad.ord - 1, v_msg) else v_msg end,
             detail = format('field: %s', v_field),
             hint = 'Nothing was submitted.';
+    end if;
+
+    -- only for the caller's tenants (NULL: all of them)
+    v_tenants := jobctl._acting_tenants('jobs:submit');
+    if v_tenants is not null then
+        select o.ord, o.tenant_id into v_bad
+        from unnest(p_specs) with ordinality as o (
+            tenant_id, queue, payload, priority, run_at, dedup_key, max_attempts, backoff, timeout, subject_key, ord
+        )
+        where o.tenant_id <> all(v_tenants)
+        order by o.ord
+        limit 1;
+        if found then
+            raise exception using errcode = '42501',
+                message = format('%stenant_id: no jobs:submit access to tenant %s',
+                    case when p_batch then format('jobs[%s].', v_bad.ord - 1) end, v_bad.tenant_id),
+                detail = 'field: tenant_id',
+                hint = 'Nothing was submitted. An administrator grants a role its tenants with jobctl.grant_tenant(role, tenant).';
+        end if;
     end if;
 
     -- unknown tenants are registered (in key order, so two batches registering the same new
@@ -126,7 +148,7 @@ begin
         -- the key; each spec's answer is the k-th new job (slot -k) or the holder's id (slot > 0)
         select array_agg(row(
                 m.tenant_id, m.queue, m.payload, m.priority, m.run_at, m.dedup_key, m.max_attempts, m.backoff,
-                m.timeout
+                m.timeout, m.subject_key
             )::jobctl._job_spec order by m.ord) filter (where m.is_new),
             array_agg(coalesce(m.held_by, -m.k) order by m.ord),
             array_agg(not m.is_new order by m.ord)
@@ -141,7 +163,7 @@ begin
                         select o.*, case when o.dedup_key is null then o.ord
                             else min(o.ord) over (partition by o.tenant_id, o.dedup_key) end as first_ord
                         from unnest(p_specs) with ordinality as o (
-                            tenant_id, queue, payload, priority, run_at, dedup_key, max_attempts, backoff, timeout, ord
+                            tenant_id, queue, payload, priority, run_at, dedup_key, max_attempts, backoff, timeout, subject_key, ord
                         )
                     ) as s
                     left join lateral (
@@ -207,18 +229,18 @@ begin
     with fresh as (
         select o.*, nextval('jobctl.job_id_seq') as new_id, coalesce(o.run_at, v_now) as due
         from unnest(v_specs) with ordinality as o (
-            tenant_id, queue, payload, priority, run_at, dedup_key, max_attempts, backoff, timeout, ord
+            tenant_id, queue, payload, priority, run_at, dedup_key, max_attempts, backoff, timeout, subject_key, ord
         )
         order by o.ord
     ),
     new_job as (
         insert into jobctl.job (
             job_id, created_at, tenant_id, queue, priority, run_at, max_attempts, timeout, backoff,
-            dedup_key, payload
+            dedup_key, payload, subject_key
         )
         select
             f.new_id, v_now, f.tenant_id, f.queue, f.priority, f.due, coalesce(f.max_attempts, 3),
-            f.timeout, f.backoff, f.dedup_key, f.payload
+            f.timeout, f.backoff, f.dedup_key, f.payload, f.subject_key
         from fresh as f
     ),
     new_ready as (

@@ -5,6 +5,8 @@
 create or replace function jobctl.cancel_job(job_id bigint)
 returns text
 language plpgsql
+security definer
+set search_path = pg_catalog, pg_temp
 as $$
 #variable_conflict use_column
 declare
@@ -14,7 +16,7 @@ declare
     v_now timestamptz := clock_timestamp();
 begin
     for i in 1..5 loop
-        v_job := jobctl._find_job(cancel_job.job_id);
+        v_job := jobctl._find_job(cancel_job.job_id, 'jobs:cancel');
         if v_job.state in ('completed', 'dead', 'cancelled') then
             raise exception using errcode = 'JC010',
                 message = format('job %s is %s; only pending, failed or running jobs can be cancelled', v_job.job_id, v_job.state),

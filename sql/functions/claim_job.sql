@@ -35,6 +35,8 @@ returns table (
     timeout interval
 )
 language plpgsql
+security definer
+set search_path = pg_catalog, pg_temp
 set plan_cache_mode = force_generic_plan  -- plans made once per session: docs/design.md §6
 set jit = off  -- a generic plan's estimates at depth pass jit_above_cost, and JIT compiles per call (~14 ms)
 as $$
@@ -56,6 +58,8 @@ declare
     v_idx integer[];        -- lane numbers in play, parallel to v_lows (NULL: all, in order)
     v_cached boolean := true;
     v_skip integer[] := '{}';   -- lanes that came up short or whose tenant is busy: out of play
+    v_tenants text[] := jobctl._acting_tenants('jobs:work');  -- the caller's (NULL: all)
+    v_foreign integer := 0;     -- the first lanes of v_skip: other tenants', out of play for good
     v_pick integer[];       -- picked lanes: number, jobs wanted, queue, tenant, limited
     v_n integer[];
     v_pick_q text[];
@@ -92,7 +96,7 @@ begin
     loop
         v_round := v_round + 1;
         if v_round = 1
-           or (v_cached and v_left = claim_job.max_jobs and (cardinality(v_skip) > 0 or coalesce(v_total, 0) = 0)) then
+           or (v_cached and v_left = claim_job.max_jobs and (cardinality(v_skip) > v_foreign or coalesce(v_total, 0) = 0)) then
             -- the shared lane list first; a fresh one when the shared one gave nothing (a claim that
             -- got jobs leaves new lanes to the next claim or refresh: listing costs more than a take)
             if v_round = 1 then
@@ -111,8 +115,13 @@ begin
             v_lows := v_lane_lows;
             v_total := v_lane_total;
             v_idx := null;
-            v_skip := '{}';
-        elsif cardinality(v_skip) >= cardinality(v_lane_q) then
+            -- the shared list has every tenant's lanes: a caller acting for some sees only theirs
+            v_skip := case when v_tenants is null then '{}' else array(
+                select u.i from generate_subscripts(v_lane_t, 1) as u (i) where v_lane_t[u.i] <> all(v_tenants)
+            ) end;
+            v_foreign := cardinality(v_skip);
+        end if;
+        if cardinality(v_skip) >= cardinality(v_lane_q) then
             v_total := 0;  -- every lane is out of play (v_skip holds each lane once)
         elsif cardinality(v_skip) > 0 then
             -- take the skipped lanes out and lay the rest end to end again
@@ -237,7 +246,7 @@ begin
         end if;
         -- another round only for the share of lanes that ran dry, were taken by other claimers or
         -- belong to a busy tenant
-        exit when v_left = 0 or v_round >= 3 or cardinality(v_skip) = 0;
+        exit when v_left = 0 or v_round >= 3 or cardinality(v_skip) = v_foreign;
     end loop;
 end
 $$;

@@ -9,6 +9,8 @@ returns table (
     wait_p99_s double precision
 )
 language plpgsql
+security definer
+set search_path = pg_catalog, pg_temp
 stable
 as $$
 #variable_conflict use_column
@@ -29,6 +31,8 @@ begin
     where j.started_at >= clock_timestamp() - window_length
         and (only_tenant is null or j.tenant_id = only_tenant)
         and (only_queue is null or j.queue = only_queue)
+        -- the caller's tenants only (NULL: all of them)
+        and j.tenant_id = any(coalesce((select jobctl._acting_tenants('jobs:read')), array[j.tenant_id]))
     group by j.tenant_id, j.queue
     order by 1, 2;
 end

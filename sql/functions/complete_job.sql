@@ -2,6 +2,8 @@
 create or replace function jobctl.complete_job(job_id bigint, lease_epoch bigint, result jsonb default null)
 returns boolean
 language plpgsql  -- not sql: a SQL function that is not inlined is planned on every call (docs/design.md §6)
+security definer
+set search_path = pg_catalog, pg_temp
 as $$
 begin
     return (

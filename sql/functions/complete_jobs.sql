@@ -4,6 +4,8 @@ create or replace function jobctl.complete_jobs(
 )
 returns table (job_id bigint, completed boolean)
 language plpgsql  -- not sql: a SQL function that is not inlined is planned on every call (docs/design.md §6)
+security definer
+set search_path = pg_catalog, pg_temp
 as $$
 begin
     return query select c.job_id, c.completed from jobctl._complete(job_ids, lease_epochs, results) as c;

@@ -3,6 +3,8 @@
 create or replace function jobctl.create_api_token(tenant_id text, scopes text[], label text default null)
 returns text
 language plpgsql
+security definer
+set search_path = pg_catalog, pg_temp
 as $$
 #variable_conflict use_variable
 declare
@@ -32,6 +34,7 @@ begin
     insert into jobctl._api_token (token_id, tenant_id, scopes, token_hash, label)
     overriding system value
     values (v_id, tenant_id, array(select distinct s from unnest(scopes) as s order by 1), sha256(convert_to(v_token, 'UTF8')), label);
+    perform jobctl._audit('create_api_token', tenant_id, jsonb_build_object('new_token_id', v_id, 'scopes', scopes, 'label', label));
     return v_token;
 end
 $$;

@@ -3,6 +3,8 @@
 create or replace function jobctl.cron_next(cron text, after timestamptz)
 returns timestamptz
 language plpgsql
+security definer
+set search_path = pg_catalog, pg_temp
 stable
 as $$
 begin

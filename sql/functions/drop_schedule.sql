@@ -2,8 +2,11 @@
 create or replace function jobctl.drop_schedule(tenant_id text, name text)
 returns boolean
 language plpgsql
+security definer
+set search_path = pg_catalog, pg_temp
 as $$
 begin
+    perform jobctl._require_tenant(drop_schedule.tenant_id, 'schedules:write');
     delete from jobctl.schedule as s where s.tenant_id = drop_schedule.tenant_id and s.name = drop_schedule.name;
     return found;
 end

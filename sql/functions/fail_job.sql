@@ -3,6 +3,8 @@
 create or replace function jobctl.fail_job(job_id bigint, lease_epoch bigint, error text, retryable boolean default true)
 returns text
 language plpgsql
+security definer
+set search_path = pg_catalog, pg_temp
 set plan_cache_mode = force_generic_plan  -- plans made once per session: docs/design.md §6
 as $$
 #variable_conflict use_column
@@ -19,6 +21,7 @@ begin
     with gone as (
         delete from jobctl._running as r
         where r.job_id = fail_job.job_id and r.lease_epoch = fail_job.lease_epoch
+            and r.tenant_id = any(coalesce((select jobctl._acting_tenants('jobs:work')), array[r.tenant_id]))  -- (another tenant's: fenced)
         returning r.job_id, r.created_at, r.attempt, r.lease_epoch, r.worker_id, r.started_at
     )
     select jsonb_agg(to_jsonb(g)) into v_ended from gone as g;

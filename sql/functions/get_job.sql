@@ -3,9 +3,14 @@
 create or replace function jobctl.get_job(job_id bigint)
 returns setof jobctl.job_info
 language sql
+security definer
+set search_path = pg_catalog, pg_temp
 stable
 as $$
-    select v.* from jobctl._job_view as v where v.job_id = get_job.job_id
+    -- another tenant's job is as unknown as a missing one
+    select v.* from jobctl._job_view as v
+    where v.job_id = get_job.job_id
+        and v.tenant_id = any(coalesce((select jobctl._acting_tenants('jobs:read')), array[v.tenant_id]))
 $$;
 
 comment on function jobctl.get_job(bigint) is

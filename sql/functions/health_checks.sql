@@ -3,6 +3,8 @@
 create or replace function jobctl.health_checks()
 returns table (check_name text, verdict text, observed text, detail text)
 language plpgsql
+security definer
+set search_path = pg_catalog, pg_temp
 stable
 as $$
 #variable_conflict use_column

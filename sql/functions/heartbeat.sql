@@ -3,6 +3,8 @@
 create or replace function jobctl.heartbeat(job_id bigint, lease_epoch bigint, extend interval default '30 seconds')
 returns text
 language plpgsql
+security definer
+set search_path = pg_catalog, pg_temp
 set plan_cache_mode = force_generic_plan  -- plans made once per session: docs/design.md §6
 as $$
 #variable_conflict use_column
@@ -15,7 +17,8 @@ begin
     end if;
     update jobctl._running as r
     set lease_expires_at = clock_timestamp() + extend
-    where r.job_id = heartbeat.job_id and r.lease_epoch = heartbeat.lease_epoch;
+    where r.job_id = heartbeat.job_id and r.lease_epoch = heartbeat.lease_epoch
+        and r.tenant_id = any(coalesce((select jobctl._acting_tenants('jobs:work')), array[r.tenant_id]));  -- (another tenant's: lost)
     if found then
         return 'ok';
     end if;

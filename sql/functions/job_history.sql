@@ -4,12 +4,18 @@
 create or replace function jobctl.job_history(job_id bigint)
 returns table (at timestamptz, event text, attempt integer, lease_epoch bigint, worker_id text, detail text)
 language sql
+security definer
+set search_path = pg_catalog, pg_temp
 stable
 as $$
     with j as (
-        select * from jobctl.job as j where j.job_id = job_history.job_id
-        union all
-        select * from jobctl.job_archive as j where j.job_id = job_history.job_id
+        -- another tenant's job is as unknown as a missing one
+        select * from (
+            select * from jobctl.job as j where j.job_id = job_history.job_id
+            union all
+            select * from jobctl.job_archive as j where j.job_id = job_history.job_id
+        ) as j
+        where j.tenant_id = any(coalesce((select jobctl._acting_tenants('jobs:read')), array[j.tenant_id]))
     )
     select h.at, h.event, h.attempt, h.lease_epoch, h.worker_id, h.detail
     from (
@@ -18,10 +24,10 @@ as $$
         from j
         union all
         select e.at, e.event, e.attempt, e.lease_epoch, e.worker_id, e.detail, 1
-        from jobctl._event as e where e.job_id = job_history.job_id
+        from jobctl._event as e where e.job_id = job_history.job_id and exists (select from j)
         union all
         select e.at, e.event, e.attempt, e.lease_epoch, e.worker_id, e.detail, 1
-        from jobctl._event_archive as e where e.job_id = job_history.job_id
+        from jobctl._event_archive as e where e.job_id = job_history.job_id and exists (select from j)
         union all
         select j.started_at, 'claimed', j.attempt, j.lease_epoch, j.worker_id, null, 2
         from j where j.state in ('running', 'completed')

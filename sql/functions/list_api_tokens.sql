@@ -2,6 +2,8 @@
 create or replace function jobctl.list_api_tokens(tenant_id text default null)
 returns table (token_id bigint, tenant_id text, scopes text[], label text, created_at timestamptz, revoked_at timestamptz)
 language sql
+security definer
+set search_path = pg_catalog, pg_temp
 stable
 as $$
     select t.token_id, t.tenant_id, t.scopes, t.label, t.created_at, t.revoked_at

@@ -9,6 +9,8 @@ create or replace function jobctl.list_jobs(
 )
 returns setof jobctl.job_info
 language plpgsql
+security definer
+set search_path = pg_catalog, pg_temp
 stable
 as $$
 #variable_conflict use_column
@@ -17,6 +19,7 @@ begin
         raise exception using errcode = 'JC001', message = 'tenant_id must not be NULL',
             detail = 'field: tenant_id';
     end if;
+    perform jobctl._require_tenant(list_jobs.tenant_id, 'jobs:read');
     if list_jobs.state is not null
        and list_jobs.state not in ('pending', 'running', 'completed', 'failed', 'dead', 'cancelled') then
         raise exception using errcode = 'JC001',

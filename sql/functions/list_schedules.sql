@@ -6,12 +6,16 @@ returns table (
     created_at timestamptz, updated_at timestamptz
 )
 language sql
+security definer
+set search_path = pg_catalog, pg_temp
 stable
 as $$
     select s.tenant_id, s.name, s.cron, s.queue, s.payload, s.priority, s.catch_up, s.skip_overlap,
         s.next_fire_at, s.last_fire_at, s.last_job_id, s.created_at, s.updated_at
     from jobctl.schedule as s
-    where list_schedules.tenant_id is null or s.tenant_id = list_schedules.tenant_id
+    where (list_schedules.tenant_id is null or s.tenant_id = list_schedules.tenant_id)
+        -- the caller's tenants only (NULL: all of them)
+        and s.tenant_id = any(coalesce((select jobctl._acting_tenants('schedules:read')), array[s.tenant_id]))
     order by s.tenant_id, s.name
 $$;
 

@@ -5,11 +5,15 @@ returns table (
     claim_rate numeric, claim_burst integer, paused boolean, created_at timestamptz, updated_at timestamptz
 )
 language sql
+security definer
+set search_path = pg_catalog, pg_temp
 stable
 as $$
     select t.tenant_id, t.weight, t.max_pending, t.max_running, t.submit_rate, t.submit_burst, t.claim_rate,
         t.claim_burst, t.paused, t.created_at, t.updated_at
     from jobctl.tenant as t
+    -- the caller's tenants only (NULL: all of them)
+    where t.tenant_id = any(coalesce((select jobctl._acting_tenants('jobs:read')), array[t.tenant_id]))
     order by t.tenant_id
 $$;
 

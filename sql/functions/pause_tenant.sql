@@ -4,6 +4,8 @@
 create or replace function jobctl.pause_tenant(tenant_id text, paused boolean default true)
 returns boolean
 language plpgsql
+security definer
+set search_path = pg_catalog, pg_temp
 as $$
 declare
     v_was boolean;
@@ -19,6 +21,7 @@ begin
     update jobctl.tenant as t set paused = pause_tenant.paused, updated_at = now()
     where t.tenant_id = pause_tenant.tenant_id and t.paused <> pause_tenant.paused;
     delete from jobctl._lane_cache;
+    perform jobctl._audit('pause_tenant', pause_tenant.tenant_id, jsonb_build_object('paused', pause_tenant.paused));
     return v_was <> pause_tenant.paused;
 end
 $$;

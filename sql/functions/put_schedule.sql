@@ -17,6 +17,8 @@ create or replace function jobctl.put_schedule(
 )
 returns void
 language plpgsql
+security definer
+set search_path = pg_catalog, pg_temp
 as $$
 #variable_conflict use_variable
 declare
@@ -26,6 +28,7 @@ declare
     v_field text;
     v_next timestamptz;
 begin
+    perform jobctl._require_tenant(tenant_id, 'schedules:write');
     v_field := case
         when tenant_id is null or tenant_id = '' or length(tenant_id) > 200 then 'tenant_id'
         when name is null or name = '' or length(name) > 200 then 'name'

@@ -14,6 +14,8 @@ create or replace function jobctl.put_tenant(
 )
 returns void
 language plpgsql
+security definer
+set search_path = pg_catalog, pg_temp
 as $$
 #variable_conflict use_variable
 declare
@@ -62,6 +64,10 @@ begin
     if max_pending is not null then
         perform jobctl._recount_pending(tenant_id);
     end if;
+    perform jobctl._audit('put_tenant', tenant_id, jsonb_build_object(
+        'weight', weight, 'max_pending', max_pending, 'max_running', max_running, 'submit_rate', submit_rate,
+        'submit_burst', submit_burst, 'claim_rate', claim_rate, 'claim_burst', claim_burst
+    ));
 end
 $$;
 

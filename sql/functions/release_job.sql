@@ -4,6 +4,8 @@
 create or replace function jobctl.release_job(job_id bigint, lease_epoch bigint)
 returns boolean
 language plpgsql
+security definer
+set search_path = pg_catalog, pg_temp
 set plan_cache_mode = force_generic_plan  -- plans made once per session: docs/design.md §6
 as $$
 #variable_conflict use_column
@@ -17,6 +19,7 @@ begin
     end if;
     delete from jobctl._running as r
     where r.job_id = release_job.job_id and r.lease_epoch = release_job.lease_epoch
+        and r.tenant_id = any(coalesce((select jobctl._acting_tenants('jobs:work')), array[r.tenant_id]))  -- (another tenant's: fenced)
     returning * into v_run;
     if not found then
         return false;

@@ -5,6 +5,8 @@
 create or replace function jobctl.retry_job(job_id bigint)
 returns text
 language plpgsql
+security definer
+set search_path = pg_catalog, pg_temp
 as $$
 #variable_conflict use_column
 declare
@@ -13,7 +15,7 @@ declare
     v_owned boolean;
 begin
     for i in 1..5 loop
-        v_job := jobctl._find_job(retry_job.job_id);
+        v_job := jobctl._find_job(retry_job.job_id, 'jobs:retry');
         if v_job.state not in ('failed', 'dead', 'cancelled') then
             raise exception using errcode = 'JC010',
                 message = format('job %s is %s; only failed, dead or cancelled jobs can be retried', v_job.job_id, v_job.state),

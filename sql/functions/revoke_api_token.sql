@@ -2,15 +2,24 @@
 create or replace function jobctl.revoke_api_token(token_id bigint)
 returns boolean
 language plpgsql
+security definer
+set search_path = pg_catalog, pg_temp
 as $$
 #variable_conflict use_column
+declare
+    v_tenant text;
 begin
     if revoke_api_token.token_id is null then
         raise exception using errcode = 'JC001', message = 'token_id must not be NULL', detail = 'field: token_id';
     end if;
     update jobctl._api_token as t set revoked_at = now()
-    where t.token_id = revoke_api_token.token_id and t.revoked_at is null;
-    return case when found then true end;
+    where t.token_id = revoke_api_token.token_id and t.revoked_at is null
+    returning t.tenant_id into v_tenant;
+    if not found then
+        return null;
+    end if;
+    perform jobctl._audit('revoke_api_token', v_tenant, jsonb_build_object('revoked_token_id', revoke_api_token.token_id));
+    return true;
 end
 $$;
 

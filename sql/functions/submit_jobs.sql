@@ -3,13 +3,16 @@
 create or replace function jobctl.submit_jobs(jobs jsonb)
 returns table (job_id bigint, duplicate boolean)
 language plpgsql
+security definer
+set search_path = pg_catalog, pg_temp
 as $$
 #variable_conflict use_column
 declare
     v_bad record;
     v_specs jobctl._job_spec[];
     v_keys constant text[] := array[
-        'tenant_id', 'queue', 'payload', 'priority', 'run_at', 'dedup_key', 'max_attempts', 'backoff', 'timeout'
+        'tenant_id', 'queue', 'payload', 'priority', 'run_at', 'dedup_key', 'max_attempts', 'backoff', 'timeout',
+        'subject_key'
     ];
 begin
     if jobs is null or jsonb_typeof(jobs) <> 'array' then
@@ -44,7 +47,8 @@ begin
         case when a.e ? 'backoff' and a.e -> 'backoff' <> 'null'
             then jobctl._normalize_backoff(a.e -> 'backoff', format('jobs[%s].backoff', a.i - 1)) end,
         case when a.e ? 'timeout' and a.e -> 'timeout' <> 'null'
-            then jobctl._to_interval(a.e -> 'timeout', format('jobs[%s].timeout', a.i - 1)) end
+            then jobctl._to_interval(a.e -> 'timeout', format('jobs[%s].timeout', a.i - 1)) end,
+        a.e ->> 'subject_key'
     )::jobctl._job_spec order by a.i)
     into v_specs
     from jsonb_array_elements(jobs) with ordinality as a (e, i);

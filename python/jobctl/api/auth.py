@@ -2,7 +2,8 @@
 their hash) for one scope. A token speaks for one tenant, or for every tenant (admin).
 
 The dependency lends one pooled connection to the endpoint function: authentication and the
-endpoint's own statements share it. It is function-scoped (`Depends(..., scope="function")`, FastAPI
+endpoint's own statements share it, in one transaction, during which the database acts for the
+token's tenant and scopes only (jobctl.authenticate; docs/security.md). It is function-scoped (`Depends(..., scope="function")`, FastAPI
 0.121+), so the connection goes back to the pool when the endpoint returns, before the response is
 sent: a client that reads a large page slowly holds a socket, never a database connection.
 """
@@ -100,7 +101,9 @@ def authorized(scope: str) -> Callable[..., AsyncIterator[Caller]]:
             token = _token(request)
         except errors.Unauthorized as e:
             raise _refuse(request, e, scope) from None
-        async with pool_of(request).connection() as conn:
+        # one transaction: authenticate's effect (the functions act for the token's tenant only)
+        # lasts until its end, so a pooled connection never carries it to the next request
+        async with pool_of(request).connection() as conn, conn.transaction():
             try:
                 cur = await conn.execute(queries.AUTHENTICATE, {"token": token, "scope": scope})
                 row = await cur.fetchone()

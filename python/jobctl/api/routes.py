@@ -1,17 +1,18 @@
 """The endpoints. Each one is, in this order, and nothing more:
 
 1. the token check: `jobctl.authenticate(token, scope)` (auth.caller_for), which names the token's
-   tenant (NULL: an admin token) and all its scopes, or refuses it (401, 403);
+   tenant (NULL: an admin token) and all its scopes, or refuses it (401, 403), and makes the rest of
+   the transaction act as that token;
 2. one statement of queries.py calling one contract function: submit_jobs, get_job, cancel_job,
-   retry_job or list_jobs. The by-id forms (GET_JOB_OF, CANCEL_JOB_OF, RETRY_JOB_OF) act only on a
-   job of the token's tenant: no row is 404, for an unknown id and another tenant's job alike;
+   retry_job or list_jobs. The function acts only for the token's tenant (jobctl._acting_tenants):
+   another tenant's job answers 404, as an unknown id does;
 3. for the endpoints that change a job (submit, cancel, retry): a read-back with `get_job`, whose row
    is the response. A duplicate submit by a token without jobs:read answers only the job's id, tenant
    and state (models.JobRef).
 
 The rules are the SQL functions'; an endpoint only turns HTTP into their parameters and their rows
-into JSON (their errors: error_handlers). All three steps use the one connection auth lends for the
-endpoint function; it is back in the pool before the response is sent.
+into JSON (their errors: error_handlers). All three steps run in one transaction on the one
+connection auth lends for the endpoint function; it is back in the pool before the response is sent.
 """
 
 from __future__ import annotations
@@ -145,12 +146,10 @@ async def submit_job(
 
 
 async def _change_job(request: Request, caller: Caller, job_id: int, action: str, sql: str) -> JobOut:
-    """Cancel or retry one of the caller's jobs (sql acts only on a job of its tenant), audited, and
-    answer with the job as it is now; no row means unknown or another tenant's: 404."""
+    """Cancel or retry one of the caller's jobs, audited, and answer with the job as it is now; the
+    function answers an unknown id and another tenant's job alike (P0002: 404)."""
     act = audit.begin(request, audit.Action(caller.token_id, caller.tenant_id, action, job_id))
-    rows = await fetch_all(caller, sql, {"job_id": job_id, "tenant_id": caller.tenant_id})
-    if not rows:
-        raise _not_found(job_id)
+    await fetch_all(caller, sql, {"job_id": job_id})
     out = JobOut(job=await _job(caller, job_id))
     act.record(200)
     return out
@@ -164,7 +163,7 @@ async def _change_job(request: Request, caller: Caller, job_id: int, action: str
 )
 async def get_job(job_id: JobId, caller: Annotated[Caller, caller_for("jobs:read")]) -> JobOut:
     """One job (scope `jobs:read`). Another tenant's job answers 404, as an unknown id does."""
-    rows = await fetch_all(caller, queries.GET_JOB_OF, {"job_id": job_id, "tenant_id": caller.tenant_id})
+    rows = await fetch_all(caller, queries.GET_JOB, {"job_id": job_id})
     if not rows:
         raise _not_found(job_id)
     return JobOut(job=Job.from_row(rows[0]))
@@ -182,7 +181,7 @@ async def cancel_job(
 ) -> JobOut:
     """Cancel a pending, failed or running job (scope `jobs:cancel`); a running job's lease is revoked, so
     its worker's heartbeat answers `cancelled` and its completion is refused."""
-    return await _change_job(request, caller, job_id, "cancel", queries.CANCEL_JOB_OF)
+    return await _change_job(request, caller, job_id, "cancel", queries.CANCEL_JOB)
 
 
 @router.post(
@@ -197,7 +196,7 @@ async def retry_job(
 ) -> JobOut:
     """Make a failed, dead or cancelled job pending and due now (scope `jobs:retry`). Its attempt count is
     kept and max_attempts raised to at least attempt + 1."""
-    return await _change_job(request, caller, job_id, "retry", queries.RETRY_JOB_OF)
+    return await _change_job(request, caller, job_id, "retry", queries.RETRY_JOB)
 
 
 @router.get(

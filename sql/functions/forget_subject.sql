@@ -1,0 +1,72 @@
+-- jobctl.forget_subject: erase every job of a data subject (a person) of a tenant, hot and archive:
+-- active jobs are cancelled first (their queue rows and counters go as with cancel_job), then every
+-- job row and its events are deleted. A worker still running one is fenced (its lease is gone).
+-- The audit record keeps counts and the SHA-256 of the subject key, not the key. Submits of the
+-- subject committed after this call began are not seen: stop them first. Writes: job,
+-- job_archive, _event, _event_archive, _ready, _delayed, _running (through cancel_job), audit_log.
+create or replace function jobctl.forget_subject(tenant_id text, subject_key text)
+returns table (cancelled integer, deleted integer)
+language plpgsql
+security definer
+set search_path = pg_catalog, pg_temp
+as $$
+#variable_conflict use_variable
+declare
+    v_id bigint;
+    v_cancelled integer := 0;
+    v_deleted integer;
+begin
+    if tenant_id is null or tenant_id = '' or length(tenant_id) > 200 then
+        raise exception using errcode = 'JC001', message = 'tenant_id must be a string of 1 to 200 characters',
+            detail = 'field: tenant_id';
+    end if;
+    if subject_key is null or subject_key = '' or length(subject_key) > 500 then
+        raise exception using errcode = 'JC001', message = 'subject_key must be a string of 1 to 500 characters',
+            detail = 'field: subject_key';
+    end if;
+    perform jobctl._require_tenant(tenant_id, 'jobs:cancel');
+
+    for v_id in
+        select j.job_id from jobctl.job as j
+        where j.tenant_id = forget_subject.tenant_id and j.subject_key = forget_subject.subject_key
+            and j.state in ('pending', 'failed', 'running')
+        order by j.job_id
+    loop
+        perform jobctl.cancel_job(v_id);
+        v_cancelled := v_cancelled + 1;
+    end loop;
+
+    with hot as (
+        delete from jobctl.job as j
+        where j.tenant_id = forget_subject.tenant_id and j.subject_key = forget_subject.subject_key
+        returning j.job_id
+    ),
+    archived as (
+        delete from jobctl.job_archive as j
+        where j.tenant_id = forget_subject.tenant_id and j.subject_key = forget_subject.subject_key
+        returning j.job_id
+    ),
+    ids as (
+        select array(select h.job_id from hot as h union all select a.job_id from archived as a) as ids
+    ),
+    hot_events as (
+        delete from jobctl._event as e where e.job_id = any((select i.ids from ids as i))
+    ),
+    archived_events as (
+        delete from jobctl._event_archive as e where e.job_id = any((select i.ids from ids as i))
+    )
+    select cardinality(i.ids) into v_deleted from ids as i;
+
+    perform jobctl._audit('forget_subject', tenant_id, jsonb_build_object(
+        'subject_key_sha256', encode(sha256(convert_to(subject_key, 'UTF8')), 'hex'),
+        'cancelled', v_cancelled, 'deleted', v_deleted
+    ));
+    return query select v_cancelled, v_deleted;
+end
+$$;
+
+comment on function jobctl.forget_subject(text, text) is
+'Erase every job submitted with this subject_key for tenant_id, in hot and archive storage: active ones are
+cancelled (a worker running one is fenced), then all are deleted with their history. Returns how many were
+cancelled and deleted; audited (counts and the key''s SHA-256). Only for the caller''s tenants. Errors: JC001 bad
+argument, 42501 another tenant.';

@@ -1,0 +1,121 @@
+-- The privilege model of sql/grants.sql, read from the catalog: roles, who may execute what,
+-- SECURITY DEFINER with a pinned search_path, nothing for PUBLIC, row-level security on every
+-- table with tenant rows. What the roles can do with it: tests/test_security.py.
+begin;
+select plan(14);
+
+select set_eq(
+    $$select r.rolname::text from pg_catalog.pg_roles as r
+      where r.rolname in ('jobctl_admin', 'jobctl_api', 'jobctl_reader', 'jobctl_worker', 'jobctl_writer')
+        and not r.rolcanlogin and not r.rolsuper and not r.rolbypassrls$$,
+    array['jobctl_admin', 'jobctl_api', 'jobctl_reader', 'jobctl_worker', 'jobctl_writer'],
+    'the five roles exist, none can log in, none is a superuser or bypasses row-level security'
+);
+
+select is_empty(
+    $$select p.oid::regprocedure::text from pg_catalog.pg_proc as p
+      where p.pronamespace = 'jobctl'::regnamespace and has_function_privilege('public', p.oid, 'EXECUTE')$$,
+    'no function in schema jobctl is executable by PUBLIC'
+);
+
+select is_empty(
+    $$select p.oid::regprocedure::text from pg_catalog.pg_proc as p
+      where p.pronamespace = 'jobctl'::regnamespace and p.prosecdef
+        and not coalesce('search_path=pg_catalog, pg_temp' = any(p.proconfig), false)$$,
+    'every SECURITY DEFINER function pins search_path to pg_catalog, pg_temp'
+);
+
+select set_eq(
+    $$select p.proname::text from pg_catalog.pg_proc as p
+      where p.pronamespace = 'jobctl'::regnamespace and p.proname !~ '^_' and not p.prosecdef$$,
+    array['expand_schedules', 'maintain_partitions', 'reap_expired_leases', 'tick'],
+    'every public function is SECURITY DEFINER but the periodic ones, which run as the owner'
+);
+
+select is_empty(
+    $$select p.oid::regprocedure::text || ' ' || r.rolname from pg_catalog.pg_proc as p
+      cross join pg_catalog.pg_roles as r
+      where p.pronamespace = 'jobctl'::regnamespace
+        and p.proname in ('expand_schedules', 'maintain_partitions', 'reap_expired_leases', 'tick')
+        and r.rolname like 'jobctl\_%' and has_function_privilege(r.oid, p.oid, 'EXECUTE')$$,
+    'no jobctl role may run the periodic functions'
+);
+
+-- what each role may execute (inherited membership included), against this list, not grants.sql's
+create temp table expected (rolname text, proname text) on commit drop;
+insert into expected
+select 'jobctl_reader', f from unnest(array[
+    'get_job', 'list_jobs', 'job_history', 'stats', 'claim_metrics', 'list_schedules', 'list_tenants', 'cron_next',
+    '_acting_tenants'
+]) as f;
+insert into expected
+select 'jobctl_writer', proname from expected where rolname = 'jobctl_reader'
+union all
+select 'jobctl_writer', f from unnest(array[
+    'submit_job', 'submit_jobs', 'cancel_job', 'retry_job', 'put_schedule', 'drop_schedule', 'forget_subject'
+]) as f;
+insert into expected
+select 'jobctl_worker', f from unnest(array[
+    'claim_job', 'heartbeat', 'complete_job', 'complete_jobs', 'fail_job', 'release_job'
+]) as f;
+insert into expected
+select 'jobctl_api', proname from expected where rolname = 'jobctl_writer'
+union all
+select 'jobctl_api', 'authenticate';
+insert into expected
+select distinct 'jobctl_admin', proname from expected where rolname in ('jobctl_writer', 'jobctl_worker')
+union all
+select 'jobctl_admin', f from unnest(array[
+    'put_tenant', 'pause_tenant', 'health_checks', 'create_api_token', 'revoke_api_token', 'list_api_tokens',
+    'authenticate', 'grant_tenant', 'revoke_tenant'
+]) as f;
+
+select set_eq(
+    format(
+        $$select p.proname::text from pg_catalog.pg_proc as p
+          where p.pronamespace = 'jobctl'::regnamespace and has_function_privilege(%L, p.oid, 'EXECUTE')$$,
+        r
+    ),
+    format($$select proname from expected where rolname = %L$$, r),
+    r || ' may execute exactly its functions'
+)
+from unnest(array['jobctl_reader', 'jobctl_writer', 'jobctl_worker', 'jobctl_api', 'jobctl_admin']) as r;
+
+select is_empty(
+    $$select c.oid::regclass::text from pg_catalog.pg_class as c
+      inner join pg_catalog.pg_attribute as a on a.attrelid = c.oid and a.attname = 'tenant_id' and not a.attisdropped
+      where c.relnamespace = 'jobctl'::regnamespace and c.relkind in ('r', 'p') and not c.relispartition
+        and not c.relrowsecurity$$,
+    'every table with tenant rows has row-level security on'
+);
+
+select set_eq(
+    $$select c.relname::text || ' ' || r.rolname || ' ' || p.privilege_type
+      from pg_catalog.pg_class as c
+      cross join pg_catalog.pg_roles as r
+      cross join (values ('SELECT'), ('INSERT'), ('UPDATE'), ('DELETE'), ('TRUNCATE')) as p (privilege_type)
+      where c.relnamespace in ('jobctl'::regnamespace, 'jobctl_archive'::regnamespace) and c.relkind in ('r', 'p', 'v')
+        and r.rolname like 'jobctl\_%'
+        and has_table_privilege(r.oid, c.oid, p.privilege_type)$$,
+    $$select t || ' jobctl_' || r || ' SELECT'
+      from unnest(array['job', 'job_archive', 'tenant', 'schedule', 'audit_log']) as t
+      cross join unnest(array['reader', 'writer', 'api', 'admin']) as r$$,
+    'the roles may only SELECT the five tenant tables (readers and the roles that include them), nothing else'
+);
+
+select is_empty(
+    $$select c.oid::regclass::text from pg_catalog.pg_class as c
+      where c.relnamespace = 'jobctl'::regnamespace and c.relkind in ('r', 'p')
+        and has_table_privilege('jobctl_reader', c.oid, 'SELECT')
+        and not exists (select from pg_catalog.pg_policy as y where y.polrelid = c.oid)$$,
+    'every table a reader may query has a row-level security policy'
+);
+
+select is_empty(
+    $$select c.oid::regclass::text from pg_catalog.pg_class as c, aclexplode(coalesce(c.relacl, acldefault('r', c.relowner))) as a
+      where c.relnamespace in ('jobctl'::regnamespace, 'jobctl_archive'::regnamespace) and a.grantee = 0$$,
+    'no table in jobctl or jobctl_archive grants anything to PUBLIC'
+);
+
+select * from finish();
+rollback;
