@@ -35,4 +35,5 @@ create index job_subject_idx on jobctl.job (tenant_id, subject_key) where subjec
 create index job_archive_subject_idx on jobctl.job_archive (tenant_id, subject_key) where subject_key is not null;
 alter type jobctl._job_spec add attribute subject_key text;
 drop function if exists jobctl._find_job(bigint);  -- it gains the caller's scope
-drop function if exists jobctl.submit_job(text, text, jsonb, integer, timestamptz, text, integer, jsonb, interval);  -- it gains subject_key
+-- it gains subject_key
+drop function if exists jobctl.submit_job(text, text, jsonb, integer, timestamptz, text, integer, jsonb, interval);

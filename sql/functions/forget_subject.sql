@@ -47,15 +47,15 @@ begin
         returning j.job_id
     ),
     ids as (
-        select array(select h.job_id from hot as h union all select a.job_id from archived as a) as ids
+        select h.job_id from hot as h union all select a.job_id from archived as a
     ),
     hot_events as (
-        delete from jobctl._event as e where e.job_id = any((select i.ids from ids as i))
+        delete from jobctl._event as e where e.job_id in (select i.job_id from ids as i)
     ),
     archived_events as (
-        delete from jobctl._event_archive as e where e.job_id = any((select i.ids from ids as i))
+        delete from jobctl._event_archive as e where e.job_id in (select i.job_id from ids as i)
     )
-    select cardinality(i.ids) into v_deleted from ids as i;
+    select count(*) into v_deleted from ids;
 
     perform jobctl._audit('forget_subject', tenant_id, jsonb_build_object(
         'subject_key_sha256', encode(sha256(convert_to(subject_key, 'UTF8')), 'hex'),

@@ -7,23 +7,25 @@ language plpgsql
 security definer
 set search_path = pg_catalog, pg_temp
 as $$
-#variable_conflict use_variable
+#variable_conflict use_column
 begin
-    if role_name is null or not exists (select from pg_catalog.pg_roles as r where r.rolname = role_name) then
-        raise exception using errcode = 'JC001', message = format('role_name: no role %s', coalesce(role_name, 'NULL')),
+    if grant_tenant.role_name is null
+       or not exists (select from pg_catalog.pg_roles as r where r.rolname = grant_tenant.role_name) then
+        raise exception using errcode = 'JC001',
+            message = format('role_name: no role %s', coalesce(grant_tenant.role_name, 'NULL')),
             detail = 'field: role_name', hint = 'Create the role first (CREATE ROLE), then grant it jobctl_writer, jobctl_worker or jobctl_reader.';
     end if;
-    if tenant_id = '' or length(tenant_id) > 200 then
+    if grant_tenant.tenant_id = '' or length(grant_tenant.tenant_id) > 200 then
         raise exception using errcode = 'JC001', message = 'tenant_id must be 1-200 characters, or NULL for every tenant',
             detail = 'field: tenant_id';
     end if;
     insert into jobctl._role_tenant as g (role_name, tenant_id)
-    values (role_name, tenant_id)
+    values (grant_tenant.role_name, grant_tenant.tenant_id)
     on conflict (role_name, coalesce(tenant_id, '')) do nothing;
     if not found then
         return false;
     end if;
-    perform jobctl._audit('grant_tenant', tenant_id, jsonb_build_object('role', role_name));
+    perform jobctl._audit('grant_tenant', grant_tenant.tenant_id, jsonb_build_object('role', grant_tenant.role_name));
     return true;
 end
 $$;

@@ -42,43 +42,46 @@ select is_empty(
 );
 
 -- what each role may execute (inherited membership included), against this list, not grants.sql's
-create temp table expected (rolname text, proname text) on commit drop;
-insert into expected
-select 'jobctl_reader', f from unnest(array[
-    'get_job', 'list_jobs', 'job_history', 'stats', 'claim_metrics', 'list_schedules', 'list_tenants', 'cron_next',
-    '_acting_tenants'
-]) as f;
-insert into expected
-select 'jobctl_writer', proname from expected where rolname = 'jobctl_reader'
-union all
-select 'jobctl_writer', f from unnest(array[
-    'submit_job', 'submit_jobs', 'cancel_job', 'retry_job', 'put_schedule', 'drop_schedule', 'forget_subject'
-]) as f;
-insert into expected
-select 'jobctl_worker', f from unnest(array[
-    'claim_job', 'heartbeat', 'complete_job', 'complete_jobs', 'fail_job', 'release_job'
-]) as f;
-insert into expected
-select 'jobctl_api', proname from expected where rolname = 'jobctl_writer'
-union all
-select 'jobctl_api', 'authenticate';
-insert into expected
-select distinct 'jobctl_admin', proname from expected where rolname in ('jobctl_writer', 'jobctl_worker')
-union all
-select 'jobctl_admin', f from unnest(array[
-    'put_tenant', 'pause_tenant', 'health_checks', 'create_api_token', 'revoke_api_token', 'list_api_tokens',
-    'authenticate', 'grant_tenant', 'revoke_tenant'
-]) as f;
+create temp table granted (rolname text, member_of text[], fns text[]) on commit drop;
+insert into granted values
+(
+    'jobctl_reader', '{}', array[
+        'get_job', 'list_jobs', 'job_history', 'stats', 'claim_metrics', 'list_schedules', 'list_tenants',
+        'cron_next', '_acting_tenants'
+    ]
+),
+(
+    'jobctl_writer', array['jobctl_reader'], array[
+        'submit_job', 'submit_jobs', 'cancel_job', 'retry_job', 'put_schedule', 'drop_schedule', 'forget_subject'
+    ]
+),
+(
+    'jobctl_worker', '{}', array[
+        'claim_job', 'heartbeat', 'complete_job', 'complete_jobs', 'fail_job', 'release_job'
+    ]
+),
+('jobctl_api', array['jobctl_writer', 'jobctl_reader'], array['authenticate']),
+(
+    'jobctl_admin', array['jobctl_writer', 'jobctl_reader', 'jobctl_worker'], array[
+        'put_tenant', 'pause_tenant', 'health_checks', 'create_api_token', 'revoke_api_token', 'list_api_tokens',
+        'authenticate', 'grant_tenant', 'revoke_tenant'
+    ]
+);
 
-select set_eq(
-    format(
-        $$select p.proname::text from pg_catalog.pg_proc as p
+select
+    set_eq(
+        format(
+            $$select p.proname::text from pg_catalog.pg_proc as p
           where p.pronamespace = 'jobctl'::regnamespace and has_function_privilege(%L, p.oid, 'EXECUTE')$$,
-        r
-    ),
-    format($$select proname from expected where rolname = %L$$, r),
-    r || ' may execute exactly its functions'
-)
+            r
+        ),
+        format(
+            $$select unnest(g.fns) from granted as g
+          where g.rolname = %1$L or g.rolname in (select unnest(x.member_of) from granted as x where x.rolname = %1$L)$$,
+            r
+        ),
+        r || ' may execute exactly its functions'
+    ) as role_functions
 from unnest(array['jobctl_reader', 'jobctl_writer', 'jobctl_worker', 'jobctl_api', 'jobctl_admin']) as r;
 
 select is_empty(

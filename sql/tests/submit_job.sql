@@ -355,7 +355,9 @@ select throws_ok(
 
 select has_function('jobctl', 'submit_job', 'submit_job is installed');
 select isnt(
-    obj_description('jobctl.submit_job(text, text, jsonb, integer, timestamptz, text, integer, jsonb, interval, text)'::regprocedure),
+    obj_description(
+        'jobctl.submit_job(text, text, jsonb, integer, timestamptz, text, integer, jsonb, interval, text)'::regprocedure
+    ),
     null, 'submit_job has a comment'
 );
 

@@ -3,9 +3,10 @@ their hash) for one scope. A token speaks for one tenant, or for every tenant (a
 
 The dependency lends one pooled connection to the endpoint function: authentication and the
 endpoint's own statements share it, in one transaction, during which the database acts for the
-token's tenant and scopes only (jobctl.authenticate; docs/security.md). It is function-scoped (`Depends(..., scope="function")`, FastAPI
-0.121+), so the connection goes back to the pool when the endpoint returns, before the response is
-sent: a client that reads a large page slowly holds a socket, never a database connection.
+token's tenant and scopes only (jobctl.authenticate; docs/security.md). It is function-scoped
+(`Depends(..., scope="function")`, FastAPI 0.121+), so the connection goes back to the pool when
+the endpoint returns, before the response is sent: a client that reads a large page slowly holds a
+socket, never a database connection.
 """
 
 from __future__ import annotations
