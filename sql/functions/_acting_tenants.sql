@@ -1,12 +1,14 @@
 -- jobctl._acting_tenants: the tenants the caller may act for with scope; NULL means every tenant.
 -- - In a transaction that ran jobctl.authenticate (the HTTP API), the token's tenant, if the token
---   (re-verified here: a setting anyone can write proves nothing by itself) has the scope.
+--   (re-verified here: a setting anyone can write proves nothing by itself) has the scope; a token
+--   that may change a tenant's jobs (schedules) may also read them back.
 -- - Otherwise by database role: a superuser or a member of jobctl_admin acts for every tenant;
 --   any other login for the tenants granted (jobctl.grant_tenant) to the roles it is a member of.
 --   session_user, not current_user: inside a SECURITY DEFINER function current_user is the owner.
--- Scopes are the API token scopes plus 'jobs:work' (claim and report); a role's scopes are the
--- functions it may execute (sql/grants.sql). SECURITY DEFINER: row-level security policies call it
--- as the reading role, which cannot read _role_tenant or _api_token. Reads: _api_token, _role_tenant.
+-- Scopes are the API token scopes plus 'jobs:work' (claim and report), which no token has; a
+-- role's scopes are the functions it may execute (sql/grants.sql). SECURITY DEFINER: row-level
+-- security policies call it as the reading role, which cannot read _role_tenant or _api_token.
+-- Reads: _api_token, _role_tenant.
 create or replace function jobctl._acting_tenants(p_scope text)
 returns text[]
 language plpgsql
