@@ -133,3 +133,14 @@ def test_bloat_scaled_down_slots_keep_dead_rows_away(dsn: str) -> None:
     assert [(i["xmin_is"], i["xmax_is"]) for i in ready] == [("submit", "claim")], ready
     job = [(i["xmin_is"], i["xmax_is"]) for i in items if "_ready" not in i["relation"]]
     assert job == [("submit", "claim"), ("claim", "complete"), ("complete", "-")], job
+
+
+def test_sealing_scaled_down_opens_payloads_without_subtransaction_xids(dsn: str) -> None:
+    """benchmarks/sealing.py --small: an encrypting tenant's claims hand back its payloads (the
+    script checks each), and opening 50 of them takes no XID each (the count is cluster-wide, so the
+    test cluster's other work adds a few)."""
+    rows, _ = bench(dsn, "sealing.py", "--small")
+    enc, plain, ratio = rows
+    assert enc["stored_bytes"] > plain["stored_bytes"], rows
+    assert enc["claim_xids_median"] < 10 and plain["claim_xids_median"] < 10, rows
+    assert ratio["submit"] > 0 and ratio["claim"] > 0, rows

@@ -4,6 +4,7 @@ execute what, SECURITY DEFINER, row-level security switched on) is sql/tests/sec
 
 from __future__ import annotations
 
+import json
 import threading
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -269,3 +270,52 @@ def test_forget_subject_erases_hot_and_archived_jobs_and_fences_a_running_one(
     assert detail["deleted"] == 4 and detail["cancelled"] == 2 and person not in str(detail)
     assert conn.execute("select * from jobctl.forget_subject(%s, %s)", (tenant, person)).fetchone() == (0, 0)
     assert sqlstate_of(conn, "select * from jobctl.forget_subject(%s, '')", (tenant,)) == "JC001"
+
+
+def test_a_tenant_that_encrypts_has_ciphertext_at_rest_and_plaintext_only_with_its_key(
+    conn: psycopg.Connection[Any], name: str
+) -> None:
+    tenant, plain, queue = f"{name}a", f"{name}b", f"{name}q"
+    conn.execute("select jobctl.put_tenant(%s, encrypt_payloads => true)", (tenant,))
+    secret = {"email": "ada@example.com", "n": 1}
+
+    def keyed(keys: dict[str, str] | None) -> None:
+        conn.execute(
+            "select set_config('jobctl.payload_keys', %s, false)", (json.dumps(keys) if keys else "",)
+        )
+
+    # no key for it: refused, naming the setting, nothing written
+    keyed({plain: "unrelated"})
+    with pytest.raises(psycopg.Error, match=r"jobs\[0\]\.tenant .* encrypts its payloads") as e:
+        submit(conn, tenant, queue, 1)
+    assert e.value.sqlstate == "JC008"
+    assert conn.execute("select count(*) from jobctl.job where tenant_id = %s", (tenant,)).fetchone() == (0,)
+    keyed({tenant: "key-1"})
+    [job] = conn.execute(
+        "select job_id from jobctl.submit_job(%s, %s, %s)", (tenant, queue, Jsonb(secret))
+    ).fetchone() or [None]
+    [other] = submit(conn, plain, queue)
+    # at rest: an OpenPGP message, no trace of the payload; another tenant's stays as it was
+    [(stored,)] = conn.execute("select payload from jobctl.job where job_id = %s", (job,)).fetchall()
+    assert set(stored) == {"$jobctl_sealed"} and "ada" not in json.dumps(stored)
+    assert conn.execute("select payload from jobctl.job where job_id = %s", (other,)).fetchone() == (
+        {"i": 0},
+    )
+    # read back with the key: the payload; without it: the envelope; with a wrong one: JC008
+    assert conn.execute("select payload from jobctl.get_job(%s)", (job,)).fetchone() == (secret,)
+    keyed(None)
+    assert conn.execute("select payload from jobctl.get_job(%s)", (job,)).fetchone() == (stored,)
+    keyed({tenant: "key-2"})
+    assert sqlstate_of(conn, "select payload from jobctl.list_jobs(%s)", (tenant,)) == "JC008"
+    # claimed with the key: the handler gets the payload
+    keyed({tenant: "key-1"})
+    claimed = conn.execute("select payload from jobctl.claim_job('w', %s, 5)", ([queue],)).fetchall()
+    assert sorted(json.dumps(p, sort_keys=True) for (p,) in claimed) == sorted(
+        json.dumps(p, sort_keys=True) for p in (secret, {"i": 0})
+    )
+    # the marker is reserved: a plain payload cannot pose as a sealed one
+    assert (
+        sqlstate_of(conn, "select jobctl.submit_job(%s, 'q', '{\"$jobctl_sealed\": \"x\"}')", (plain,))
+        == "JC001"
+    )
+    keyed(None)

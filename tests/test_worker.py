@@ -652,3 +652,26 @@ def test_a_bad_handler_is_one_line_error(dsn: str) -> None:
             [*cmd, "--handler", spec], cwd=TESTS, env=env, capture_output=True, text=True, timeout=30
         )
         assert r.returncode == 1 and message in r.stderr and "Traceback" not in r.stderr, r.stderr
+
+
+def test_a_worker_opens_sealed_payloads_with_its_keys(
+    conn: Conn, name: str, spawn: Any, ledger: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A tenant that encrypts its payloads: the submitter's key seals them, the worker's (from
+    JOBCTL_PAYLOAD_KEYS) opens them for the handler; the stored payload is ciphertext."""
+    queue = name + "_q"
+    conn.execute("select jobctl.put_tenant(%s, encrypt_payloads => true)", (name,))
+    key = "k-" + name
+    with conn.transaction():
+        conn.execute("select set_config('jobctl.payload_keys', %s, true)", (json.dumps({name: key}),))
+        ids = submit(conn, name, queue, [{"result": {"secret": f"s{i}"}} for i in range(20)])
+    stored = conn.execute("select payload::text from jobctl.job where job_id = any(%s)", (ids,)).fetchall()
+    assert all('"$jobctl_sealed"' in p and "secret" not in p for (p,) in stored)
+    monkeypatch.setenv("JOBCTL_PAYLOAD_KEYS", json.dumps({name: key}))
+    w = spawn(*worker_args(queue))
+    wait_for(all_in(conn, ids, "completed"), 60, "20 sealed jobs to complete")
+    assert w.stop() == 0
+    results = conn.execute(
+        "select result from jobctl.job where job_id = any(%s) order by job_id", (ids,)
+    ).fetchall()
+    assert [r for (r,) in results] == [{"secret": f"s{i}"} for i in range(20)]

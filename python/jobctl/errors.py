@@ -68,6 +68,13 @@ class WrongIsolation(JobctlError):
     http_status = 500
 
 
+class PayloadKey(JobctlError):
+    """No key, or the wrong one, for a tenant that encrypts its payloads (JC008): the service's
+    JOBCTL_PAYLOAD_KEYS, not the request, is at fault."""
+
+    http_status = 500
+
+
 BY_SQLSTATE: dict[str, type[JobctlError]] = {
     "JC001": InvalidInput,
     "JC002": PayloadTooLarge,
@@ -76,6 +83,7 @@ BY_SQLSTATE: dict[str, type[JobctlError]] = {
     "JC005": OverLimit,
     "JC006": WrongIsolation,
     "JC007": WrongIsolation,
+    "JC008": PayloadKey,
     "JC010": IllegalTransition,
     "JC020": Unauthorized,
     "JC021": Forbidden,

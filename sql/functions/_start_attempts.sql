@@ -52,7 +52,9 @@ begin
             p_now + p_lease, p_now + c.timeout
         from claimed as c
     )
-    select c.job_id, c.tenant_id, c.queue, c.payload, c.priority::integer, c.attempt, c.max_attempts,
+    select c.job_id, c.tenant_id, c.queue,
+        case when c.payload ? '$jobctl_sealed' then jobctl._unseal(c.tenant_id, c.payload) else c.payload end,
+        c.priority::integer, c.attempt, c.max_attempts,
         c.lease_epoch, p_now + p_lease, c.timeout
     from claimed as c;
 end

@@ -1,10 +1,12 @@
 -- jobctl._submit: the one submit path behind submit_job and submit_jobs. All or nothing.
+-- Payloads of tenants with encrypt_payloads are sealed with the caller's key (jobctl._seal) when
+-- p_seal (not for schedule runs: a schedule's payload is configuration, stored as given).
 -- Validates every spec (first bad one raises, naming the field and, for batches, its index),
 -- registers unknown tenants, serialises submits that share a dedup key, inserts the new jobs and
 -- their queue rows, and returns (job_id, duplicate) in input order. Commits synchronously.
 -- Locks: advisory xact locks on dedup-key buckets (class 19011 + 1). Writes: tenant, job, _ready,
 -- _delayed.
-create or replace function jobctl._submit(p_specs jobctl._job_spec[], p_batch boolean)
+create or replace function jobctl._submit(p_specs jobctl._job_spec[], p_batch boolean, p_seal boolean default true)
 returns table (job_id bigint, duplicate boolean)
 language plpgsql
 set plan_cache_mode = force_generic_plan  -- plans made once per session: docs/design.md §6
@@ -16,6 +18,7 @@ declare
     v_now timestamptz := now();
     v_bad record;
     v_tenants text[];
+    v_sealing boolean;  -- a tenant of the batch encrypts its payloads
     v_msg text;
     v_field text;
     v_has_keys boolean;
@@ -53,6 +56,7 @@ begin
             when o.dedup_key = '' or length(o.dedup_key) > 500 then 10
             when not isfinite(o.run_at) then 11
             when o.subject_key = '' or length(o.subject_key) > 500 then 12
+            when o.payload ? '$jobctl_sealed' then 13
         end as n
         from unnest(p_specs) with ordinality as o (
             tenant_id, queue, payload, priority, run_at, dedup_key, max_attempts, backoff, timeout, subject_key, ord
@@ -75,10 +79,11 @@ begin
             when 10 then 'dedup_key must be NULL or a string of 1 to 500 characters'
             when 11 then 'run_at must be a finite time, not infinity'
             when 12 then 'subject_key must be NULL or a string of 1 to 500 characters'
+            when 13 then 'payload must not have the key $jobctl_sealed: it marks encrypted payloads'
         end;
         v_field := (array[
             'tenant_id', 'tenant_id', 'queue', 'queue', 'payload', 'payload', 'priority', 'max_attempts', 'timeout',
-            'dedup_key', 'run_at', 'subject_key'
+            'dedup_key', 'run_at', 'subject_key', 'payload'
         ])[v_bad.n];
         raise exception using
             errcode = case when v_bad.n = 6 then 'JC002' else 'JC001' end,
@@ -107,9 +112,10 @@ begin
     end if;
 
     -- unknown tenants are registered (in key order, so two batches registering the same new
-    -- tenants cannot deadlock); whether any tenant of the batch has a submit rate, and any spec a key
+    -- tenants cannot deadlock); whether any tenant of the batch has a submit rate, any spec a key,
+    -- and any tenant encrypted payloads
     with known as (
-        select t.tenant_id, t.submit_bucket, t.admitted from jobctl.tenant as t
+        select t.tenant_id, t.submit_bucket, t.admitted, t.encrypt_payloads from jobctl.tenant as t
         where t.tenant_id in (select s.tenant_id from unnest(p_specs) as s)
     ),
     registered as (
@@ -121,9 +127,42 @@ begin
     )
     select
         coalesce(bool_or(k.submit_bucket is not null or k.admitted is not null), false),
-        exists (select from unnest(p_specs) as s where s.dedup_key is not null)
-    into v_limited, v_has_keys
+        exists (select from unnest(p_specs) as s where s.dedup_key is not null),
+        coalesce(bool_or(k.encrypt_payloads), false) and p_seal
+    into v_limited, v_has_keys, v_sealing
     from known as k;
+
+    if v_sealing then
+        select o.ord, o.tenant_id into v_bad
+        from unnest(p_specs) with ordinality as o (
+            tenant_id, queue, payload, priority, run_at, dedup_key, max_attempts, backoff, timeout, subject_key, ord
+        )
+        inner join jobctl.tenant as t on t.tenant_id = o.tenant_id and t.encrypt_payloads
+        where jobctl._payload_key(o.tenant_id) is null
+        order by o.ord
+        limit 1;
+        if found then
+            raise exception using errcode = 'JC008',
+                message = format('%stenant %s encrypts its payloads: no key for it in jobctl.payload_keys',
+                    case when p_batch then format('jobs[%s].', v_bad.ord - 1) end, v_bad.tenant_id),
+                detail = 'field: jobctl.payload_keys',
+                hint = 'Nothing was submitted. Set jobctl.payload_keys to {"<tenant>": "<key>"} for the session (docs/security.md).';
+        end if;
+        -- sealed in place: everything after works on the specs as given
+        p_specs := array(
+            select row(
+                o.tenant_id, o.queue,
+                case when t.encrypt_payloads then jobctl._seal(o.payload, jobctl._payload_key(o.tenant_id)) else o.payload end,
+                o.priority, o.run_at, o.dedup_key, o.max_attempts, o.backoff, o.timeout, o.subject_key
+            )::jobctl._job_spec
+            from unnest(p_specs) with ordinality as o (
+                tenant_id, queue, payload, priority, run_at, dedup_key, max_attempts, backoff, timeout, subject_key, ord
+            )
+            left join jobctl.tenant as t on t.tenant_id = o.tenant_id
+            order by o.ord
+        );
+        v_specs := p_specs;
+    end if;
 
     if v_has_keys then
         if current_setting('transaction_isolation') = 'repeatable read' then

@@ -10,7 +10,8 @@ create or replace function jobctl.put_tenant(
     submit_rate numeric default null,
     submit_burst integer default null,
     claim_rate numeric default null,
-    claim_burst integer default null
+    claim_burst integer default null,
+    encrypt_payloads boolean default false
 )
 returns void
 language plpgsql
@@ -30,6 +31,7 @@ begin
         when submit_burst < 1 then 'submit_burst'
         when claim_rate <= 0 or claim_rate > 1000000 then 'claim_rate'
         when claim_burst < 1 then 'claim_burst'
+        when encrypt_payloads is null then 'encrypt_payloads'
     end;
     if v_field is not null then
         raise exception using errcode = 'JC001',
@@ -39,10 +41,11 @@ begin
     end if;
     insert into jobctl.tenant as t (
         tenant_id, weight, max_pending, max_running, submit_rate, submit_burst, claim_rate, claim_burst,
-        submit_bucket, claim_bucket, admitted, finished
+        encrypt_payloads, submit_bucket, claim_bucket, admitted, finished
     )
     values (
         tenant_id, weight, max_pending, max_running, submit_rate, submit_burst, claim_rate, claim_burst,
+        encrypt_payloads,
         jobctl._put_tenant_sequence(tenant_id, 'submit_bucket', ceil(1000000 / submit_rate)::bigint),
         jobctl._put_tenant_sequence(tenant_id, 'claim_bucket', ceil(1000000 / claim_rate)::bigint),
         jobctl._put_tenant_sequence(tenant_id, 'admitted', case when max_pending is not null then 1 end),
@@ -56,6 +59,7 @@ begin
         submit_burst = excluded.submit_burst,
         claim_rate = excluded.claim_rate,
         claim_burst = excluded.claim_burst,
+        encrypt_payloads = excluded.encrypt_payloads,
         submit_bucket = excluded.submit_bucket,
         claim_bucket = excluded.claim_bucket,
         admitted = excluded.admitted,
@@ -66,12 +70,14 @@ begin
     end if;
     perform jobctl._audit('put_tenant', tenant_id, jsonb_build_object(
         'weight', weight, 'max_pending', max_pending, 'max_running', max_running, 'submit_rate', submit_rate,
-        'submit_burst', submit_burst, 'claim_rate', claim_rate, 'claim_burst', claim_burst
+        'submit_burst', submit_burst, 'claim_rate', claim_rate, 'claim_burst', claim_burst,
+        'encrypt_payloads', encrypt_payloads
     ));
 end
 $$;
 
-comment on function jobctl.put_tenant(text, integer, bigint, integer, numeric, integer, numeric, integer) is
+comment on function jobctl.put_tenant(text, integer, bigint, integer, numeric, integer, numeric, integer, boolean) is
 'Create or replace a tenant''s settings; every field is set, omitted ones to their defaults (NULL = unlimited).
 weight 1..10000 (share of claims), max_pending (unfinished jobs), max_running, submit/claim rate per second and
-burst. Errors: JC001 naming the field.';
+burst; encrypt_payloads: payloads are sealed at submit with the submitter''s key for the tenant (jobctl.payload_keys,
+docs/security.md). Audited. Errors: JC001 naming the field.';

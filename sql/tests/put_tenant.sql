@@ -7,11 +7,11 @@ select plan(35);
 set local jit = off;
 
 select has_function(
-    'jobctl', 'put_tenant', array['text', 'integer', 'bigint', 'integer', 'numeric', 'integer', 'numeric', 'integer'],
+    'jobctl', 'put_tenant', array['text', 'integer', 'bigint', 'integer', 'numeric', 'integer', 'numeric', 'integer', 'boolean'],
     'put_tenant(tenant_id, weight, max_pending, max_running, submit_rate, submit_burst, claim_rate, claim_burst) exists'
 );
 select function_returns(
-    'jobctl', 'put_tenant', array['text', 'integer', 'bigint', 'integer', 'numeric', 'integer', 'numeric', 'integer'],
+    'jobctl', 'put_tenant', array['text', 'integer', 'bigint', 'integer', 'numeric', 'integer', 'numeric', 'integer', 'boolean'],
     'void', 'it returns void'
 );
 
@@ -151,7 +151,7 @@ select results_eq(
 
 select isnt(
     obj_description(
-        'jobctl.put_tenant(text, integer, bigint, integer, numeric, integer, numeric, integer)'::regprocedure
+        'jobctl.put_tenant(text, integer, bigint, integer, numeric, integer, numeric, integer, boolean)'::regprocedure
     ),
     null,
     'put_tenant has a comment'

@@ -48,7 +48,8 @@ def serve_command(host: str, port: int, log_format: str, pool_size: int, pool_ti
     try:
         dsn = db.dsn()
         conninfo_to_dict(dsn)  # a DSN that does not parse fails here, in one line, not at startup
-    except db.NoDsnError as e:
+        db.session_options(dsn)  # and so does a bad JOBCTL_PAYLOAD_KEYS
+    except db.ConfigError as e:
         raise click.ClickException(str(e)) from None
     except psycopg.ProgrammingError as e:
         raise click.ClickException(f"invalid DSN: {first_line(str(e))}") from None

@@ -83,6 +83,6 @@ def user_message(e: BaseException) -> str | None:
         return f"database error: {message}{hint} [{e.sqlstate}]"
     if isinstance(e, errors.JobctlError):
         return jobctl_message(e)
-    if isinstance(e, db.NoDsnError | mig.MigrationError):
+    if isinstance(e, db.ConfigError | mig.MigrationError):
         return first_line(str(e))
     return None

@@ -107,7 +107,8 @@ def worker_command(
     try:
         handler = load_handler(handler_spec)
         dsn = db.dsn()
-    except (HandlerError, db.NoDsnError) as e:
+        db.session_options(dsn)  # a bad JOBCTL_PAYLOAD_KEYS fails here, in one line
+    except (HandlerError, db.ConfigError) as e:
         raise click.ClickException(str(e)) from None
     logs.setup(json_logs=log_format == "json", level=getattr(logging, log_level.upper()))
     worker = Worker(
