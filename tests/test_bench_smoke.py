@@ -144,3 +144,11 @@ def test_sealing_scaled_down_opens_payloads_without_subtransaction_xids(dsn: str
     assert enc["stored_bytes"] > plain["stored_bytes"], rows
     assert enc["claim_xids_median"] < 10 and plain["claim_xids_median"] < 10, rows
     assert ratio["submit"] > 0 and ratio["claim"] > 0, rows
+
+
+def test_access_scaled_down_every_caller_drains_its_jobs(dsn: str) -> None:
+    """benchmarks/access.py --small: the superuser, a worker granted every tenant and a worker granted
+    one each claim and complete their 100 jobs (the script fails on an empty claim)."""
+    rows, _ = bench(dsn, "access.py", "--small")
+    assert [r["caller"] for r in rows] == ["superuser", "worker_all", "worker_one"], rows
+    assert all(r["calls"] == 100 and r["claim_us_median"] > 0 for r in rows), rows
