@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 DSN = $${JOBCTL_DSN:-$$(cat .pg/dsn)}
 
 .DEFAULT_GOAL := help
-.PHONY: help setup db db-stop db-destroy migrate validate demo demo-stop test lint sqlfluff pgtap pytest bench-setup bench bench-quick bench-claim bench-tenants bench-retention bench-held bench-xids bench-notify bench-bloat chaos psql clean
+.PHONY: help setup db db-stop db-destroy migrate validate demo demo-stop test lint sqlfluff pgtap pytest bench-setup bench bench-quick bench-claim bench-tenants bench-retention bench-held bench-xids bench-notify bench-bloat bench-sealing bench-access chaos failover psql clean
 
 help: ## List the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -79,12 +79,21 @@ bench-bloat: setup ## Dead tuples of SKIP LOCKED churn (pgstattuple): naive tabl
 bench-notify: setup ## Wake-ups off / hint / one NOTIFY a job: enqueue rate of 64 producers, and a worker whose listener is killed (about 7 minutes)
 	@$(BIN)/python benchmarks/notify.py
 
+bench-sealing: setup ## Payload encryption: submit and claim of an encrypting tenant beside a plain one, ratios and XIDs (seconds)
+	@$(BIN)/python benchmarks/sealing.py
+
+bench-access: setup ## The tenant rule's cost: claim and complete as a superuser, a worker of every tenant, a worker of one (seconds)
+	@$(BIN)/python benchmarks/access.py
+
 bench-tenants: setup ## Tenant scenarios: weights 5:3:1 over 60 s, a 1,000,000-job tenant beside 100 small ones (about 5 minutes)
 	@$(BIN)/python benchmarks/tenants.py
 
 chaos: db ## Chaos runs on the local cluster: kill -9, 40 s SIGSTOP, terminations, restarts, partitions for 15 minutes, then 300 zombie trials; invariants and requeue times (about 25 minutes)
 	@$(BIN)/python benchmarks/chaos.py --scenario faults
 	@$(BIN)/python benchmarks/chaos.py --scenario zombies
+
+failover: setup ## Failover drill on a primary + synchronous standby of its own (.failover/, ports 55460+): kill -9 of the primary under load, promotion; lost/duplicates, downtime per client (3 drills, about 8 minutes)
+	@$(BIN)/python benchmarks/failover.py --repeat $${DRILLS:-3}
 
 psql: db ## Open psql on the local database
 	@psql "$(DSN)"

@@ -193,6 +193,7 @@ class Run:
     submit_errors: list[str] = field(default_factory=list)
     faults: list[dict[str, Any]] = field(default_factory=list)
     kills: list[tuple[str, float]] = field(default_factory=list)  # worker id, epoch seconds
+    ack_times: dict[str, list[float]] = field(default_factory=dict)  # producer kind -> acknowledgements
     stop_producing: threading.Event = field(default_factory=threading.Event)
     lock: threading.Lock = field(default_factory=threading.Lock)
     spawned: int = 0
@@ -200,6 +201,12 @@ class Run:
     @property
     def tenant(self) -> str:
         return self.queue + "_t"
+
+    def ack(self, kind: str, acked: dict[str, int]) -> None:
+        """Record acknowledged submits (dedup key -> job id) and when a producer of this kind got them."""
+        with self.lock:
+            self.acked.update(acked)
+            self.ack_times.setdefault(kind, []).append(time.time())
 
 
 def spawn_worker(run: Run, proxy: Proxy | None, skew: str | None = None) -> Worker:
@@ -289,8 +296,7 @@ def produce_sql(run: Run, rate: float) -> None:
         except psycopg.Error as e:  # not a lost connection: an answer, which a retry would repeat
             run.submit_errors.append(f"sql: {e}")
             continue
-        with run.lock:
-            run.acked.update(zip(keys, (int(r[0]) for r in rows), strict=True))
+        run.ack("sql", dict(zip(keys, (int(r[0]) for r in rows), strict=True)))
         time.sleep(len(keys) / rate)
 
 
@@ -310,8 +316,7 @@ def produce_api(run: Run, base: str, token: str, rate: float) -> None:
                     time.sleep(0.2)
                     continue
                 if r.status_code in (200, 201):
-                    with run.lock:
-                        run.acked[key] = int(r.json()["job"]["job_id"])
+                    run.ack("api", {key: int(r.json()["job"]["job_id"])})
                     break
                 if r.status_code < 500 and r.status_code != 429:
                     run.submit_errors.append(f"api {r.status_code}: {r.text[:200]}")
