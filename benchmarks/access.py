@@ -96,7 +96,7 @@ def main() -> None:
             for s in sessions.values():
                 s.close()
             for role in roles.values():
-                admin.execute("delete from jobctl._role_tenant where role_name = %s", (role,))
+                admin.execute("delete from jobctl._role_tenant where role_oid = %s::regrole", (role,))
                 admin.execute(f'drop role "{role}"')
     results = [
         {

@@ -49,10 +49,10 @@ def main() -> None:
     claim_ms: dict[str, list[float]] = {k: [] for k in TENANTS}
     claim_xids: dict[str, list[int]] = {k: [] for k in TENANTS}
     with psycopg.connect(dsn, autocommit=True) as c:
-        c.execute("select jobctl.put_tenant(%s, encrypt_payloads => true)", (TENANTS["encrypted"],))
-        c.execute("select jobctl.put_tenant(%s)", (TENANTS["plain"],))
         keys = {TENANTS["encrypted"]: secrets.token_hex(32)}
         c.execute("select set_config('jobctl.payload_keys', %s, false)", (json.dumps(keys),))
+        c.execute("select jobctl.put_tenant(%s, encrypt_payloads => true)", (TENANTS["encrypted"],))
+        c.execute("select jobctl.put_tenant(%s)", (TENANTS["plain"],))
         for r in range(rounds):
             for kind in list(TENANTS) if r % 2 else list(reversed(TENANTS)):
                 tenant = TENANTS[kind]

@@ -5,14 +5,15 @@
 -- on every migrate); the rules are in docs/security.md.
 
 -- The tenants a database role acts for: a login acts for the tenants of every role it is a member
--- of (jobctl.grant_tenant); tenant_id NULL: every tenant.
+-- of (jobctl.grant_tenant); tenant_id NULL: every tenant. By OID: a role dropped and made again
+-- under its name does not inherit the old one's tenants, and a renamed role keeps its own.
 create table jobctl._role_tenant (
-    role_name text not null,
+    role_oid oid not null,
     tenant_id text,
     granted_at timestamptz not null default now(),
     granted_by text not null default session_user
 );
-create unique index _role_tenant_key on jobctl._role_tenant (role_name, coalesce(tenant_id, ''));
+create unique index _role_tenant_key on jobctl._role_tenant (role_oid, coalesce(tenant_id, ''));
 
 -- Who did what that a tenant or an auditor may ask about later: grants, tokens, tenant settings,
 -- forgotten subjects. Append-only for everyone but the schema owner.

@@ -13,7 +13,9 @@ end
 $$;
 
 alter table jobctl.tenant add column encrypt_payloads boolean not null default false;
+-- jobctl._key_check of the key put_tenant was given: submits sealing with another are refused
+alter table jobctl.tenant add column payload_key_check text;
 
--- put_tenant gains encrypt_payloads, _submit whether to seal (schedule runs are not sealed)
+-- put_tenant gains encrypt_payloads; _submit whether the submit is the caller's (schedule runs are not)
 drop function if exists jobctl.put_tenant(text, integer, bigint, integer, numeric, integer, numeric, integer);
 drop function if exists jobctl._submit(jobctl._job_spec[], boolean);

@@ -82,7 +82,8 @@ begin
         if v_grant.readable and not v_grant.has_policy then
             execute format(
                 'create policy tenant_rows on %s for select to jobctl_reader using (
-                    tenant_id = any(coalesce((select jobctl._acting_tenants(''jobs:read'')), array[tenant_id])))',
+                    (select jobctl._acting_tenants(''jobs:read'')) is null
+                    or tenant_id = any(coalesce((select jobctl._acting_tenants(''jobs:read'')), ''{}'')))',
                 v_grant.tbl
             );
         end if;

@@ -660,10 +660,10 @@ def test_a_worker_opens_sealed_payloads_with_its_keys(
     """A tenant that encrypts its payloads: the submitter's key seals them, the worker's (from
     JOBCTL_PAYLOAD_KEYS) opens them for the handler; the stored payload is ciphertext."""
     queue = name + "_q"
-    conn.execute("select jobctl.put_tenant(%s, encrypt_payloads => true)", (name,))
     key = "k-" + name
     with conn.transaction():
         conn.execute("select set_config('jobctl.payload_keys', %s, true)", (json.dumps({name: key}),))
+        conn.execute("select jobctl.put_tenant(%s, encrypt_payloads => true)", (name,))
         ids = submit(conn, name, queue, [{"result": {"secret": f"s{i}"}} for i in range(20)])
     stored = conn.execute("select payload::text from jobctl.job where job_id = any(%s)", (ids,)).fetchall()
     assert all('"$jobctl_sealed"' in p and "secret" not in p for (p,) in stored)

@@ -40,7 +40,7 @@ begin
         coalesce(bool_or(g.tenant_id is null), false)
     into v_tenants, v_all
     from jobctl._role_tenant as g
-    inner join pg_catalog.pg_roles as r on r.rolname = g.role_name  -- (a dropped role's grants match none)
+    inner join pg_catalog.pg_roles as r on r.oid = g.role_oid  -- (a dropped role's grants match none)
     where pg_catalog.pg_has_role(session_user, r.oid, 'MEMBER');
     return case when not v_all then v_tenants end;
 end

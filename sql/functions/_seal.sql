@@ -9,7 +9,7 @@ begin
         create or replace function jobctl._seal(p_payload jsonb, p_key text)
         returns jsonb
         language sql
-        immutable
+        volatile  -- a random salt and IV each call
         as $b$
             select jsonb_build_object('$jobctl_sealed', encode(
                 %1$I.pgp_sym_encrypt(p_payload::text, p_key, 'cipher-algo=aes256, s2k-mode=1'), 'base64'

@@ -1,12 +1,14 @@
 -- jobctl._submit: the one submit path behind submit_job and submit_jobs. All or nothing.
--- Payloads of tenants with encrypt_payloads are sealed with the caller's key (jobctl._seal) when
--- p_seal (not for schedule runs: a schedule's payload is configuration, stored as given).
+-- p_caller: the caller's own submit, for its tenants only (jobctl._acting_tenants), with the payloads
+-- of tenants that encrypt theirs sealed with its key (jobctl._seal); false for a schedule's run,
+-- which pg_cron or any claimer's housekeeping enqueues for the schedule's tenant, and whose payload
+-- is configuration, stored as given.
 -- Validates every spec (first bad one raises, naming the field and, for batches, its index),
 -- registers unknown tenants, serialises submits that share a dedup key, inserts the new jobs and
 -- their queue rows, and returns (job_id, duplicate) in input order. Commits synchronously.
 -- Locks: advisory xact locks on dedup-key buckets (class 19011 + 1). Writes: tenant, job, _ready,
 -- _delayed.
-create or replace function jobctl._submit(p_specs jobctl._job_spec[], p_batch boolean, p_seal boolean default true)
+create or replace function jobctl._submit(p_specs jobctl._job_spec[], p_batch boolean, p_caller boolean default true)
 returns table (job_id bigint, duplicate boolean)
 language plpgsql
 set plan_cache_mode = force_generic_plan  -- plans made once per session: docs/design.md §6
@@ -93,7 +95,7 @@ begin
     end if;
 
     -- only for the caller's tenants (NULL: all of them)
-    v_tenants := jobctl._acting_tenants('jobs:submit');
+    v_tenants := case when p_caller then jobctl._acting_tenants('jobs:submit') end;
     if v_tenants is not null then
         select o.ord, o.tenant_id into v_bad
         from unnest(p_specs) with ordinality as o (
@@ -128,7 +130,7 @@ begin
     select
         coalesce(bool_or(k.submit_bucket is not null or k.admitted is not null), false),
         exists (select from unnest(p_specs) as s where s.dedup_key is not null),
-        coalesce(bool_or(k.encrypt_payloads), false) and p_seal
+        coalesce(bool_or(k.encrypt_payloads), false) and p_caller
     into v_limited, v_has_keys, v_sealing
     from known as k;
 
@@ -138,12 +140,13 @@ begin
             tenant_id, queue, payload, priority, run_at, dedup_key, max_attempts, backoff, timeout, subject_key, ord
         )
         inner join jobctl.tenant as t on t.tenant_id = o.tenant_id and t.encrypt_payloads
-        where jobctl._payload_key(o.tenant_id) is null
+        where jobctl._key_check(jobctl._payload_key(o.tenant_id)) is distinct from t.payload_key_check
         order by o.ord
         limit 1;
         if found then
+            -- (a key other than the one put_tenant recorded would seal jobs its workers cannot open)
             raise exception using errcode = 'JC008',
-                message = format('%stenant %s encrypts its payloads: no key for it in jobctl.payload_keys',
+                message = format('%stenant %s encrypts its payloads: jobctl.payload_keys has no key for it, or not its key',
                     case when p_batch then format('jobs[%s].', v_bad.ord - 1) end, v_bad.tenant_id),
                 detail = 'field: jobctl.payload_keys',
                 hint = 'Nothing was submitted. Set jobctl.payload_keys to {"<tenant>": "<key>"} for the session (docs/security.md).';

@@ -1,7 +1,8 @@
 -- jobctl._unseal: a sealed payload (jobctl._seal) opened with the caller's key for its tenant; as
--- it is when the caller holds no key for it. A key that does not open it raises JC008. The
--- exception block (a subtransaction) only runs for sealed payloads and writes nothing, so it takes
--- no transaction ID.
+-- it is when the caller holds no key for it, or one that does not open it (a key rotated since the
+-- job was sealed): its handler then fails that job alone, where an error would fail every job of the
+-- claim, other tenants' too. The exception block (a subtransaction) only runs for sealed payloads
+-- and writes nothing, so it takes no transaction ID.
 do $$
 begin
     execute format(
@@ -19,10 +20,7 @@ begin
             end if;
             return %1$I.pgp_sym_decrypt(decode(p_payload ->> '$jobctl_sealed', 'base64'), v_key)::jsonb;
         exception when external_routine_invocation_exception or invalid_parameter_value then
-            raise exception using errcode = 'JC008',
-                message = format('the payload key for tenant %%s does not open its payloads', p_tenant),
-                detail = 'field: jobctl.payload_keys',
-                hint = 'Set jobctl.payload_keys to the key the tenant''s payloads were sealed with.';
+            return p_payload;
         end
         $b$
         $f$,

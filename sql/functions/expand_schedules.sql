@@ -71,10 +71,11 @@ begin
                 select s.job_id into v_job
                 from jobctl._submit(array[row(
                     v_s.tenant_id, v_s.queue, v_s.payload, v_s.priority, v_fire, null, null, null, null, null
-                )::jobctl._job_spec], false, false) as s;
+                )::jobctl._job_spec], false, p_caller => false) as s;
             exception when others then
                 if sqlstate <> 'JC005' then
-                    raise warning 'schedule % of tenant % could not enqueue its run at %: %',
+                    -- to the server log: the claimer whose housekeeping expands it may serve other tenants
+                    raise log 'schedule % of tenant % could not enqueue its run at %: %',
                         v_s.name, v_s.tenant_id, v_fire, sqlerrm;
                 end if;
                 v_t := v_fire;

@@ -8,9 +8,10 @@ security definer
 set search_path = pg_catalog, pg_temp
 as $$
 #variable_conflict use_column
+declare
+    v_role oid := (select r.oid from pg_catalog.pg_roles as r where r.rolname = grant_tenant.role_name);
 begin
-    if grant_tenant.role_name is null
-       or not exists (select from pg_catalog.pg_roles as r where r.rolname = grant_tenant.role_name) then
+    if v_role is null then
         raise exception using errcode = 'JC001',
             message = format('role_name: no role %s', coalesce(grant_tenant.role_name, 'NULL')),
             detail = 'field: role_name', hint = 'Create the role first (CREATE ROLE), then grant it jobctl_writer, jobctl_worker or jobctl_reader.';
@@ -19,9 +20,9 @@ begin
         raise exception using errcode = 'JC001', message = 'tenant_id must be 1-200 characters, or NULL for every tenant',
             detail = 'field: tenant_id';
     end if;
-    insert into jobctl._role_tenant as g (role_name, tenant_id)
-    values (grant_tenant.role_name, grant_tenant.tenant_id)
-    on conflict (role_name, coalesce(tenant_id, '')) do nothing;
+    insert into jobctl._role_tenant as g (role_oid, tenant_id)
+    values (v_role, grant_tenant.tenant_id)
+    on conflict (role_oid, coalesce(tenant_id, '')) do nothing;
     if not found then
         return false;
     end if;

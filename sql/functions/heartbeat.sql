@@ -25,7 +25,9 @@ begin
     -- a cancel that revoked a running lease records that epoch on its event (see cancel_job)
     if exists (
         select from jobctl._event as e
+        inner join jobctl.job as j on j.job_id = e.job_id and j.created_at = e.job_created_at
         where e.job_id = heartbeat.job_id and e.event = 'cancelled' and e.lease_epoch = heartbeat.lease_epoch
+            and j.tenant_id = any(coalesce((select jobctl._acting_tenants('jobs:work')), array[j.tenant_id]))
     ) then
         return 'cancelled';
     end if;

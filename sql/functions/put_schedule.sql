@@ -34,7 +34,8 @@ begin
         when name is null or name = '' or length(name) > 200 then 'name'
         when cron is null or length(cron) > 200 then 'cron'
         when queue is null or queue = '' or length(queue) > 200 then 'queue'
-        when payload is null or payload = 'null'::jsonb or octet_length(payload::text) > 65536 then 'payload'
+        when payload is null or payload = 'null'::jsonb or octet_length(payload::text) > 65536
+            or payload ? '$jobctl_sealed' then 'payload'
         when v_priority not between -100 and 100 then 'priority'
         when v_catch_up not between 1 and 1000 then 'catch_up'
     end;

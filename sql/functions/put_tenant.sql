@@ -21,6 +21,7 @@ as $$
 #variable_conflict use_variable
 declare
     v_field text;
+    v_key_check text;  -- of the session's key for the tenant, when its payloads are to be sealed
 begin
     v_field := case
         when tenant_id is null or tenant_id = '' or length(tenant_id) > 200 then 'tenant_id'
@@ -39,13 +40,20 @@ begin
             detail = format('field: %s', v_field),
             hint = 'tenant_id: 1-200 characters; weight: 1..10000; limits: NULL (unlimited) or >= 0; rates > 0 and <= 1000000 a second; bursts >= 1.';
     end if;
+    v_key_check := case when encrypt_payloads then jobctl._key_check(jobctl._payload_key(tenant_id)) end;
+    if encrypt_payloads and v_key_check is null then
+        raise exception using errcode = 'JC008',
+            message = format('encrypt_payloads: jobctl.payload_keys has no key for tenant %s', tenant_id),
+            detail = 'field: jobctl.payload_keys',
+            hint = 'Set it for the session, {"<tenant>": "<key>"}: the key the tenant''s payloads will be sealed with.';
+    end if;
     insert into jobctl.tenant as t (
         tenant_id, weight, max_pending, max_running, submit_rate, submit_burst, claim_rate, claim_burst,
-        encrypt_payloads, submit_bucket, claim_bucket, admitted, finished
+        encrypt_payloads, payload_key_check, submit_bucket, claim_bucket, admitted, finished
     )
     values (
         tenant_id, weight, max_pending, max_running, submit_rate, submit_burst, claim_rate, claim_burst,
-        encrypt_payloads,
+        encrypt_payloads, v_key_check,
         jobctl._put_tenant_sequence(tenant_id, 'submit_bucket', ceil(1000000 / submit_rate)::bigint),
         jobctl._put_tenant_sequence(tenant_id, 'claim_bucket', ceil(1000000 / claim_rate)::bigint),
         jobctl._put_tenant_sequence(tenant_id, 'admitted', case when max_pending is not null then 1 end),
@@ -60,6 +68,7 @@ begin
         claim_rate = excluded.claim_rate,
         claim_burst = excluded.claim_burst,
         encrypt_payloads = excluded.encrypt_payloads,
+        payload_key_check = excluded.payload_key_check,
         submit_bucket = excluded.submit_bucket,
         claim_bucket = excluded.claim_bucket,
         admitted = excluded.admitted,
@@ -79,5 +88,5 @@ $$;
 comment on function jobctl.put_tenant(text, integer, bigint, integer, numeric, integer, numeric, integer, boolean) is
 'Create or replace a tenant''s settings; every field is set, omitted ones to their defaults (NULL = unlimited).
 weight 1..10000 (share of claims), max_pending (unfinished jobs), max_running, submit/claim rate per second and
-burst; encrypt_payloads: payloads are sealed at submit with the submitter''s key for the tenant (jobctl.payload_keys,
-docs/security.md). Audited. Errors: JC001 naming the field.';
+burst; encrypt_payloads: payloads are sealed at submit with the key jobctl.payload_keys holds for the tenant now
+(submits must use the same one; docs/security.md). Audited. Errors: JC001 naming the field, JC008 no key.';

@@ -9,7 +9,8 @@ as $$
 #variable_conflict use_variable
 begin
     delete from jobctl._role_tenant as g
-    where g.role_name = revoke_tenant.role_name and g.tenant_id is not distinct from revoke_tenant.tenant_id;
+    where g.role_oid = (select r.oid from pg_catalog.pg_roles as r where r.rolname = revoke_tenant.role_name)
+        and g.tenant_id is not distinct from revoke_tenant.tenant_id;
     if not found then
         return false;
     end if;
