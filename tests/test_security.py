@@ -222,10 +222,17 @@ def test_grants_and_revokes_apply_to_open_sessions(
     assert sqlstate_of(conn, "select jobctl.grant_tenant('no such role here', 'x')") == "JC001"
     # grants follow the role, not its name: one made again under a dropped role's name has none
     conn.execute("select jobctl.grant_tenant(%s, %s)", (role, tenant))
+    [(old,)] = conn.execute("select %s::regrole::oid", (role,)).fetchall()
     conn.execute(f'drop role "{role}"')
     conn.execute(f'create role "{role}" login in role jobctl_writer')
     with psycopg.connect(dsn, autocommit=True) as w:
         assert sqlstate_of(w, "select jobctl.submit_job(%s, 'q', '{}')", (tenant,)) == "42501"
+    # the dropped role's grant is left behind, matching nobody, until someone tidies it
+    row = conn.execute(
+        "select verdict from jobctl.health_checks() where check_name = 'privileges'"
+    ).fetchone()
+    assert row == ("warn",)
+    conn.execute("delete from jobctl._role_tenant where role_oid = %s", (old,))
     audited = conn.execute(
         "select action, detail ->> 'role' from jobctl.audit_log where tenant_id = %s order by audit_id",
         (tenant,),

@@ -19,6 +19,9 @@ declare
     v_age bigint;
     v_ahead timestamptz;
     v_parent text;
+    v_public bigint;
+    v_bypass bigint;
+    v_stale bigint;
     r record;
 begin
     check_name := 'extension pg_partman';
@@ -198,10 +201,31 @@ begin
     detail := case when verdict <> 'ok'
         then 'a listener is not reading its notifications (pg_stat_activity: LISTEN sessions idle in transaction)' end;
     return next;
+
+    -- what sql/grants.sql makes, still so: a grant by hand, or a function made outside jobctl migrate,
+    -- can open a function to everyone; a reader that bypasses row-level security sees every tenant
+    check_name := 'privileges';
+    select
+        (select count(*) from pg_catalog.pg_proc as p
+         where p.pronamespace = 'jobctl'::regnamespace and pg_catalog.has_function_privilege('public', p.oid, 'EXECUTE')),
+        (select count(*) from pg_catalog.pg_roles as r
+         where r.rolbypassrls and not r.rolsuper and pg_catalog.pg_has_role(r.oid, 'jobctl_reader', 'MEMBER')),
+        (select count(*) from jobctl._role_tenant as g
+         where not exists (select from pg_catalog.pg_roles as r where r.oid = g.role_oid))
+    into v_public, v_bypass, v_stale;
+    observed := format('%s functions executable by PUBLIC, %s readers bypassing row-level security, %s grants of dropped roles',
+        v_public, v_bypass, v_stale);
+    verdict := case when v_public > 0 then 'fail' when v_bypass + v_stale > 0 then 'warn' else 'ok' end;
+    detail := case
+        when v_public > 0 then 'run jobctl migrate: it revokes EXECUTE from PUBLIC on every jobctl function'
+        when v_bypass > 0 then 'a role with BYPASSRLS in jobctl_reader reads every tenant''s rows: ALTER ROLE ... NOBYPASSRLS'
+        when v_stale > 0 then 'delete from jobctl._role_tenant where role_oid not in (select oid from pg_roles)'
+    end;
+    return next;
 end
 $$;
 
 comment on function jobctl.health_checks() is
 'Health of the scheduler, one row per check with verdict ok, warn or fail: extensions, pg_cron jobs and their last
 run, reaper lag, dead tuples and bloat (estimated) of the queue tables, transaction-ID age, the oldest snapshot, partitions made ahead,
-rows in the default partition, the NOTIFY queue. What jobctl doctor prints.';
+rows in the default partition, the NOTIFY queue, privileges (docs/security.md). What jobctl doctor prints.';

@@ -2,7 +2,7 @@
 -- fail). The reaper-lag check moves a tap lease into the past (inside this transaction); the
 -- default-partition check gets a row from 2100. Tenant tap_health_t, queue tap_health_q.
 begin;
-select plan(18);
+select plan(20);
 -- the tests join temp tables that have no statistics: keep JIT from compiling those plans
 set local jit = off;
 
@@ -32,7 +32,7 @@ select results_eq(
             'bloat _delayed', 'dead tuples _lane_cache', 'bloat _lane_cache', 'dead tuples _ready', 'bloat _ready',
             'dead tuples _running', 'bloat _running', 'transaction ID age',
             'oldest snapshot', 'partitions ahead jobctl.job', 'partitions ahead jobctl._event',
-            'default partition rows', 'notification queue'
+            'default partition rows', 'notification queue', 'privileges'
         ]) with ordinality as x (name, ord)
       where x.name !~ '^(pg_cron launcher|cron job )' or exists (select from pg_extension where extname = 'pg_cron')
       order by x.ord$$,
@@ -119,6 +119,18 @@ select results_eq(
     $$select observed ~ '^partitions up to \d{4}-\d{2}-\d{2}$' from h0 where check_name like 'partitions ahead %'$$,
     $$values (true), (true)$$,
     'partitions ahead: the date of the last partition'
+);
+
+select results_eq(
+    $$select verdict, observed from h0 where check_name = 'privileges'$$,
+    $$values ('ok', '0 functions executable by PUBLIC, 0 readers bypassing row-level security, 0 grants of dropped roles')$$,
+    'privileges: as sql/grants.sql made them'
+);
+grant execute on function jobctl.get_job(bigint) to public;
+select results_eq(
+    $$select verdict, detail ~ 'jobctl migrate' from jobctl.health_checks() where check_name = 'privileges'$$,
+    $$values ('fail', true)$$,
+    'a function opened to PUBLIC by hand fails the privileges check'
 );
 
 select isnt(obj_description('jobctl.health_checks()'::regprocedure), null, 'health_checks has a comment');
