@@ -51,7 +51,8 @@ begin
             ('put_tenant', 'jobctl_admin'), ('pause_tenant', 'jobctl_admin'), ('health_checks', 'jobctl_admin'),
             ('create_api_token', 'jobctl_admin'),
             ('revoke_api_token', 'jobctl_admin'), ('list_api_tokens', 'jobctl_admin'), ('authenticate', 'jobctl_admin'),
-            ('grant_tenant', 'jobctl_admin'), ('revoke_tenant', 'jobctl_admin')
+            ('grant_tenant', 'jobctl_admin'), ('revoke_tenant', 'jobctl_admin'),
+            ('list_tenant_grants', 'jobctl_admin')
         ) as g (name, grantee)
         inner join pg_catalog.pg_proc as p on p.proname = g.name and p.pronamespace = 'jobctl'::regnamespace
     loop

@@ -71,6 +71,7 @@ COMMANDS = [
     "tenant",
     "schedule",
     "token",
+    "access",
 ]
 COMMANDS += ["stats", "doctor", "top", "serve", "worker"]
 
@@ -249,6 +250,26 @@ def test_token_create_list_revoke(cli: Cli, name: str) -> None:
     assert failed(cli("token", "revoke", str(token_id))) == f"jobctl: no active token {token_id}"
     assert cli("token", "create").exit_code == 2  # neither --tenant nor --admin
     assert "unknown scope" in failed(cli("token", "create", "--admin", "--scope", "jobs:fly"))
+
+
+def test_access_grant_list_revoke(cli: Cli, conn: psycopg.Connection[tuple[object, ...]], name: str) -> None:
+    conn.execute(f'create role "{name}" in role jobctl_writer')
+    try:
+        assert ok(cli("access", "grant", name, "--tenant", f"{name}a")) == f"{name}: tenant {name}a\n"
+        assert "(already granted)" in ok(cli("access", "grant", name, "--tenant", f"{name}a"))
+        assert ok_json(cli("access", "grant", name, "--all", "--json"))["granted"] is True
+        mine = [g for g in ok_json(cli("access", "list", "--json")) if g["role_name"] == name]
+        assert [g["tenant_id"] for g in mine] == [None, f"{name}a"]
+        assert "(every tenant)" in ok(cli("access", "list"))
+        assert ok(cli("access", "revoke", name, "--all")) == f"{name}: revoked\n"
+        assert (
+            failed(cli("access", "revoke", name, "--all")) == f"jobctl: {name} has no grant for every tenant"
+        )
+        assert "no role" in failed(cli("access", "grant", f"{name}_nobody", "--tenant", "x"))
+        assert cli("access", "grant", name).exit_code == 2  # neither --tenant nor --all
+    finally:
+        conn.execute("delete from jobctl._role_tenant where role_oid = %s::regrole", (name,))
+        conn.execute(f'drop role "{name}"')
 
 
 def test_stats_joins_counts_and_claims(

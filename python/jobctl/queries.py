@@ -76,6 +76,9 @@ select jobctl.create_api_token(%(tenant_id)s::text, %(scopes)s::text[], %(label)
 """
 REVOKE_API_TOKEN = "select jobctl.revoke_api_token(%(token_id)s::bigint) as revoked"
 LIST_API_TOKENS = "select * from jobctl.list_api_tokens(%(tenant_id)s::text)"
+GRANT_TENANT = "select jobctl.grant_tenant(%(role)s::text, %(tenant_id)s::text) as granted"
+REVOKE_TENANT = "select jobctl.revoke_tenant(%(role)s::text, %(tenant_id)s::text) as revoked"
+LIST_TENANT_GRANTS = "select * from jobctl.list_tenant_grants()"
 AUTHENTICATE = "select token_id, tenant_id, scopes from jobctl.authenticate(%(token)s::text, %(scope)s::text)"
 
 # --- figures and health

@@ -64,7 +64,7 @@ insert into granted values
 (
     'jobctl_admin', array['jobctl_writer', 'jobctl_reader', 'jobctl_worker'], array[
         'put_tenant', 'pause_tenant', 'health_checks', 'create_api_token', 'revoke_api_token', 'list_api_tokens',
-        'authenticate', 'grant_tenant', 'revoke_tenant'
+        'authenticate', 'grant_tenant', 'revoke_tenant', 'list_tenant_grants'
     ]
 );
 

@@ -15,7 +15,7 @@ from typing import Any
 
 import click
 
-from jobctl.cli import jobs, ops, schedules, schema, tenants, tokens
+from jobctl.cli import access, jobs, ops, schedules, schema, tenants, tokens
 from jobctl.cli.common import CliError, user_message
 from jobctl.errors import first_line
 
@@ -93,6 +93,7 @@ main.add_command(jobs.retry)
 main.add_command(tenants.tenant)
 main.add_command(schedules.schedule)
 main.add_command(tokens.token)
+main.add_command(access.access)
 # figures and health
 main.add_command(ops.stats)
 main.add_command(ops.doctor)

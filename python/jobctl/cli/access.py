@@ -1,0 +1,83 @@
+"""Which database roles act for which tenants: `access grant`, `access revoke`, `access list`
+(jobctl.grant_tenant, revoke_tenant, list_tenant_grants; docs/security.md)."""
+
+from __future__ import annotations
+
+import click
+
+from jobctl import errors, output, queries
+from jobctl.cli.common import connect, echo_json, fetch_all, fetch_one, json_option
+
+GRANT_EPILOG = """\b
+Examples:
+  psql -c "create role billing login in role jobctl_writer"
+  jobctl access grant billing --tenant acme
+  jobctl access grant fleet --all        # a worker fleet for every tenant
+  jobctl access revoke billing --tenant acme"""
+
+
+def _tenant(tenant_id: str | None, every: bool) -> str | None:
+    if every == (tenant_id is not None):
+        raise click.UsageError("give exactly one of --tenant TENANT or --all")
+    return tenant_id
+
+
+tenant_option = click.option("--tenant", "tenant_id", metavar="TENANT", help="The tenant.")
+all_option = click.option("--all", "every", is_flag=True, help="Every tenant instead.")
+
+
+@click.group()
+def access() -> None:
+    """Which database roles act for which tenants."""
+
+
+@access.command(epilog=GRANT_EPILOG)
+@click.argument("role")
+@tenant_option
+@all_option
+@json_option
+def grant(role: str, tenant_id: str | None, every: bool, as_json: bool) -> None:
+    """Let ROLE (and the logins in it) act for a tenant: at once, for open sessions too."""
+    tenant = _tenant(tenant_id, every)
+    with connect() as conn:
+        row = fetch_one(conn, queries.GRANT_TENANT, {"role": role, "tenant_id": tenant})
+    assert row is not None
+    whom = f"tenant {tenant}" if tenant is not None else "every tenant"
+    if as_json:
+        echo_json({"role": role, "tenant_id": tenant, "granted": row["granted"]})
+    else:
+        click.echo(f"{role}: {whom}" + ("" if row["granted"] else " (already granted)"))
+
+
+@access.command()
+@click.argument("role")
+@tenant_option
+@all_option
+@json_option
+def revoke(role: str, tenant_id: str | None, every: bool, as_json: bool) -> None:
+    """Take a tenant (or the every-tenant grant) back from ROLE, at once."""
+    tenant = _tenant(tenant_id, every)
+    with connect() as conn:
+        row = fetch_one(conn, queries.REVOKE_TENANT, {"role": role, "tenant_id": tenant})
+    if row is None or not row["revoked"]:
+        whom = f"tenant {tenant}" if tenant is not None else "every tenant"
+        raise errors.NotFound(f"{role} has no grant for {whom}")
+    if as_json:
+        echo_json({"role": role, "tenant_id": tenant, "revoked": True})
+    else:
+        click.echo(f"{role}: revoked")
+
+
+@access.command("list")
+@json_option
+def list_(as_json: bool) -> None:
+    """List the roles and the tenants they act for."""
+    with connect() as conn:
+        grants = fetch_all(conn, queries.LIST_TENANT_GRANTS)
+    if as_json:
+        echo_json(grants)
+        return
+    rows = [
+        [g["role_name"], g["tenant_id"] or "(every tenant)", g["granted_at"], g["granted_by"]] for g in grants
+    ]
+    click.echo(output.table(["ROLE", "TENANT", "GRANTED", "BY"], rows))

@@ -1,0 +1,17 @@
+-- jobctl.list_tenant_grants: which roles act for which tenants (jobctl.grant_tenant), by role name;
+-- grants of dropped roles are left out (jobctl doctor counts them). Reads: _role_tenant.
+create or replace function jobctl.list_tenant_grants()
+returns table (role_name text, tenant_id text, granted_at timestamptz, granted_by text)
+language sql
+stable
+security definer
+set search_path = pg_catalog, pg_temp
+as $$
+    select r.rolname::text, g.tenant_id, g.granted_at, g.granted_by
+    from jobctl._role_tenant as g
+    inner join pg_catalog.pg_roles as r on r.oid = g.role_oid
+    order by 1, g.tenant_id nulls first
+$$;
+
+comment on function jobctl.list_tenant_grants() is
+'The tenants each role acts for (tenant_id NULL: every tenant), with when and by whom granted; for administrators.';
