@@ -19,3 +19,4 @@ alter table jobctl.tenant add column payload_key_check text;
 -- put_tenant gains encrypt_payloads; _submit whether the submit is the caller's (schedule runs are not)
 drop function if exists jobctl.put_tenant(text, integer, bigint, integer, numeric, integer, numeric, integer);
 drop function if exists jobctl._submit(jobctl._job_spec[], boolean);
+drop function if exists jobctl.list_tenants();  -- it shows encrypt_payloads too

@@ -187,7 +187,7 @@ def test_get_list_history_cancel_retry(cli: Cli, name: str) -> None:
 
 def test_tenant_put_and_list(cli: Cli, name: str) -> None:
     shown = ok(cli("tenant", "put", name, "--weight", "3", "--max-pending", "100", "--claim-rate", "2.5"))
-    assert "weight:       3" in shown and "max_running:  unlimited" in shown
+    assert "weight:           3" in shown and "max_running:      unlimited" in shown
     row = next(t for t in ok_json(cli("tenant", "list", "--json")) if t["tenant_id"] == name)
     assert (row["weight"], row["max_pending"], row["claim_rate"], row["max_running"]) == (3, 100, 2.5, None)
     listed = next(line for line in ok(cli("tenant", "list")).splitlines() if line.startswith(name + " "))
@@ -250,6 +250,19 @@ def test_token_create_list_revoke(cli: Cli, name: str) -> None:
     assert failed(cli("token", "revoke", str(token_id))) == f"jobctl: no active token {token_id}"
     assert cli("token", "create").exit_code == 2  # neither --tenant nor --admin
     assert "unknown scope" in failed(cli("token", "create", "--admin", "--scope", "jobs:fly"))
+
+
+def test_tenant_with_encrypted_payloads(cli: Cli, name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    assert "no key for tenant" in failed(cli("tenant", "put", name, "--encrypt-payloads"))
+    monkeypatch.setenv("JOBCTL_PAYLOAD_KEYS", json.dumps({name: "k-" + name}))
+    assert ok_json(cli("tenant", "put", name, "--encrypt-payloads", "--json"))["encrypt_payloads"] is True
+    job = ok_json(cli("submit", name, "q", '{"card": "4111"}', "--json"))["job_id"]
+    assert ok_json(cli("get", str(job), "--json"))["payload"] == {"card": "4111"}
+    monkeypatch.delenv("JOBCTL_PAYLOAD_KEYS")
+    assert list(ok_json(cli("get", str(job), "--json"))["payload"]) == ["$jobctl_sealed"]
+    assert [
+        t["encrypt_payloads"] for t in ok_json(cli("tenant", "list", "--json")) if t["tenant_id"] == name
+    ] == [True]
 
 
 def test_access_grant_list_revoke(cli: Cli, conn: psycopg.Connection[tuple[object, ...]], name: str) -> None:

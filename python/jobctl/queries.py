@@ -47,7 +47,8 @@ RETRY_JOB = "select jobctl.retry_job(%(job_id)s::bigint) as state"
 # --- tenants and tokens
 PUT_TENANT = """
 select jobctl.put_tenant(%(tenant_id)s::text, %(weight)s::int, %(max_pending)s::bigint, %(max_running)s::int,
-    %(submit_rate)s::numeric, %(submit_burst)s::int, %(claim_rate)s::numeric, %(claim_burst)s::int)
+    %(submit_rate)s::numeric, %(submit_burst)s::int, %(claim_rate)s::numeric, %(claim_burst)s::int,
+    %(encrypt_payloads)s::boolean)
 """
 LIST_TENANTS = "select * from jobctl.list_tenants()"
 GET_TENANT = "select * from jobctl.list_tenants() as t where t.tenant_id = %(tenant_id)s::text"

@@ -2,7 +2,8 @@
 create or replace function jobctl.list_tenants()
 returns table (
     tenant_id text, weight integer, max_pending bigint, max_running integer, submit_rate numeric, submit_burst integer,
-    claim_rate numeric, claim_burst integer, paused boolean, created_at timestamptz, updated_at timestamptz
+    claim_rate numeric, claim_burst integer, paused boolean, created_at timestamptz, updated_at timestamptz,
+    encrypt_payloads boolean
 )
 language sql
 security definer
@@ -10,7 +11,7 @@ set search_path = pg_catalog, pg_temp
 stable
 as $$
     select t.tenant_id, t.weight, t.max_pending, t.max_running, t.submit_rate, t.submit_burst, t.claim_rate,
-        t.claim_burst, t.paused, t.created_at, t.updated_at
+        t.claim_burst, t.paused, t.created_at, t.updated_at, t.encrypt_payloads
     from jobctl.tenant as t
     -- the caller's tenants only (NULL: all of them)
     where t.tenant_id = any(coalesce((select jobctl._acting_tenants('jobs:read')), array[t.tenant_id]))
@@ -18,4 +19,5 @@ as $$
 $$;
 
 comment on function jobctl.list_tenants() is
-'Every tenant with its settings (weight, limits, rates; NULL means unlimited), ordered by tenant_id.';
+'Every tenant of the caller with its settings (weight, limits, rates; NULL means unlimited; whether its payloads are
+encrypted), ordered by tenant_id.';

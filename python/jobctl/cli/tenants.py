@@ -40,6 +40,11 @@ def _show(t: Row) -> str:
 @click.option("--submit-burst", type=int, metavar="N", help="Submit bucket size.")
 @click.option("--claim-rate", type=float, metavar="PER_S", help="Claims per second (token bucket).")
 @click.option("--claim-burst", type=int, metavar="N", help="Claim bucket size.")
+@click.option(
+    "--encrypt-payloads",
+    is_flag=True,
+    help="Seal payloads at rest with the key JOBCTL_PAYLOAD_KEYS holds for TENANT (docs/security.md).",
+)
 @json_option
 def put(
     tenant_id: str,
@@ -50,6 +55,7 @@ def put(
     submit_burst: int | None,
     claim_rate: float | None,
     claim_burst: int | None,
+    encrypt_payloads: bool,
     as_json: bool,
 ) -> None:
     """Create or replace a tenant's settings.
@@ -65,6 +71,7 @@ def put(
         "submit_burst": submit_burst,
         "claim_rate": claim_rate,
         "claim_burst": claim_burst,
+        "encrypt_payloads": encrypt_payloads,
     }
     with connect() as conn, conn.transaction():
         conn.execute(queries.PUT_TENANT, params)
@@ -96,6 +103,7 @@ def list_(as_json: bool) -> None:
         "CLAIM/S",
         "BURST",
         "PAUSED",
+        "ENCRYPTED",
     ]
     rows = [
         [
@@ -108,6 +116,7 @@ def list_(as_json: bool) -> None:
             t["claim_rate"],
             t["claim_burst"],
             t["paused"],
+            t["encrypt_payloads"],
         ]
         for t in tenants
     ]
