@@ -460,6 +460,30 @@ def caught(sql: Sql, worker: Worker, phase: str, timeout: float) -> bool:
     return False
 
 
+def drain_and_stop(run: Run, sql: Sql, api: subprocess.Popen[bytes], within: float) -> None:
+    """Wait up to `within` seconds for every acknowledged job to complete, then stop the workers
+    (SIGTERM, SIGKILL after 30 s) and the API."""
+    drain_by = time.monotonic() + within
+    ids = list(run.acked.values())
+    while time.monotonic() < drain_by:
+        [(left,)] = sql(
+            "select count(*) from jobctl.job where job_id = any(%s) and state <> 'completed'", [ids]
+        )
+        if left == 0:
+            break
+        time.sleep(0.5)
+    for w in run.workers:
+        if w.proc.poll() is None:
+            w.proc.send_signal(signal.SIGTERM)
+    for w in run.workers:
+        try:
+            w.proc.wait(30)
+        except subprocess.TimeoutExpired:
+            w.proc.kill()
+    api.terminate()
+    api.wait(30)
+
+
 def invariants(run: Run, sql: Sql) -> dict[str, Any]:
     keys, ids = list(run.acked), list(run.acked.values())
     [(found, two)] = sql(
@@ -567,26 +591,8 @@ def main() -> None:
     for t in producers:
         t.join(120)
     faulted_s = time.monotonic() - started
-    drain_by = time.monotonic() + size["lease"] * 4 + 120
-    ids = list(run.acked.values())
-    while time.monotonic() < drain_by:
-        [(left,)] = sql(
-            "select count(*) from jobctl.job where job_id = any(%s) and state <> 'completed'", [ids]
-        )
-        if left == 0:
-            break
-        time.sleep(0.5)
+    drain_and_stop(run, sql, api, size["lease"] * 4 + 120)
     drained_s = time.monotonic() - started - faulted_s
-    for w in run.workers:
-        if w.proc.poll() is None:
-            w.proc.send_signal(signal.SIGTERM)
-    for w in run.workers:
-        try:
-            w.proc.wait(30)
-        except subprocess.TimeoutExpired:
-            w.proc.kill()
-    api.terminate()
-    api.wait(30)
     counts: dict[str, int] = {}
     for w in run.workers:
         for k, v in w.summary().items():

@@ -61,6 +61,7 @@ from chaos import (
     ROOT,
     Run,
     Sql,
+    drain_and_stop,
     guarded,
     invariants,
     job_spec,
@@ -396,25 +397,7 @@ def drill(size_name: str, base: Path, outage: float) -> dict[str, Any]:
         for t in producers:
             t.join(120)
         loaded_s = time.time() - started - built_s
-        drain_by = time.monotonic() + size["lease"] * 4 + 120
-        ids = list(run.acked.values())
-        while time.monotonic() < drain_by:
-            [(left,)] = sql(
-                "select count(*) from jobctl.job where job_id = any(%s) and state <> 'completed'", [ids]
-            )
-            if left == 0:
-                break
-            time.sleep(0.5)
-        for w in run.workers:
-            if w.proc.poll() is None:
-                w.proc.send_signal(signal.SIGTERM)
-        for w in run.workers:
-            try:
-                w.proc.wait(30)
-            except subprocess.TimeoutExpired:
-                w.proc.kill()
-        api.terminate()
-        api.wait(30)
+        drain_and_stop(run, sql, api, size["lease"] * 4 + 120)
     finally:  # a drill that failed half-way leaves no worker or API behind
         run.stop_producing.set()
         for proc in [w.proc for w in run.workers] + procs:
@@ -430,7 +413,8 @@ def drill(size_name: str, base: Path, outage: float) -> dict[str, Any]:
     flight = in_flight(sql, kill_at)
     claim_times = flight.pop("claim_times")
     [(unacked,)] = sql(
-        "select count(*) from jobctl.job where queue = %s and job_id <> all(%s)", (run.queue, ids)
+        "select count(*) from jobctl.job where queue = %s and job_id <> all(%s)",
+        (run.queue, list(run.acked.values())),
     )
     down = {kind: downtime(times, kill_at, promoted_at) for kind, times in sorted(run.ack_times.items())}
     down["workers"] = downtime(claim_times, kill_at, promoted_at)
