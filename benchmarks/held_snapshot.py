@@ -15,6 +15,10 @@ many rows updated once or twice each (job). Per phase (and per
 second against the offered rate, and how much each relation grew. After the hold: how long until
 claim p99 is back within 1.2x its baseline. Prints JSON lines and a table; a full run also writes
 benchmarks/results/held_snapshot.jsonl.
+--statements: where the time goes, from pg_stat_statements (tracking the statements inside the
+functions too) over the baseline and over the hold: the statements that took the most, calls a
+second and mean ms. Needs pg_stat_statements in shared_preload_libraries (its tracking costs a
+little: a full run writes held_snapshot_statements.jsonl instead).
 
     .venv/bin/python benchmarks/held_snapshot.py            # S 60 s, H 600 s, R 120 s
     .venv/bin/python benchmarks/held_snapshot.py --small    # S 8 s, H 20 s, R 10 s
@@ -41,6 +45,12 @@ SIZES = {
     "small": {"steady": 8, "hold": 20, "recovery": 10},
 }
 TENANTS = 10
+
+STATEMENTS = """
+select calls, total_exec_time, regexp_replace(query, '\\s+', ' ', 'g')
+from pg_stat_statements where dbid = (select oid from pg_database where datname = current_database())
+order by total_exec_time desc limit 15
+"""
 
 SAMPLE = """
 select r.name, coalesce(sum(pg_total_relation_size(x.relid)), 0)::bigint,
@@ -136,6 +146,7 @@ def main() -> None:
     ap.add_argument("--claimers", type=int, default=4)
     ap.add_argument("--batch", type=int, default=50)
     ap.add_argument("--url", help="admin URL of an existing cluster (default: start .bench-pg)")
+    ap.add_argument("--statements", action="store_true", help="where the time goes (pg_stat_statements)")
     args = ap.parse_args()
     size = SIZES["small" if args.small else "full"]
     base = args.url or cluster_url("postgres")
@@ -149,17 +160,43 @@ def main() -> None:
     print(json.dumps(calib), flush=True)
 
     samples: list[dict[str, Any]] = []
+    statements: dict[str, list[dict[str, Any]]] = {}
+    # (seconds into the flow, the phase whose statements are read there; a reset follows)
+    marks = [(steady, "baseline"), (steady + hold, "hold")] if args.statements else []
 
     def sampler(start: float, seconds: float) -> None:
         with psycopg.connect(dsn, autocommit=True) as c:
+            if marks:
+                c.execute("select pg_stat_statements_reset()")
+            since = 0.0
             while time.time() < start + seconds:
                 rows = c.execute(SAMPLE, (list(RELATIONS),)).fetchall()
                 samples.append({"t": round(time.time() - start, 1),
                                 **{str(r[0]): [int(v) for v in r[1:]] for r in rows}})  # fmt: skip
-                time.sleep(5)
+                while marks and time.time() - start >= marks[0][0]:
+                    took = time.time() - start - since
+                    statements[marks[0][1]] = [
+                        {
+                            "per_s": round(n / took, 1),
+                            "mean_ms": round(ms / n, 3),
+                            "ms_per_s": round(ms / took, 1),
+                            "query": str(q)[:110],
+                        }  # fmt: skip
+                        for n, ms, q in c.execute(STATEMENTS).fetchall()
+                    ]
+                    c.execute("select pg_stat_statements_reset()")
+                    since = time.time() - start
+                    marks.pop(0)
+                time.sleep(5 - (time.time() - start) % 5)
 
     total = steady + hold + recovery
     dsn = fresh_database(base, "jobctl_held")  # without the calibration's backlog
+    if args.statements:
+        with psycopg.connect(dsn, autocommit=True) as c:
+            if "pg_stat_statements" not in str(c.execute("show shared_preload_libraries").fetchone()):
+                raise SystemExit("--statements needs pg_stat_statements in shared_preload_libraries")
+            c.execute("create extension if not exists pg_stat_statements")
+            c.execute(f"alter database {c.info.dbname} set pg_stat_statements.track = 'all'")
     t0, sent, calls = flow(dsn, rate, total, args.claimers, args.batch, (steady, hold), sampler)
     phases = {
         "baseline": window(calls, t0 + 1, t0 + steady),
@@ -207,9 +244,11 @@ def main() -> None:
         "hold_windows_30s": windows,
         "p99_back_within_1_2x_after_s": back,
         "relations": growth,
+        **({"statements": statements} if args.statements else {}),
     }
     print(json.dumps(row), flush=True)
-    finish(base, "jobctl_held", [calib, row], None if args.small else "held_snapshot.jsonl")
+    kept = "held_snapshot_statements.jsonl" if args.statements else "held_snapshot.jsonl"
+    finish(base, "jobctl_held", [calib, row], None if args.small else kept)
 
     print(
         f"\nclean max flow {max_flow} jobs/s; offered {round(rate)} jobs/s; "
@@ -232,6 +271,11 @@ def main() -> None:
             f"{g['updates_per_s_in_hold']:>8} {hot:>5.0%} {g['live_rows_at_hold_end']:>9} "
             f"{g['updates_per_s_per_live_row']:>9} {g['bytes_after_recovery'] / mb:>9.2f}"
         )
+    for phase, top in statements.items():
+        print(f"\n  {phase}: statements by time taken (functions include the statements inside them)")
+        print(f"  {'calls/s':>8} {'mean ms':>8} {'ms/s':>7}  statement")
+        for st in top:
+            print(f"  {st['per_s']:>8} {st['mean_ms']:>8} {st['ms_per_s']:>7}  {st['query']}")
 
 
 if __name__ == "__main__":

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 import psycopg
+import pytest
 
 Conn = psycopg.Connection[tuple[object, ...]]
 
@@ -240,3 +241,87 @@ def test_max_running_holds_under_concurrent_claimers(conn: Conn, name: str, tmp_
     assert sum(load(o) for o in outs) == 4
     running = conn.execute("select count(*) from jobctl._running where tenant_id = %s", (name,)).fetchone()
     assert running == (4,)
+
+
+def _steady_claimer(dsn: str, queue: str, seconds: float, barrier: object, out: str) -> None:
+    """Claims (5 at a time) and completes for `seconds`; writes [job_id, epoch claimed] pairs."""
+    claimed = []
+    with psycopg.connect(dsn, autocommit=True) as c:
+        barrier.wait()  # type: ignore[attr-defined]
+        end = time.monotonic() + seconds
+        while time.monotonic() < end:
+            rows = c.execute(
+                "select job_id, lease_epoch from jobctl.claim_job('w', %s, 5)", ([queue],)
+            ).fetchall()
+            if not rows:
+                time.sleep(0.002)
+                continue
+            claimed += [(int(r[0]), time.time()) for r in rows]
+            c.execute("select jobctl.complete_jobs(%s, %s)", ([r[0] for r in rows], [r[1] for r in rows]))
+    with open(out, "w") as f:
+        json.dump(claimed, f)
+
+
+def _producer(
+    dsn: str, tenant: str, queue: str, seconds: float, hold: float, barrier: object, out: str
+) -> None:
+    """Submits a job every 5 ms (hold 0), or every 100 ms in a transaction that stays open `hold`
+    seconds after the submit (its run_at, the transaction's start, is that much older than its
+    commit); writes [job_id, epoch committed] pairs."""
+    made = []
+    with psycopg.connect(dsn, autocommit=True) as c:
+        barrier.wait()  # type: ignore[attr-defined]
+        end = time.monotonic() + seconds
+        while time.monotonic() < end:
+            with c.transaction():
+                row = c.execute(
+                    "select job_id from jobctl.submit_job(%s, %s, '{}')", (tenant, queue)
+                ).fetchone()
+                time.sleep(hold)
+            assert row is not None
+            made.append((int(row[0]), time.time()))
+            time.sleep(0.005 if not hold else 0.1)
+    with open(out, "w") as f:
+        json.dump(made, f)
+
+
+@pytest.mark.parametrize("held", [False, True], ids=["horizon free", "horizon held"])
+def test_jobs_committed_late_are_claimed_at_once_or_with_the_horizon_held_within_a_second(
+    conn: Conn, dsn: str, name: str, held: bool, tmp_path
+) -> None:
+    """A job whose transaction began 300 ms before it committed (its run_at that much older) among
+    jobs submitted every 5 ms and claimed at once. With the horizon free claims start at the lanes'
+    heads and find it at once; with it held (a REPEATABLE READ transaction open), claim_job's lane
+    cursors skip what each session took in the current half-second slot, and such a job waits for
+    the next slot. Nothing is claimed twice or left behind."""
+    queue, tenant = name + "_q", name + "_t"
+    with psycopg.connect(dsn) as holder:
+        if held:
+            holder.execute("set transaction isolation level repeatable read")
+            holder.execute("select 1")
+            time.sleep(1.1)  # claims see the horizon held once it is a second old
+        barrier = mp.Barrier(5)
+        outs = [str(tmp_path / f"claims{i}.json") for i in range(3)]
+        fast, slow = str(tmp_path / "fast.json"), str(tmp_path / "slow.json")
+        procs = [mp.Process(target=_steady_claimer, args=(dsn, queue, 6.0, barrier, o)) for o in outs]
+        procs += [
+            mp.Process(target=_producer, args=(dsn, tenant, queue, 4.0, 0.0, barrier, fast)),
+            mp.Process(target=_producer, args=(dsn, tenant, queue, 4.0, 0.3, barrier, slow)),
+        ]
+        for p in procs:
+            p.start()
+        for p in procs:
+            p.join(timeout=60)
+            assert p.exitcode == 0
+        holder.rollback()
+    claimed = [(job, at) for o in outs for job, at in load(o)]
+    ids = [job for job, _ in claimed]
+    assert len(ids) == len(set(ids)), "a job was claimed twice"
+    made = {job: at for job, at in load(fast) + load(slow)}
+    assert set(ids) == set(made), f"{len(set(made) - set(ids))} jobs never claimed"
+    late = dict(load(slow))
+    waits = sorted(at - late[job] for job, at in claimed if job in late)
+    assert len(waits) >= 8
+    assert waits[-1] < 1.0, f"a job committed late waited {waits[-1]:.2f} s (all: {waits})"
+    if not held:
+        assert waits[len(waits) // 2] < 0.1, f"with the horizon free, late jobs waited: {waits}"

@@ -8,11 +8,20 @@
 -- from it, and a single claim picks a lane with probability weight / total. The work is
 -- O(max_jobs * log lanes), and nothing is updated to keep score, so there is no hot row.
 -- Within a lane: higher priority, then earlier run_at, then lower id.
+-- Lane cursors: while a transaction open for over a second holds the xmin horizon back, the index
+-- entries of claimed jobs cannot be marked dead and stay at the lanes' heads until their slot
+-- partition is truncated, each a heap visit for every probe (docs/postgres-internals.md §1.4).
+-- Then a session probes each lane from where it last left it in the current half-second slot
+-- (jobctl.claim_cursor: priority, run_at, job_id), in three ranges: higher priorities, the rest of
+-- the cursor's, lower ones. A cursor stays 50 ms of run_at behind the claim; a job that commits
+-- further behind it (its transaction open longer, an old run_at) waits for the next slot, at most
+-- half a second; jobs made due by the claim's housekeeping reset the cursors.
 -- max_running and claim rates: a claimer takes a transaction-level advisory lock per limited
 -- tenant (skipping the tenant if another claimer holds it) and then counts that tenant's running
 -- jobs in a later statement, whose snapshot therefore includes every earlier claim, and reads
 -- its claim bucket (jobctl._bucket_room), which it then takes from while still holding the lock.
--- Before claiming it promotes due delayed jobs and, at most once a second, reaps expired leases.
+-- Before claiming it promotes due delayed jobs and, at most once a second, reaps expired leases;
+-- after, at most twice a second, it truncates the drained past slot partitions.
 -- Locks: _ready rows FOR UPDATE SKIP LOCKED, then the job rows. Writes: _ready (delete), and
 -- through jobctl._start_attempts job (update) and _running (insert), through jobctl._housekeep
 -- _delayed, _ready, _event.
@@ -70,6 +79,12 @@ declare
     v_rated boolean := false;  -- a picked lane's tenant has a claim rate
     v_took_t text[];           -- with one: the tenant of each job taken
     v_round integer := 0;
+    v_made_due boolean;        -- housekeeping made jobs due: a shared list may lack their lanes
+    v_rotated text := current_setting('jobctl.rotated_at', true);
+    -- this session's lane cursors (see the header), kept for the half-second slot they were set in
+    v_slot text := floor(extract(epoch from v_now) * 2)::bigint::text;
+    v_cursor jsonb := coalesce(nullif(current_setting('jobctl.claim_cursor', true), ''), '{}')::jsonb;
+    v_settled timestamptz := v_now - interval '50 milliseconds';
 begin
     if v_worker is null or v_worker = '' or length(v_worker) > 200 then
         raise exception using errcode = 'JC001', message = 'worker_id must be a non-empty string of at most 200 characters';
@@ -91,7 +106,12 @@ begin
             hint = 'Claim in autocommit mode or in a short READ COMMITTED transaction.';
     end if;
 
-    perform jobctl._housekeep(v_left);
+    v_made_due := jobctl._housekeep(v_left);
+    -- the lane cursors hold for their half-second slot, while the xmin horizon is held back, and
+    -- until housekeeping makes jobs due (theirs may lie behind a cursor)
+    v_cursor := case when not v_made_due and current_setting('jobctl.horizon_held', true) = 'true'
+                          and v_cursor ->> 'slot' = v_slot and length(v_cursor::text) < 8000 then v_cursor
+                     else jsonb_build_object('slot', v_slot) end;
 
     loop
         v_round := v_round + 1;
@@ -101,7 +121,11 @@ begin
             -- got jobs leaves new lanes to the next claim or refresh: listing costs more than a take)
             if v_round = 1 then
                 -- a fresh shared row is read here: one probe instead of a call of _lanes
-                select c.queues, c.tenants, c.limited, c.lows, c.total, true
+                -- (one listed in the last 20 ms is as good as a fresh one, unless housekeeping made
+                -- jobs due: under a held snapshot a listing walks every dead entry of the drained
+                -- lanes, and idle claimers listed hundreds of times a second)
+                select c.queues, c.tenants, c.limited, c.lows, c.total,
+                    c.listed_at < v_now - interval '20 milliseconds' or v_made_due
                 into v_lane_q, v_lane_t, v_lane_limited, v_lane_lows, v_lane_total, v_cached
                 from jobctl._lane_cache as c
                 where c.queues_key = coalesce(v_queues::text, '*') and c.fresh_until > v_now
@@ -201,14 +225,36 @@ begin
         end if;
 
         with taken as (
-            select w.lane, r.rel, r.rid, r.job_id, r.created_at
+            select w.lane, r.rel, r.rid, r.job_id, r.created_at, r.priority, r.run_at
             from unnest(v_pick, v_n, v_pick_q, v_pick_t) as w (lane, n, queue, tenant_id)
+            -- where this session left the lane (none: before its first entry; priorities are -100..100)
             cross join lateral (
-                select r.tableoid as rel, r.ctid as rid, r.job_id, r.created_at from jobctl._ready as r
-                where r.queue = w.queue and r.tenant_id = w.tenant_id
-                order by r.priority desc, r.run_at, r.job_id
+                select coalesce((k.at ->> 0)::integer, 100) as p, coalesce((k.at ->> 1)::timestamptz, '-infinity') as run_at,
+                    coalesce((k.at ->> 2)::bigint, 0) as job_id
+                from (select v_cursor -> (w.queue || chr(31) || w.tenant_id) as at) as k
+            ) as c
+            -- the lane from there, in its order: higher priorities, the rest of the cursor's, lower
+            -- ones; each branch runs only while the ones before it leave the limit unmet
+            cross join lateral (
+                select * from (
+                    select r.tableoid as rel, r.ctid as rid, r.job_id, r.created_at, r.priority, r.run_at from jobctl._ready as r
+                    where r.queue = w.queue and r.tenant_id = w.tenant_id and r.priority > c.p
+                    order by r.priority desc, r.run_at, r.job_id limit w.n for update skip locked
+                ) as higher
+                union all
+                select * from (
+                    select r.tableoid as rel, r.ctid as rid, r.job_id, r.created_at, r.priority, r.run_at from jobctl._ready as r
+                    where r.queue = w.queue and r.tenant_id = w.tenant_id and r.priority = c.p
+                        and (r.run_at, r.job_id) > (c.run_at, c.job_id)
+                    order by r.priority desc, r.run_at, r.job_id limit w.n for update skip locked
+                ) as same
+                union all
+                select * from (
+                    select r.tableoid as rel, r.ctid as rid, r.job_id, r.created_at, r.priority, r.run_at from jobctl._ready as r
+                    where r.queue = w.queue and r.tenant_id = w.tenant_id and r.priority < c.p
+                    order by r.priority desc, r.run_at, r.job_id limit w.n for update skip locked
+                ) as lower
                 limit w.n
-                for update skip locked
             ) as r
         ),
         gone as (
@@ -227,8 +273,19 @@ begin
                 from unnest(v_pick, v_n) as w (lane, n)
                 left join (select t.lane, count(*) as got from taken as t group by t.lane) as g on g.lane = w.lane
                 where w.n > coalesce(g.got, 0) and w.lane <> all(v_skip)
-            )
-        into v_ids, v_cas, v_took_t, v_skip;
+            ),
+            -- each lane's cursor moves to the last entry taken, but not past v_settled
+            v_cursor || coalesce((
+                select jsonb_object_agg(
+                    v_lane_q[l.lane] || chr(31) || v_lane_t[l.lane],
+                    jsonb_build_array(l.priority, least(l.run_at, v_settled), case when l.run_at > v_settled then 0 else l.job_id end)
+                )
+                from (
+                    select distinct on (t.lane) t.lane, t.priority, t.run_at, t.job_id from taken as t
+                    order by t.lane, t.priority, t.run_at desc, t.job_id desc
+                ) as l
+            ), '{}')
+        into v_ids, v_cas, v_took_t, v_skip, v_cursor;
 
         if v_rated and v_ids is not null then
             -- claim rates: the tenant's advisory lock is held, so its room read above still holds
@@ -248,6 +305,15 @@ begin
         -- belong to a busy tenant
         exit when v_left = 0 or v_round >= 3 or cardinality(v_skip) = v_foreign;
     end loop;
+    perform set_config('jobctl.claim_cursor', v_cursor::text, false);
+
+    -- at most twice a second per session, the past slot partitions are truncated (jobctl._rotate_slots);
+    -- after the claim, not before it: a TRUNCATE's ACCESS EXCLUSIVE lock lasts to the end of the
+    -- transaction, and every claim and completion waits for it
+    if v_rotated is null or v_rotated = '' or extract(epoch from clock_timestamp()) - v_rotated::float8 >= 0.5 then
+        perform set_config('jobctl.rotated_at', extract(epoch from clock_timestamp())::text, false);
+        perform jobctl._rotate_slots();
+    end if;
 end
 $$;
 
@@ -255,5 +321,6 @@ comment on function jobctl.claim_job(text, text[], integer, interval) is
 'Claim up to max_jobs (1..1000) due jobs from the given queues (NULL: all) under a lease; each comes back running
 with attempt + 1 and a new lease_epoch (fencing token) greater than any before. Never hands one job to two callers.
 Across tenants, claims are shared by weight (a tenant''s weight is split evenly over its queues in the filter);
-within a tenant''s queue, higher priority first. Paused tenants are skipped; max_running and claim_rate (with its
-burst) hold under concurrent claimers, which then take fewer jobs. Needs READ COMMITTED. Errors: JC001 bad argument, JC007 other isolation level.';
+within a tenant''s queue, higher priority first (while a transaction open over a second holds the xmin horizon back,
+a job committed over 50 ms after its run_at may wait up to half a second). Paused tenants are skipped; max_running
+and claim_rate (with its burst) hold under concurrent claimers, which then take fewer jobs. Needs READ COMMITTED. Errors: JC001 bad argument, JC007 other isolation level.';
