@@ -290,7 +290,7 @@ def heartbeats(base: str, fillfactor: int, running: int = 1000, rounds: int = 20
     }
 
 
-# jobctl._housekeep's timer of the slots' rotation, set to now: no rotation in this session for a slot
+# jobctl.claim_job's timer of the slots' rotation, set to now: no rotation in this session for a slot
 ROTATED_NOW = "select set_config('jobctl.rotated_at', extract(epoch from clock_timestamp())::text, false)"
 
 

@@ -2,7 +2,7 @@
 -- due schedules, recount the unfinished jobs of max_pending tenants, rotate the slots of _ready,
 -- _running and _lane_cache.
 -- pg_cron runs it every minute as a backstop; the sub-second path is claim_job, which does the same
--- work at most once a second per session, the rotation twice (jobctl._housekeep). A long-running
+-- work at most once a second per session (jobctl._housekeep) and rotates up to twice. A long-running
 -- pg_cron job would stall DROP DATABASE cluster-wide on PostgreSQL 15 (pg_cron's launcher does not
 -- absorb the ProcSignalBarrier while a job runs, pg_cron issue #318), so this pass is short by
 -- design.
