@@ -325,3 +325,27 @@ def test_jobs_committed_late_are_claimed_at_once_or_with_the_horizon_held_within
     assert waits[-1] < 1.0, f"a job committed late waited {waits[-1]:.2f} s (all: {waits})"
     if not held:
         assert waits[len(waits) // 2] < 0.1, f"with the horizon free, late jobs waited: {waits}"
+
+
+def test_one_claimer_lists_the_lanes_at_a_time(conn: Conn, dsn: str, name: str) -> None:
+    """A claim that got nothing lists the lanes afresh unless another claimer is listing them (it
+    holds the refresh lock until its claim commits): then it returns empty and the next claim
+    sees the lister's list."""
+    queue, tenant = name + "_q", name + "_t"
+    key = "{" + queue + "}"
+    conn.execute("select jobctl.put_tenant(%s)", (tenant,))
+    # a shared list for the queue, empty, fresh for an hour but listed a second ago
+    conn.execute(
+        "insert into jobctl._lane_cache"
+        " (queues_key, fresh_until, queues, tenants, limited, lows, total, listed_at)"
+        " values (%s, clock_timestamp() + interval '1 hour', '{}', '{}', '{}', '{}', 0,"
+        " clock_timestamp() - interval '1 second')",
+        (key,),
+    )
+    conn.execute("select jobctl.submit_job(%s, %s, '{}')", (tenant, queue))
+    claim = "select count(*) from jobctl.claim_job('w', %s, 10)"
+    with psycopg.connect(dsn) as lister:
+        lister.execute("select pg_advisory_xact_lock(19014, hashtext(%s))", (key,))
+        assert conn.execute(claim, ([queue],)).fetchone() == (0,)
+        lister.rollback()
+    assert conn.execute(claim, ([queue],)).fetchone() == (1,)

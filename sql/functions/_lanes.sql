@@ -8,7 +8,8 @@
 -- and a claimer that can take the refresh lock lists the lanes again and adds a row (rows are only
 -- inserted, and truncated with their slot: migration 0012); the others use the newest as it is.
 -- claim_job asks for a fresh list (p_fresh) when the shared one gave it no job and was listed more
--- than 20 ms ago; that list is stored too (with its listed_at, so other idle claimers take it
+-- than 20 ms ago; one claimer lists at a time (the others get the newest row, cached, and stop
+-- looking), and its list is stored too (with its listed_at, so other idle claimers take it
 -- instead of listing again), unless a row listed since this call began is there. A new lane, or a
 -- tenant's new weight or pause, is thus seen within that age (100 ms with a few lanes, 300 ms at
 -- 1,000) while the shared lanes have work, within 20 ms when they have none; a key gets at most
@@ -28,7 +29,9 @@ declare
 begin
     select * into v_row from jobctl._lane_cache as c where c.queues_key = v_key order by c.fresh_until desc limit 1;
     v_stale := not found or v_row.fresh_until <= v_now;
-    if not p_fresh and found and (not v_stale or not pg_try_advisory_xact_lock(19014, hashtext(v_key))) then
+    -- the newest row as it is (cached): when it is fresh and no fresh list is asked for, or when
+    -- another claimer is listing the lanes (its list is shared at its commit)
+    if found and ((not p_fresh and not v_stale) or not pg_try_advisory_xact_lock(19014, hashtext(v_key))) then
         return query select v_row.queues, v_row.tenants, v_row.limited, v_row.lows, v_row.total, true;
         return;
     end if;

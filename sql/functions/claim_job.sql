@@ -135,6 +135,8 @@ begin
                 select l.queues, l.tenants, l.limited, l.lows, l.total, l.cached
                 into v_lane_q, v_lane_t, v_lane_limited, v_lane_lows, v_lane_total, v_cached
                 from jobctl._lanes(v_queues, v_round > 1) as l;
+                -- no fresh list: another claimer is listing the lanes right now
+                exit when v_round > 1 and v_cached;
             end if;
             v_lows := v_lane_lows;
             v_total := v_lane_total;
