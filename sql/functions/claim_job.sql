@@ -84,6 +84,7 @@ declare
     -- this session's lane cursors (see the header), kept for the half-second slot they were set in
     v_slot text := floor(extract(epoch from v_now) * 2)::bigint::text;
     v_cursor jsonb := coalesce(nullif(current_setting('jobctl.claim_cursor', true), ''), '{}')::jsonb;
+    v_cursors boolean;         -- they are in use
     v_settled timestamptz := v_now - interval '50 milliseconds';
 begin
     if v_worker is null or v_worker = '' or length(v_worker) > 200 then
@@ -109,9 +110,9 @@ begin
     v_made_due := jobctl._housekeep(v_left);
     -- the lane cursors hold for their half-second slot, while the xmin horizon is held back, and
     -- until housekeeping makes jobs due (theirs may lie behind a cursor)
-    v_cursor := case when not v_made_due and current_setting('jobctl.horizon_held', true) = 'true'
-                          and v_cursor ->> 'slot' = v_slot and length(v_cursor::text) < 8000 then v_cursor
-                     else jsonb_build_object('slot', v_slot) end;
+    v_cursors := current_setting('jobctl.horizon_held', true) = 'true';
+    v_cursor := case when v_cursors and not v_made_due and v_cursor ->> 'slot' = v_slot and length(v_cursor::text) < 8000
+                     then v_cursor else jsonb_build_object('slot', v_slot) end;
 
     loop
         v_round := v_round + 1;
@@ -229,9 +230,10 @@ begin
         with taken as (
             select w.lane, r.rel, r.rid, r.job_id, r.created_at, r.priority, r.run_at
             from unnest(v_pick, v_n, v_pick_q, v_pick_t) as w (lane, n, queue, tenant_id)
-            -- where this session left the lane (none: before its first entry; priorities are -100..100)
+            -- where this session left the lane (none: the lane's head, the first two ranges not
+            -- scanned at all, a one-time filter; priorities are -100..100)
             cross join lateral (
-                select coalesce((k.at ->> 0)::integer, 100) as p, coalesce((k.at ->> 1)::timestamptz, '-infinity') as run_at,
+                select k.at, coalesce((k.at ->> 0)::integer, 101) as p, coalesce((k.at ->> 1)::timestamptz, '-infinity') as run_at,
                     coalesce((k.at ->> 2)::bigint, 0) as job_id
                 from (select v_cursor -> (w.queue || chr(31) || w.tenant_id) as at) as k
             ) as c
@@ -240,13 +242,13 @@ begin
             cross join lateral (
                 select * from (
                     select r.tableoid as rel, r.ctid as rid, r.job_id, r.created_at, r.priority, r.run_at from jobctl._ready as r
-                    where r.queue = w.queue and r.tenant_id = w.tenant_id and r.priority > c.p
+                    where c.at is not null and r.queue = w.queue and r.tenant_id = w.tenant_id and r.priority > c.p
                     order by r.priority desc, r.run_at, r.job_id limit w.n for update skip locked
                 ) as higher
                 union all
                 select * from (
                     select r.tableoid as rel, r.ctid as rid, r.job_id, r.created_at, r.priority, r.run_at from jobctl._ready as r
-                    where r.queue = w.queue and r.tenant_id = w.tenant_id and r.priority = c.p
+                    where c.at is not null and r.queue = w.queue and r.tenant_id = w.tenant_id and r.priority = c.p
                         and (r.run_at, r.job_id) > (c.run_at, c.job_id)
                     order by r.priority desc, r.run_at, r.job_id limit w.n for update skip locked
                 ) as same
@@ -277,7 +279,7 @@ begin
                 where w.n > coalesce(g.got, 0) and w.lane <> all(v_skip)
             ),
             -- each lane's cursor moves to the last entry taken, but not past v_settled
-            v_cursor || coalesce((
+            case when not v_cursors then v_cursor else v_cursor || coalesce((
                 select jsonb_object_agg(
                     v_lane_q[l.lane] || chr(31) || v_lane_t[l.lane],
                     jsonb_build_array(l.priority, least(l.run_at, v_settled), case when l.run_at > v_settled then 0 else l.job_id end)
@@ -286,7 +288,7 @@ begin
                     select distinct on (t.lane) t.lane, t.priority, t.run_at, t.job_id from taken as t
                     order by t.lane, t.priority, t.run_at desc, t.job_id desc
                 ) as l
-            ), '{}')
+            ), '{}') end
         into v_ids, v_cas, v_took_t, v_skip, v_cursor;
 
         if v_rated and v_ids is not null then
@@ -307,7 +309,9 @@ begin
         -- belong to a busy tenant
         exit when v_left = 0 or v_round >= 3 or cardinality(v_skip) = v_foreign;
     end loop;
-    perform set_config('jobctl.claim_cursor', v_cursor::text, false);
+    if v_cursors then
+        perform set_config('jobctl.claim_cursor', v_cursor::text, false);
+    end if;
 
     -- at most twice a second per session, the past slot partitions are truncated (jobctl._rotate_slots);
     -- after the claim, not before it: a TRUNCATE's ACCESS EXCLUSIVE lock lasts to the end of the
