@@ -40,6 +40,8 @@ from typing import Any
 import psycopg
 from claim_depth import finish, fresh_database
 from compare import cluster_url
+from jobctl import queries
+from jobctl.worker.runner import TICK_EVERY
 from psycopg.types.json import Jsonb
 
 SCENARIOS = ("naive", "naive-tuned", "naive-held", "jobctl-defaults", "jobctl", "jobctl-held")
@@ -132,7 +134,11 @@ def churner(dsn: str, scenario: str, seconds: float, barrier: Any, out: Any) -> 
     with psycopg.connect(dsn, autocommit=True) as c:
         barrier.wait()
         end = time.time() + seconds
+        tick_at = time.time()
         while time.time() < end:
+            if scenario.startswith("jobctl") and time.time() >= tick_at:
+                c.execute(queries.TICK)  # as the worker does: one caller at a time does the work
+                tick_at += TICK_EVERY
             if scenario.startswith("jobctl"):
                 c.execute("select count(*) from jobctl.submit_jobs(%s)", (specs,))
                 rows = c.execute(CLAIM, (100,)).fetchall()
@@ -290,10 +296,6 @@ def heartbeats(base: str, fillfactor: int, running: int = 1000, rounds: int = 20
     }
 
 
-# jobctl.claim_job's timer of the slots' rotation, set to now: no rotation in this session for a slot
-ROTATED_NOW = "select set_config('jobctl.rotated_at', extract(epoch from clock_timestamp())::text, false)"
-
-
 def pages(base: str) -> list[dict[str, Any]]:
     """One job through submit, claim, complete; its row versions with their xmin / xmax."""
     dsn = fresh_database(base, "jobctl_bloat")
@@ -301,8 +303,6 @@ def pages(base: str) -> list[dict[str, Any]]:
         c.execute("create extension if not exists pageinspect")
         c.execute("select jobctl.put_tenant('t')")
         xids: dict[str, int] = {}
-        # no rotation in this session for half a second: it could move the _ready row on before the claim
-        c.execute(ROTATED_NOW)
         with c.transaction():
             row = c.execute("select job_id from jobctl.submit_job('t', 'q', '{}')").fetchone()
             xids["submit"] = int(c.execute(XID).fetchone()[0])  # type: ignore[index]

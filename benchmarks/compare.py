@@ -56,6 +56,7 @@ class System:
     needs: Path | None = None  # what must exist for the system to run (installed by make bench-setup)
     notes: str = ""
     extra: dict[str, Any] = field(default_factory=dict)
+    env: dict[str, str] | None = None  # the adapter's environment (None: this one)
 
 
 SYSTEMS = {
@@ -117,6 +118,26 @@ SIZES = {
     "quick": {"bulk": 30_000, "single": 4_000, "drain": 30_000, "drain_slow": 3_000, "pickup_s": 5},
     "smoke": {"bulk": 2_000, "single": 200, "drain": 2_000, "drain_slow": 300, "pickup_s": 1},
 }
+
+
+def jobctl_at(spec: str, trees: Path) -> System:
+    """jobctl as it was at a git ref (`NAME=REF`), its adapter, package and SQL from a worktree of that
+    ref, so that a change is measured beside what it replaces in one run."""
+    name, _, ref = spec.partition("=")
+    tree = trees / name
+    if not tree.exists():
+        add = ["git", "-C", str(ROOT), "worktree", "add", "--detach", str(tree), ref or name]
+        subprocess.run(add, check=True)
+    base = SYSTEMS["jobctl"]
+    return System(
+        f"jobctl@{name}",
+        [sys.executable, str(tree / "benchmarks" / "adapters" / "jobctl_adapter.py")],
+        base.unfinished_sql,
+        base.schemas,
+        base.setting,
+        notes=f"jobctl at {ref or name}, from a worktree",
+        env={**os.environ, "PYTHONPATH": str(tree / "python")},
+    )
 
 
 # --- the cluster -----------------------------------------------------------------------------
@@ -188,7 +209,9 @@ def unfinished(url: str, sql: str) -> int:
 
 
 def adapter(system: System, *args: str, timeout: float = 1800) -> dict[str, Any]:
-    out = subprocess.run([*system.cmd, *args], capture_output=True, text=True, timeout=timeout, check=False)
+    out = subprocess.run(
+        [*system.cmd, *args], capture_output=True, text=True, timeout=timeout, check=False, env=system.env
+    )
     if out.returncode != 0:
         raise RuntimeError(f"{system.name} {args[0]} failed ({out.returncode}): {out.stderr.strip()[-2000:]}")
     lines = [line for line in out.stdout.splitlines() if line.strip()]
@@ -213,6 +236,7 @@ class Workers:
                         stdout=subprocess.PIPE,
                         stderr=err,
                         text=True,
+                        env=system.env,
                     )
                 )
         for p, log in zip(self.procs, self.logs, strict=True):
@@ -428,11 +452,19 @@ def main() -> None:
         "--workloads", default=",".join(WORKLOADS), help="comma-separated, from: " + ", ".join(WORKLOADS)
     )
     ap.add_argument("--url", help="admin URL of an existing cluster (default: start .bench-pg)")
+    ap.add_argument(
+        "--jobctl-at",
+        action="append",
+        default=[],
+        metavar="NAME=REF",
+        help="also run jobctl as at git REF (a worktree in .bench-trees/NAME), as system jobctl@NAME",
+    )
     a = ap.parse_args()
     mode = "smoke" if a.smoke else "quick" if a.quick else "full"
     size = SIZES[mode]
     rounds = a.rounds or (3 if mode == "full" else 1)
     systems = [SYSTEMS[s] for s in a.systems.split(",")]
+    systems += [jobctl_at(spec, ROOT / ".bench-trees") for spec in a.jobctl_at]
     missing = [s.name for s in systems if s.needs is not None and not s.needs.exists()]
     if missing:
         print(f"compare: skipping {', '.join(missing)} (run make bench-setup)", file=sys.stderr)

@@ -31,6 +31,8 @@ from typing import Any
 import psycopg
 from claim_depth import finish, fresh_database
 from compare import cluster_url
+from jobctl import queries
+from jobctl.worker.runner import TICK_EVERY
 from psycopg.types.json import Jsonb
 
 WEIGHTS = {"w5": 5, "w3": 3, "w1": 1}
@@ -77,13 +79,18 @@ def claimer(
     idle: float = 0.01,
 ) -> None:  # fmt: skip
     """Claims and completes until the time is up (or, until_empty, no job waits any more), sleeping
-    `idle` s after a claim that got nothing; puts (epoch, round trip s, jobs) of each claim call that
-    got jobs on `calls`, as one list. (benchmarks/held_snapshot.py runs it too.)"""
+    `idle` s after a claim that got nothing, and calls jobctl.tick(false) every TICK_EVERY s as the
+    worker does; puts (epoch, round trip s, jobs) of each claim call that got jobs on `calls`, as one
+    list. (benchmarks/held_snapshot.py runs it too.)"""
     made = []
     with psycopg.connect(dsn, autocommit=True) as c:
         barrier.wait()
         end = time.monotonic() + seconds
+        tick_at = time.monotonic()
         while time.monotonic() < end:
+            if time.monotonic() >= tick_at:
+                c.execute(queries.TICK)
+                tick_at += TICK_EVERY
             started = time.perf_counter()
             rows = c.execute(
                 "select job_id, lease_epoch from jobctl.claim_job('bench', null, %s)", (batch,)

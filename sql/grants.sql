@@ -11,9 +11,11 @@
 -- jobctl_api     the HTTP API's login role: a writer that acts only through API tokens
 --                (jobctl.authenticate), since it is granted no tenant itself
 -- jobctl_admin   everything, for every tenant: tenants, tokens, grants, health
--- The periodic functions (tick, maintain_partitions, reap_expired_leases, expand_schedules) run as
--- the schema owner, from pg_cron: they are SECURITY INVOKER (pg_partman sets search_path for the
--- session, which a pinned search_path would leak to the caller) and granted to no role.
+-- The periodic functions maintain_partitions, reap_expired_leases and expand_schedules run as the
+-- schema owner, from pg_cron or jobctl.tick: they are SECURITY INVOKER (pg_partman sets search_path
+-- for the session, which a pinned search_path would leak to the caller) and granted to no role.
+-- jobctl.tick (which calls no pg_partman) is SECURITY DEFINER and granted to workers, which drive it
+-- a few times a second.
 -- A role acts for the tenants granted to it with jobctl.grant_tenant (jobctl._acting_tenants).
 do $$
 declare
@@ -40,15 +42,16 @@ begin
         from (values
             ('get_job', 'jobctl_reader'), ('list_jobs', 'jobctl_reader'), ('job_history', 'jobctl_reader'),
             ('stats', 'jobctl_reader'), ('claim_metrics', 'jobctl_reader'), ('list_schedules', 'jobctl_reader'),
-            ('list_tenants', 'jobctl_reader'), ('cron_next', 'jobctl_reader'),
+            ('list_tenants', 'jobctl_reader'), ('cron_next', 'jobctl_reader'), ('list_concurrency_limits', 'jobctl_reader'),
             ('_acting_tenants', 'jobctl_reader'),  -- the row-level security policies call it as the reader
             ('submit_job', 'jobctl_writer'), ('submit_jobs', 'jobctl_writer'), ('cancel_job', 'jobctl_writer'),
             ('retry_job', 'jobctl_writer'), ('put_schedule', 'jobctl_writer'), ('drop_schedule', 'jobctl_writer'),
             ('forget_subject', 'jobctl_writer'),
             ('claim_job', 'jobctl_worker'), ('heartbeat', 'jobctl_worker'), ('complete_job', 'jobctl_worker'),
             ('complete_jobs', 'jobctl_worker'), ('fail_job', 'jobctl_worker'), ('release_job', 'jobctl_worker'),
+            ('tick', 'jobctl_worker'),
             ('authenticate', 'jobctl_api'),
-            ('put_tenant', 'jobctl_admin'), ('pause_tenant', 'jobctl_admin'), ('health_checks', 'jobctl_admin'),
+            ('put_tenant', 'jobctl_admin'), ('pause_tenant', 'jobctl_admin'), ('put_concurrency_limit', 'jobctl_admin'), ('health_checks', 'jobctl_admin'),
             ('create_api_token', 'jobctl_admin'),
             ('revoke_api_token', 'jobctl_admin'), ('list_api_tokens', 'jobctl_admin'), ('authenticate', 'jobctl_admin'),
             ('grant_tenant', 'jobctl_admin'), ('revoke_tenant', 'jobctl_admin'),
@@ -74,7 +77,7 @@ begin
         where c.relnamespace = 'jobctl'::regnamespace and c.relkind in ('r', 'p') and not c.relispartition
             and c.relname in (
                 'job', 'job_archive', 'tenant', 'schedule', 'audit_log', '_ready', '_running', '_delayed',
-                '_event', '_event_archive', '_api_token', '_role_tenant'
+                '_event', '_event_archive', '_api_token', '_role_tenant', '_held', 'concurrency_limit'
             )
     loop
         if not v_grant.secured then

@@ -351,11 +351,11 @@ def test_a_tenant_that_encrypts_has_ciphertext_at_rest_and_plaintext_only_with_i
     keyed(None)
 
 
-def test_a_workers_claim_expands_other_tenants_schedules_without_a_word_to_it(
+def test_a_workers_tick_expands_other_tenants_schedules_without_a_word_to_it(
     conn: psycopg.Connection[Any], login: Login, name: str
 ) -> None:
-    """A claim's housekeeping expands every due schedule (as pg_cron does): a worker granted one
-    tenant does it for the others too, and hears nothing about them."""
+    """A worker's tick expands every due schedule (as pg_cron's does): a worker granted one tenant
+    does it for the others too, and hears nothing about them."""
     mine, theirs = f"{name}a", f"{name}b"
     # yearly, made due now: exactly one run, whatever minute boundary the test crosses
     conn.execute("select jobctl.put_schedule(%s, 's', '0 0 1 1 *', %s, '{}')", (theirs, f"{name}q"))
@@ -366,6 +366,7 @@ def test_a_workers_claim_expands_other_tenants_schedules_without_a_word_to_it(
     with psycopg.connect(login("jobctl_worker", mine), autocommit=True) as w:
         heard: list[str] = []
         w.add_notice_handler(lambda d: heard.append(str(d.message_primary)))
+        w.execute("select jobctl.tick(false)")
         assert w.execute("select * from jobctl.claim_job('w', %s)", ([f"{name}q"],)).fetchall() == []
         assert heard == []
     assert conn.execute("select count(*) from jobctl.job where tenant_id = %s", (theirs,)).fetchone() == (1,)

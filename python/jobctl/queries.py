@@ -32,6 +32,7 @@ select jobctl.fail_job(%(job_id)s::bigint, %(lease_epoch)s::bigint, %(error)s::t
 """
 RELEASE_JOB = "select jobctl.release_job(%(job_id)s::bigint, %(lease_epoch)s::bigint)"
 LISTEN = "listen jobctl"
+TICK = "select jobctl.tick(false)"  # periodic work, a few times a second (one caller at a time does it)
 
 # --- operating. Each function acts only for the caller's tenants (with an API token: the token's
 # tenant): another tenant's job is as unknown as a missing one.
@@ -53,6 +54,10 @@ select jobctl.put_tenant(%(tenant_id)s::text, %(weight)s::int, %(max_pending)s::
 LIST_TENANTS = "select * from jobctl.list_tenants()"
 GET_TENANT = "select * from jobctl.list_tenants() as t where t.tenant_id = %(tenant_id)s::text"
 PAUSE_TENANT = "select jobctl.pause_tenant(%(tenant_id)s::text, %(paused)s::boolean) as changed"
+PUT_CONCURRENCY_LIMIT = """
+select jobctl.put_concurrency_limit(%(tenant_id)s::text, %(concurrency_key)s::text, %(max_running)s::int)
+"""
+LIST_CONCURRENCY_LIMITS = "select * from jobctl.list_concurrency_limits(%(tenant_id)s::text)"
 
 # --- schedules: NULL priority, catch_up or skip_overlap is the function's default
 PUT_SCHEDULE = """

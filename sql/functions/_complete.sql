@@ -1,6 +1,8 @@
 -- jobctl._complete: complete the jobs running under the given epochs (of the caller's tenants);
 -- the rest are fenced.
--- Locks: the _running rows, then the job rows. Writes: _running (delete), job (update).
+-- A completed job with a concurrency key gives its place to the key's next job (jobctl._admit).
+-- Locks: the _running rows, then the job rows. Writes: _running (delete), job (update), through
+-- _admit _held and _ready.
 create or replace function jobctl._complete(p_ids bigint[], p_epochs bigint[], p_results jsonb[])
 returns table (job_id bigint, completed boolean)
 language plpgsql
@@ -18,6 +20,7 @@ declare
     v_last timestamptz;
     v_results jsonb;  -- {job_id: result} of the completed jobs that carry one
     v_tenants text[];  -- the completed jobs' tenants, for max_pending
+    v_keys text[];     -- parallel to v_tenants: the jobs' concurrency keys (NULL: none)
 begin
     if p_ids is null or p_epochs is null or cardinality(p_ids) <> cardinality(p_epochs)
        or cardinality(p_results) <> cardinality(p_ids) then
@@ -33,13 +36,13 @@ begin
         where r.job_id = a.job_id and r.lease_epoch = a.lease_epoch
             -- another tenant's job is fenced like an unknown one
             and r.tenant_id = any(coalesce((select jobctl._acting_tenants('jobs:work')), array[r.tenant_id]))
-        returning r.job_id, r.lease_epoch, r.created_at, r.tenant_id, a.result
+        returning r.job_id, r.lease_epoch, r.created_at, r.tenant_id, r.concurrency_key, a.result
     )
     select array_agg(g.job_id), array_agg(g.lease_epoch), array_agg(g.created_at),
         min(g.created_at), max(g.created_at),
         jsonb_object_agg(g.job_id::text, g.result) filter (where g.result is not null),
-        array_agg(g.tenant_id)
-    into v_ids, v_epochs, v_cas, v_first, v_last, v_results, v_tenants
+        array_agg(g.tenant_id), array_agg(g.concurrency_key)
+    into v_ids, v_epochs, v_cas, v_first, v_last, v_results, v_tenants, v_keys
     from gone as g;
 
     -- No join with the results: a generic plan makes it a nested loop over both arrays (1,000 jobs:
@@ -49,6 +52,9 @@ begin
         set state = 'completed', finished_at = v_now, result = v_results -> j.job_id::text, last_error = null
         where j.job_id = any(v_ids) and j.created_at = any(v_cas) and j.created_at between v_first and v_last;
         perform jobctl._count_finished(v_tenants);
+        if cardinality(array_remove(v_keys, null)) > 0 then
+            perform jobctl._admit(v_tenants, v_keys);
+        end if;
     end if;
 
     if cardinality(v_ids) = cardinality(p_ids) then

@@ -2,7 +2,9 @@
 -- deleted the jobs' _running rows (that deletion is what makes it the one to end these attempts)
 -- and passes what they held. Each job becomes failed (a retry queued after its backoff, or at
 -- once when p_now_due) or dead (no attempts left, or not retryable). Records the attempt's
--- claim and its end in _event. Writes: job, _event, _ready or _delayed.
+-- claim and its end in _event. A job with a concurrency key keeps its place while it is due at
+-- once, and gives it up (jobctl._admit lets the key's next job in) when it waits for its backoff or
+-- dies. Writes: job, _event, _ready or _delayed, through _admit _held.
 create or replace function jobctl._end_attempts(
     p_ended jsonb,          -- [{job_id, created_at, attempt, lease_epoch, worker_id, started_at}]
     p_error text,
@@ -23,6 +25,8 @@ declare
     v_last timestamptz;
     v_states text[];
     v_dead text[];  -- the tenants of the jobs that died, for max_pending
+    v_key_tenants text[];  -- the keys whose jobs gave up their place
+    v_keys text[];
 begin
     -- = any(array) probes the primary key per job; the bounds prune the partitions
     select array_agg(e.job_id), array_agg(e.created_at), min(e.created_at), max(e.created_at)
@@ -45,7 +49,7 @@ begin
             finished_at = case when p_retryable and j.attempt < j.max_attempts then null else v_now end,
             last_error = p_error
         where j.job_id = any(v_ids) and j.created_at = any(v_cas) and j.created_at between v_first and v_last
-        returning j.job_id, j.created_at, j.state, j.run_at, j.queue, j.tenant_id, j.priority
+        returning j.job_id, j.created_at, j.state, j.run_at, j.queue, j.tenant_id, j.priority, j.concurrency_key
     ),
     history as (
         insert into jobctl._event (job_id, job_created_at, at, event, attempt, lease_epoch, worker_id, detail)
@@ -56,20 +60,25 @@ begin
         from ended as e join changed as c on c.job_id = e.job_id
     ),
     now_due as (
-        insert into jobctl._ready (queue, tenant_id, priority, run_at, job_id, created_at)
-        select c.queue, c.tenant_id, c.priority, c.run_at, c.job_id, c.created_at
+        insert into jobctl._ready (queue, tenant_id, priority, run_at, job_id, created_at, concurrency_key)
+        select c.queue, c.tenant_id, c.priority, c.run_at, c.job_id, c.created_at, c.concurrency_key
         from changed as c where c.state = 'failed' and c.run_at <= v_now
     ),
     later as (
-        insert into jobctl._delayed (run_at, job_id, created_at, queue, tenant_id, priority)
-        select c.run_at, c.job_id, c.created_at, c.queue, c.tenant_id, c.priority
+        insert into jobctl._delayed (run_at, job_id, created_at, queue, tenant_id, priority, concurrency_key)
+        select c.run_at, c.job_id, c.created_at, c.queue, c.tenant_id, c.priority, c.concurrency_key
         from changed as c where c.state = 'failed' and c.run_at > v_now
     )
-    select array_agg(c.job_id), array_agg(c.state), array_agg(c.tenant_id) filter (where c.state = 'dead')
-    into v_ids, v_states, v_dead
+    select array_agg(c.job_id), array_agg(c.state), array_agg(c.tenant_id) filter (where c.state = 'dead'),
+        array_agg(c.tenant_id) filter (where c.concurrency_key is not null and (c.state = 'dead' or c.run_at > v_now)),
+        array_agg(c.concurrency_key) filter (where c.concurrency_key is not null and (c.state = 'dead' or c.run_at > v_now))
+    into v_ids, v_states, v_dead, v_key_tenants, v_keys
     from changed as c;
     if v_dead is not null then
         perform jobctl._count_finished(v_dead);
+    end if;
+    if v_keys is not null then
+        perform jobctl._admit(v_key_tenants, v_keys);
     end if;
     return query select u.job_id, u.state from unnest(v_ids, v_states) as u (job_id, state);
 end

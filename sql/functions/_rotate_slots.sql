@@ -12,8 +12,8 @@
 -- TRUNCATE frees a partition and its indexes whatever snapshots are open, where VACUUM would have
 -- to wait for them, so the dead rows a claim, a completion or the reaper can meet are those of the
 -- last slot or two. Each truncation writes a pg_class row per relation that an old snapshot keeps
--- too, hence few relations (migration 0014). Called twice a second per claiming session
--- (jobctl._housekeep) and by jobctl.tick.
+-- too, hence few relations (migration 0014). Called by jobctl.tick while the xmin horizon is held
+-- back (jobctl._horizon_held): otherwise VACUUM and the index scans themselves clean behind claims.
 -- Locks: a try-advisory-lock (19011, 3) for the transaction (a second rotator returns at once);
 -- ACCESS EXCLUSIVE on the partition, asked for with a 20 ms lock_timeout (every claim and
 -- completion locks every partition, so a longer wait would hold them up); a partition whose lock

@@ -41,15 +41,15 @@ begin
         where j.job_id = any(p_ids) and j.created_at = any(p_cas)
             and j.created_at between v_first and v_last
         returning j.job_id, j.created_at, j.tenant_id, j.queue, j.payload, j.priority, j.attempt,
-            j.max_attempts, j.lease_epoch, j.timeout
+            j.max_attempts, j.lease_epoch, j.timeout, j.concurrency_key
     ),
     leased as (
         insert into jobctl._running (
             job_id, created_at, tenant_id, queue, attempt, lease_epoch, worker_id, started_at,
-            lease_expires_at, deadline
+            lease_expires_at, deadline, concurrency_key
         )
         select c.job_id, c.created_at, c.tenant_id, c.queue, c.attempt, c.lease_epoch, p_worker, p_now,
-            p_now + p_lease, p_now + c.timeout
+            p_now + p_lease, p_now + c.timeout, c.concurrency_key
         from claimed as c
     )
     select c.job_id, c.tenant_id, c.queue,

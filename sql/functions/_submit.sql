@@ -6,8 +6,9 @@
 -- Validates every spec (first bad one raises, naming the field and, for batches, its index),
 -- registers unknown tenants, serialises submits that share a dedup key, inserts the new jobs and
 -- their queue rows, and returns (job_id, duplicate) in input order. Commits synchronously.
--- Locks: advisory xact locks on dedup-key buckets (class 19011 + 1). Writes: tenant, job, _ready,
--- _delayed.
+-- A due job with a concurrency key goes to _held, and jobctl._admit lets it in while its key has
+-- room. Locks: advisory xact locks on dedup-key buckets (class 19011 + 1), through _admit on keys.
+-- Writes: tenant, job, _ready, _held, _delayed.
 create or replace function jobctl._submit(p_specs jobctl._job_spec[], p_batch boolean, p_caller boolean default true)
 returns table (job_id bigint, duplicate boolean)
 language plpgsql
@@ -32,6 +33,8 @@ declare
     v_ids bigint[];                         -- their ids, in v_specs order
     v_slot bigint[];  -- keyed batches, per spec: -k the k-th new job, > 0 the id of the job holding its key
     v_dup boolean[];  -- keyed batches, per spec: whether it returns another spec's or an older job
+    v_key_tenants text[];  -- the due jobs with a concurrency key, waiting for a place
+    v_keys text[];
 begin
     if p_specs is null or cardinality(p_specs) = 0 then
         return;
@@ -59,9 +62,10 @@ begin
             when not isfinite(o.run_at) then 11
             when o.subject_key = '' or length(o.subject_key) > 500 then 12
             when o.payload ? '$jobctl_sealed' then 13
+            when o.concurrency_key = '' or length(o.concurrency_key) > 200 then 14
         end as n
         from unnest(p_specs) with ordinality as o (
-            tenant_id, queue, payload, priority, run_at, dedup_key, max_attempts, backoff, timeout, subject_key, ord
+            tenant_id, queue, payload, priority, run_at, dedup_key, max_attempts, backoff, timeout, subject_key, concurrency_key, ord
         )
     ) as x
     where x.n is not null
@@ -82,10 +86,11 @@ begin
             when 11 then 'run_at must be a finite time, not infinity'
             when 12 then 'subject_key must be NULL or a string of 1 to 500 characters'
             when 13 then 'payload must not have the key $jobctl_sealed: it marks encrypted payloads'
+            when 14 then 'concurrency_key must be NULL or a string of 1 to 200 characters'
         end;
         v_field := (array[
             'tenant_id', 'tenant_id', 'queue', 'queue', 'payload', 'payload', 'priority', 'max_attempts', 'timeout',
-            'dedup_key', 'run_at', 'subject_key', 'payload'
+            'dedup_key', 'run_at', 'subject_key', 'payload', 'concurrency_key'
         ])[v_bad.n];
         raise exception using
             errcode = case when v_bad.n = 6 then 'JC002' else 'JC001' end,
@@ -99,7 +104,7 @@ begin
     if v_tenants is not null then
         select o.ord, o.tenant_id into v_bad
         from unnest(p_specs) with ordinality as o (
-            tenant_id, queue, payload, priority, run_at, dedup_key, max_attempts, backoff, timeout, subject_key, ord
+            tenant_id, queue, payload, priority, run_at, dedup_key, max_attempts, backoff, timeout, subject_key, concurrency_key, ord
         )
         where o.tenant_id <> all(v_tenants)
         order by o.ord
@@ -137,7 +142,7 @@ begin
     if v_sealing then
         select o.ord, o.tenant_id into v_bad
         from unnest(p_specs) with ordinality as o (
-            tenant_id, queue, payload, priority, run_at, dedup_key, max_attempts, backoff, timeout, subject_key, ord
+            tenant_id, queue, payload, priority, run_at, dedup_key, max_attempts, backoff, timeout, subject_key, concurrency_key, ord
         )
         inner join jobctl.tenant as t on t.tenant_id = o.tenant_id and t.encrypt_payloads
         where jobctl._key_check(jobctl._payload_key(o.tenant_id)) is distinct from t.payload_key_check
@@ -156,10 +161,11 @@ begin
             select row(
                 o.tenant_id, o.queue,
                 case when t.encrypt_payloads then jobctl._seal(o.payload, jobctl._payload_key(o.tenant_id)) else o.payload end,
-                o.priority, o.run_at, o.dedup_key, o.max_attempts, o.backoff, o.timeout, o.subject_key
+                o.priority, o.run_at, o.dedup_key, o.max_attempts, o.backoff, o.timeout, o.subject_key,
+                o.concurrency_key
             )::jobctl._job_spec
             from unnest(p_specs) with ordinality as o (
-                tenant_id, queue, payload, priority, run_at, dedup_key, max_attempts, backoff, timeout, subject_key, ord
+                tenant_id, queue, payload, priority, run_at, dedup_key, max_attempts, backoff, timeout, subject_key, concurrency_key, ord
             )
             left join jobctl.tenant as t on t.tenant_id = o.tenant_id
             order by o.ord
@@ -190,7 +196,7 @@ begin
         -- the key; each spec's answer is the k-th new job (slot -k) or the holder's id (slot > 0)
         select array_agg(row(
                 m.tenant_id, m.queue, m.payload, m.priority, m.run_at, m.dedup_key, m.max_attempts, m.backoff,
-                m.timeout, m.subject_key
+                m.timeout, m.subject_key, m.concurrency_key
             )::jobctl._job_spec order by m.ord) filter (where m.is_new),
             array_agg(coalesce(m.held_by, -m.k) order by m.ord),
             array_agg(not m.is_new order by m.ord)
@@ -205,7 +211,7 @@ begin
                         select o.*, case when o.dedup_key is null then o.ord
                             else min(o.ord) over (partition by o.tenant_id, o.dedup_key) end as first_ord
                         from unnest(p_specs) with ordinality as o (
-                            tenant_id, queue, payload, priority, run_at, dedup_key, max_attempts, backoff, timeout, subject_key, ord
+                            tenant_id, queue, payload, priority, run_at, dedup_key, max_attempts, backoff, timeout, subject_key, concurrency_key, ord
                         )
                     ) as s
                     left join lateral (
@@ -271,30 +277,44 @@ begin
     with fresh as (
         select o.*, nextval('jobctl.job_id_seq') as new_id, coalesce(o.run_at, v_now) as due
         from unnest(v_specs) with ordinality as o (
-            tenant_id, queue, payload, priority, run_at, dedup_key, max_attempts, backoff, timeout, subject_key, ord
+            tenant_id, queue, payload, priority, run_at, dedup_key, max_attempts, backoff, timeout, subject_key, concurrency_key, ord
         )
         order by o.ord
     ),
     new_job as (
         insert into jobctl.job (
             job_id, created_at, tenant_id, queue, priority, run_at, max_attempts, timeout, backoff,
-            dedup_key, payload, subject_key
+            dedup_key, payload, subject_key, concurrency_key
         )
         select
             f.new_id, v_now, f.tenant_id, f.queue, f.priority, f.due, coalesce(f.max_attempts, 3),
-            f.timeout, f.backoff, f.dedup_key, f.payload, f.subject_key
+            f.timeout, f.backoff, f.dedup_key, f.payload, f.subject_key, f.concurrency_key
         from fresh as f
     ),
     new_ready as (
         insert into jobctl._ready (queue, tenant_id, priority, run_at, job_id, created_at)
-        select f.queue, f.tenant_id, f.priority, f.due, f.new_id, v_now from fresh as f where f.due <= v_now
+        select f.queue, f.tenant_id, f.priority, f.due, f.new_id, v_now from fresh as f
+        where f.due <= v_now and f.concurrency_key is null
+    ),
+    new_held as (
+        -- a due job with a concurrency key waits for a place (jobctl._admit, below)
+        insert into jobctl._held (tenant_id, concurrency_key, run_at, job_id, created_at, queue, priority)
+        select f.tenant_id, f.concurrency_key, f.due, f.new_id, v_now, f.queue, f.priority from fresh as f
+        where f.due <= v_now and f.concurrency_key is not null
     ),
     new_delayed as (
-        insert into jobctl._delayed (run_at, job_id, created_at, queue, tenant_id, priority)
-        select f.due, f.new_id, v_now, f.queue, f.tenant_id, f.priority from fresh as f where f.due > v_now
+        insert into jobctl._delayed (run_at, job_id, created_at, queue, tenant_id, priority, concurrency_key)
+        select f.due, f.new_id, v_now, f.queue, f.tenant_id, f.priority, f.concurrency_key from fresh as f
+        where f.due > v_now
     )
-    select array_agg(f.new_id order by f.ord) from fresh as f
-    into v_ids;
+    select array_agg(f.new_id order by f.ord),
+        array_agg(f.tenant_id) filter (where f.due <= v_now and f.concurrency_key is not null),
+        array_agg(f.concurrency_key) filter (where f.due <= v_now and f.concurrency_key is not null)
+    from fresh as f
+    into v_ids, v_key_tenants, v_keys;
+    if v_keys is not null then
+        perform jobctl._admit(v_key_tenants, v_keys);
+    end if;
 
     if v_slot is null then
         return query select u.id, false from unnest(v_ids) as u (id);
@@ -306,6 +326,6 @@ begin
 
     perform jobctl._notify(array_agg(distinct s.queue))
     from unnest(p_specs) as s
-    where s.run_at is null or s.run_at <= v_now;
+    where (s.run_at is null or s.run_at <= v_now) and s.concurrency_key is null;  -- (admitted ones: _admit's)
 end
 $$;

@@ -13,6 +13,12 @@ begin
         return true;
     end if;
     delete from jobctl._delayed as d where d.run_at = p_job.run_at and d.job_id = p_job.job_id;
+    if found or p_job.concurrency_key is null then
+        return found;
+    end if;
+    delete from jobctl._held as h
+    where h.tenant_id = p_job.tenant_id and h.concurrency_key = p_job.concurrency_key and h.run_at = p_job.run_at
+        and h.job_id = p_job.job_id;
     return found;
 end
 $$;

@@ -1,7 +1,8 @@
 -- jobctl.cancel_job: cancel a pending, failed or running job. Whoever deletes a job's _ready,
 -- _delayed or _running row owns its next transition, so cancel takes that row first (waiting for a
 -- claimer or completer that holds it, then looking again), then updates the job row.
--- Writes: _ready/_delayed/_running (delete), job (update), _event.
+-- A job with a concurrency key gives its place to the key's next job (jobctl._admit).
+-- Writes: _ready/_delayed/_held/_running (delete), job (update), _event.
 create or replace function jobctl.cancel_job(job_id bigint)
 returns text
 language plpgsql
@@ -36,6 +37,9 @@ begin
             update jobctl.job as j set state = 'cancelled', finished_at = v_now
             where j.job_id = v_job.job_id and j.created_at = v_job.created_at;
             perform jobctl._count_finished(array[v_job.tenant_id]);
+            if v_job.concurrency_key is not null then
+                perform jobctl._admit(array[v_job.tenant_id], array[v_job.concurrency_key]);  -- its place, if it had one
+            end if;
             -- the event names a lease epoch only when the cancel revoked that (running) lease
             insert into jobctl._event (job_id, job_created_at, at, event, attempt, lease_epoch, worker_id)
             values (v_job.job_id, v_job.created_at, v_now, 'cancelled', coalesce(v_run.attempt, v_job.attempt),

@@ -1,15 +1,13 @@
 -- jobctl.expand_schedules: enqueue the due runs of every due schedule; returns how many.
--- Called once a second by claiming sessions (jobctl._housekeep, when a schedule is due) and every
--- minute by pg_cron (jobctl.tick), so runs start within about a second of their fire time while
--- workers claim. Each schedule row is locked (SKIP LOCKED: racing expanders share the work, never
--- the same row) and moved past its enqueued fire times in the same transaction: each fire time is
--- enqueued once. A fire time more than 90 s old when expanded was missed (the expanders were
--- down); of the missed ones only the latest catch_up are enqueued, the on-time ones all are.
--- With skip_overlap a run is skipped while the schedule's previous run is unfinished. A run over
--- its tenant's submit rate, or failing otherwise (logged as a warning), stays due for a later
--- expansion.
--- Does nothing on a standby. Locks: schedule rows. Writes: schedule, and through jobctl._submit
--- job, _ready, _delayed.
+-- Called by jobctl.tick (workers: a few times a second, when a schedule is due; pg_cron: every
+-- minute), so runs start within about a second of their fire time while workers run. Each schedule
+-- row is locked (SKIP LOCKED: racing expanders share the work, never the same row) and moved past
+-- its enqueued fire times in the same transaction: each fire time is enqueued once. A fire time
+-- more than 90 s old when expanded was missed (the expanders were down); of the missed ones only
+-- the latest catch_up are enqueued, the on-time ones all are. With skip_overlap a run is skipped
+-- while the schedule's previous run is unfinished. A run over its tenant's submit rate, or failing
+-- otherwise (logged as a warning), stays due for a later expansion. Does nothing on a standby.
+-- Locks: schedule rows. Writes: schedule, and through jobctl._submit job, _ready, _delayed.
 create or replace function jobctl.expand_schedules()
 returns integer
 language plpgsql
@@ -70,11 +68,11 @@ begin
             begin
                 select s.job_id into v_job
                 from jobctl._submit(array[row(
-                    v_s.tenant_id, v_s.queue, v_s.payload, v_s.priority, v_fire, null, null, null, null, null
+                    v_s.tenant_id, v_s.queue, v_s.payload, v_s.priority, v_fire, null, null, null, null, null, null
                 )::jobctl._job_spec], false, p_caller => false) as s;
             exception when others then
                 if sqlstate <> 'JC005' then
-                    -- to the server log: the claimer whose housekeeping expands it may serve other tenants
+                    -- to the server log: the worker whose tick expands it may serve other tenants
                     raise log 'schedule % of tenant % could not enqueue its run at %: %',
                         v_s.name, v_s.tenant_id, v_fire, sqlerrm;
                 end if;
@@ -98,5 +96,5 @@ $$;
 
 comment on function jobctl.expand_schedules() is
 'Enqueue the due runs of every due schedule (each fire time once, however many callers race); returns how many.
-Claiming sessions call it once a second and pg_cron every minute (through tick). A fire time over 90 s old was
+Workers call it a few times a second and pg_cron every minute, through tick. A fire time over 90 s old was
 missed: only the schedule''s latest catch_up missed runs are enqueued. Does nothing on a standby.';

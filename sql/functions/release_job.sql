@@ -32,8 +32,9 @@ begin
     values
         (v_run.job_id, v_run.created_at, v_run.started_at, 'claimed', v_run.attempt, v_run.lease_epoch, v_run.worker_id),
         (v_run.job_id, v_run.created_at, v_now, 'released', v_run.attempt, v_run.lease_epoch, v_run.worker_id);
-    insert into jobctl._ready (queue, tenant_id, priority, run_at, job_id, created_at)
-    values (v_run.queue, v_run.tenant_id, v_prio, v_now, v_run.job_id, v_run.created_at);
+    -- (a job with a concurrency key keeps its place)
+    insert into jobctl._ready (queue, tenant_id, priority, run_at, job_id, created_at, concurrency_key)
+    values (v_run.queue, v_run.tenant_id, v_prio, v_now, v_run.job_id, v_run.created_at, v_run.concurrency_key);
     perform jobctl._notify(array[v_run.queue]);
     return true;
 end

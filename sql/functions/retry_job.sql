@@ -1,7 +1,8 @@
 -- jobctl.retry_job: make a failed, dead or cancelled job pending and due now. A failed job still
 -- has its queue row, which retry takes first (as cancel does); a dead or cancelled job has none,
 -- so retry locks the job row instead. attempt is kept; max_attempts rises to at least attempt + 1.
--- Writes: _ready/_delayed (delete), job (update), _ready (insert), _event.
+-- Writes: _ready/_delayed/_held (delete), job (update), _ready or (a keyed job, then jobctl._admit)
+-- _held (insert), _event.
 create or replace function jobctl.retry_job(job_id bigint)
 returns text
 language plpgsql
@@ -34,8 +35,15 @@ begin
             set state = 'pending', run_at = v_now, finished_at = null,
                 max_attempts = greatest(j.max_attempts, j.attempt + 1)
             where j.job_id = v_job.job_id and j.created_at = v_job.created_at;
-            insert into jobctl._ready (queue, tenant_id, priority, run_at, job_id, created_at)
-            values (v_job.queue, v_job.tenant_id, v_job.priority, v_now, v_job.job_id, v_job.created_at);
+            if v_job.concurrency_key is null then
+                insert into jobctl._ready (queue, tenant_id, priority, run_at, job_id, created_at)
+                values (v_job.queue, v_job.tenant_id, v_job.priority, v_now, v_job.job_id, v_job.created_at);
+            else
+                -- a keyed job waits for a place like any other of its key
+                insert into jobctl._held (tenant_id, concurrency_key, run_at, job_id, created_at, queue, priority)
+                values (v_job.tenant_id, v_job.concurrency_key, v_now, v_job.job_id, v_job.created_at, v_job.queue, v_job.priority);
+                perform jobctl._admit(array[v_job.tenant_id], array[v_job.concurrency_key]);
+            end if;
             insert into jobctl._event (job_id, job_created_at, at, event, attempt, lease_epoch, worker_id, detail)
             values (v_job.job_id, v_job.created_at, v_now, 'retried', v_job.attempt, v_job.lease_epoch, null,
                 format('manual retry of a %s job', v_job.state));

@@ -9,7 +9,8 @@ create or replace function jobctl.submit_job(
     max_attempts integer default null,
     backoff jsonb default null,
     timeout interval default null,
-    subject_key text default null
+    subject_key text default null,
+    concurrency_key text default null
 )
 returns table (job_id bigint, duplicate boolean)
 language plpgsql  -- not sql: a SQL function that is not inlined is planned on every call (docs/design.md §6)
@@ -23,17 +24,19 @@ begin
         array[row(
             submit_job.tenant_id, submit_job.queue, submit_job.payload, submit_job.priority,
             submit_job.run_at, submit_job.dedup_key, submit_job.max_attempts,
-            jobctl._normalize_backoff(submit_job.backoff), submit_job.timeout, submit_job.subject_key
+            jobctl._normalize_backoff(submit_job.backoff), submit_job.timeout, submit_job.subject_key,
+            submit_job.concurrency_key
         )::jobctl._job_spec],
         false
     ) as s;
 end
 $$;
 
-comment on function jobctl.submit_job(text, text, jsonb, integer, timestamptz, text, integer, jsonb, interval, text) is
+comment on function jobctl.submit_job(text, text, jsonb, integer, timestamptz, text, integer, jsonb, interval, text, text) is
 'Submit one job; returns its id, or the id of the job already holding (tenant_id, dedup_key) with duplicate = true.
 run_at NULL = due now. priority -100..100, higher first. max_attempts NULL = 3. backoff {"strategy":
 exponential|linear|fixed, "base", "max", "jitter"} (defaults exponential, 5 s, 1 h, true). timeout: a running job
-past it is failed. subject_key: the person the payload is about (jobctl.forget_subject). Only for the caller''s
+past it is failed. subject_key: the person the payload is about (jobctl.forget_subject). concurrency_key: at most
+the key''s limit (jobctl.put_concurrency_limit) of its jobs run at once, admitted in run_at order. Only for the caller''s
 tenants. Errors: JC001 bad field, JC002 payload over 64 KiB, JC003 bad backoff, JC006 dedup under
 REPEATABLE READ, 42501 another tenant.';

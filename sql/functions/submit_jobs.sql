@@ -12,7 +12,7 @@ declare
     v_specs jobctl._job_spec[];
     v_keys constant text[] := array[
         'tenant_id', 'queue', 'payload', 'priority', 'run_at', 'dedup_key', 'max_attempts', 'backoff', 'timeout',
-        'subject_key'
+        'subject_key', 'concurrency_key'
     ];
 begin
     if jobs is null or jsonb_typeof(jobs) <> 'array' then
@@ -48,7 +48,8 @@ begin
             then jobctl._normalize_backoff(a.e -> 'backoff', format('jobs[%s].backoff', a.i - 1)) end,
         case when a.e ? 'timeout' and a.e -> 'timeout' <> 'null'
             then jobctl._to_interval(a.e -> 'timeout', format('jobs[%s].timeout', a.i - 1)) end,
-        a.e ->> 'subject_key'
+        a.e ->> 'subject_key',
+        a.e ->> 'concurrency_key'
     )::jobctl._job_spec order by a.i)
     into v_specs
     from jsonb_array_elements(jobs) with ordinality as a (e, i);

@@ -1,29 +1,58 @@
--- jobctl.tick: one pass of periodic work: promote due delayed jobs, reap expired leases, expand
--- due schedules, recount the unfinished jobs of max_pending tenants, rotate the slots of _ready,
--- _running and _lane_cache.
--- pg_cron runs it every minute as a backstop; the sub-second path is claim_job, which does the same
--- work at most once a second per session (jobctl._housekeep) and rotates up to twice. A long-running
--- pg_cron job would stall DROP DATABASE cluster-wide on PostgreSQL 15 (pg_cron's launcher does not
--- absorb the ProcSignalBarrier while a job runs, pg_cron issue #318), so this pass is short by
--- design.
+-- jobctl.tick: one pass of periodic work, one caller at a time per database (a try-advisory-lock;
+-- another caller returns 0 at once): promote due delayed jobs, reap expired leases, expand due
+-- schedules; while the xmin horizon is held back (jobctl._horizon_held), rotate the slot
+-- partitions of _ready, _running and _lane_cache (truncations, under ACCESS EXCLUSIVE locks held
+-- only by this short transaction), and otherwise delete the lane-cache rows newer ones superseded
+-- (VACUUM can then remove them). With p_full, also recount the unfinished jobs of max_pending
+-- tenants (a scan of the queue tables: once a minute).
+-- Workers call tick(false) a few times a second (jobctl worker: every 0.25 s), so orphans come back
+-- and schedules fire within about a second of their time while any worker runs; pg_cron calls
+-- tick() every minute as the backstop and for the recount (its own 1.4 has no sub-minute schedule,
+-- and a looping job would stall DROP DATABASE: docs/operations.md).
 -- Does nothing on a standby. Returns the number of jobs promoted, reaped and enqueued.
-create or replace function jobctl.tick()
+create or replace function jobctl.tick(p_full boolean default true)
 returns integer
 language plpgsql
+security definer
+set search_path = pg_catalog, pg_temp
 set plan_cache_mode = force_generic_plan  -- plans made once per session: docs/design.md §6
 as $$
+declare
+    v_now timestamptz := clock_timestamp();
+    v_n integer := 0;
 begin
     if pg_is_in_recovery() then
         return 0;
     end if;
-    perform jobctl._recount_pending(null);
-    perform jobctl._rotate_slots();
-    return jobctl._promote_due() + jobctl.reap_expired_leases() + jobctl.expand_schedules();
+    if p_full then
+        perform jobctl._recount_pending(null);
+    end if;
+    if not pg_try_advisory_xact_lock(19011, 4) then
+        return 0;
+    end if;
+    if exists (select from jobctl._delayed as d where d.run_at <= v_now) then
+        v_n := v_n + jobctl._promote_due();
+    end if;
+    if exists (select from jobctl._running as r where r.lease_expires_at < v_now or r.deadline < v_now) then
+        v_n := v_n + jobctl.reap_expired_leases();
+    end if;
+    if exists (select from jobctl.schedule as s where s.next_fire_at <= v_now) then
+        v_n := v_n + jobctl.expand_schedules();
+    end if;
+    if jobctl._horizon_held() then
+        perform jobctl._rotate_slots();
+    else
+        delete from jobctl._lane_cache as c
+        where c.fresh_until < v_now - interval '1 second'
+            and exists (select from jobctl._lane_cache as n where n.queues_key = c.queues_key and n.fresh_until > c.fresh_until);
+    end if;
+    return v_n;
 end
 $$;
 
-comment on function jobctl.tick() is
-'One pass of periodic work: promote due delayed jobs, reap expired leases, expand due schedules; returns how many
-jobs it moved or enqueued.
-pg_cron runs it every minute; claim_job does the same work at most once a second per session. In manual mode
-(no pg_cron) call it from any scheduler.';
+comment on function jobctl.tick(boolean) is
+'One pass of periodic work: promote due delayed jobs, reap expired leases, expand due schedules, and keep the queue
+tables small (while an old transaction holds the xmin horizon, by truncating their drained slot partitions); with
+full (the default), also recount the unfinished jobs of max_pending tenants. Returns how many jobs it moved or
+enqueued; 0 at once when another call is running. Workers call tick(false) a few times a second, pg_cron tick() every
+minute; in manual mode (no pg_cron) call it from any scheduler.';

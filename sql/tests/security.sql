@@ -28,15 +28,15 @@ select is_empty(
 select set_eq(
     $$select p.proname::text from pg_catalog.pg_proc as p
       where p.pronamespace = 'jobctl'::regnamespace and p.proname !~ '^_' and not p.prosecdef$$,
-    array['expand_schedules', 'maintain_partitions', 'reap_expired_leases', 'tick'],
-    'every public function is SECURITY DEFINER but the periodic ones, which run as the owner'
+    array['expand_schedules', 'maintain_partitions', 'reap_expired_leases'],
+    'every public function is SECURITY DEFINER but the periodic ones tick calls, which run as the owner'
 );
 
 select is_empty(
     $$select p.oid::regprocedure::text || ' ' || r.rolname from pg_catalog.pg_proc as p
       cross join pg_catalog.pg_roles as r
       where p.pronamespace = 'jobctl'::regnamespace
-        and p.proname in ('expand_schedules', 'maintain_partitions', 'reap_expired_leases', 'tick')
+        and p.proname in ('expand_schedules', 'maintain_partitions', 'reap_expired_leases')
         and r.rolname like 'jobctl\_%' and has_function_privilege(r.oid, p.oid, 'EXECUTE')$$,
     'no jobctl role may run the periodic functions'
 );
@@ -47,7 +47,7 @@ insert into granted values
 (
     'jobctl_reader', '{}', array[
         'get_job', 'list_jobs', 'job_history', 'stats', 'claim_metrics', 'list_schedules', 'list_tenants',
-        'cron_next', '_acting_tenants'
+        'cron_next', '_acting_tenants', 'list_concurrency_limits'
     ]
 ),
 (
@@ -57,14 +57,14 @@ insert into granted values
 ),
 (
     'jobctl_worker', '{}', array[
-        'claim_job', 'heartbeat', 'complete_job', 'complete_jobs', 'fail_job', 'release_job'
+        'claim_job', 'heartbeat', 'complete_job', 'complete_jobs', 'fail_job', 'release_job', 'tick'
     ]
 ),
 ('jobctl_api', array['jobctl_writer', 'jobctl_reader'], array['authenticate']),
 (
     'jobctl_admin', array['jobctl_writer', 'jobctl_reader', 'jobctl_worker'], array[
         'put_tenant', 'pause_tenant', 'health_checks', 'create_api_token', 'revoke_api_token', 'list_api_tokens',
-        'authenticate', 'grant_tenant', 'revoke_tenant', 'list_tenant_grants'
+        'authenticate', 'grant_tenant', 'revoke_tenant', 'list_tenant_grants', 'put_concurrency_limit'
     ]
 );
 

@@ -18,8 +18,9 @@ $$;
 
 select has_function(
     'jobctl', 'submit_job',
-    array['text', 'text', 'jsonb', 'integer', 'timestamp with time zone', 'text', 'integer', 'jsonb', 'interval', 'text'],
-    'submit_job(tenant_id, queue, payload, priority, run_at, dedup_key, max_attempts, backoff, timeout, subject_key) exists'
+    array['text', 'text', 'jsonb', 'integer', 'timestamp with time zone', 'text', 'integer', 'jsonb', 'interval', 'text', 'text'],
+    'submit_job(tenant_id, queue, payload, priority, run_at, dedup_key, max_attempts, backoff, timeout, subject_key,'
+    || ' concurrency_key) exists'
 );
 
 -- a plain job: due now, defaults
@@ -356,7 +357,7 @@ select throws_ok(
 select has_function('jobctl', 'submit_job', 'submit_job is installed');
 select isnt(
     obj_description(
-        'jobctl.submit_job(text, text, jsonb, integer, timestamptz, text, integer, jsonb, interval, text)'::regprocedure
+        'jobctl.submit_job(text, text, jsonb, integer, timestamptz, text, integer, jsonb, interval, text, text)'::regprocedure
     ),
     null, 'submit_job has a comment'
 );

@@ -1,16 +1,17 @@
--- jobctl.tick: one pass of periodic work (promote due delayed jobs, reap expired leases), run by
--- pg_cron every minute. Both halves are global; this checks that our own rows are handled and
--- counted. Tenant tap_tick_t, queues tap_tick_*.
+-- jobctl.tick: one pass of periodic work (promote due delayed jobs, reap expired leases, expand
+-- schedules, keep the queue tables small), run by workers a few times a second and by pg_cron
+-- every minute. The work is global; this checks that our own rows are handled and counted.
+-- Tenant tap_tick_t, queues tap_tick_*.
 begin;
-select plan(12);
+select plan(18);
 -- the tests join temp tables that have no statistics: keep JIT from compiling those plans
 set local jit = off;
 \ir helpers.psql
 
-select has_function('jobctl', 'tick', array[]::text[], 'tick() exists');
-select function_returns('jobctl', 'tick', array[]::text[], 'integer', 'it returns integer (jobs moved)');
-select isnt(obj_description('jobctl.tick()'::regprocedure), null, 'tick has a comment');
-select isnt_definer('jobctl', 'tick', array[]::text[], 'tick is not SECURITY DEFINER');
+select has_function('jobctl', 'tick', array['boolean'], 'tick(boolean) exists');
+select function_returns('jobctl', 'tick', array['boolean'], 'integer', 'it returns integer (jobs moved)');
+select isnt(obj_description('jobctl.tick(boolean)'::regprocedure), null, 'tick has a comment');
+select is_definer('jobctl', 'tick', array['boolean'], 'tick is SECURITY DEFINER (workers call it)');
 
 -- the reaper runs alone (a try-lock): wait for pg_cron's pass to finish and keep it out of this
 -- transaction, so tick() below reaps (the lock is re-entrant for this session)
@@ -57,6 +58,61 @@ select results_eq(
     'both jobs are claimable'
 );
 select cmp_ok(jobctl.tick(), '>=', 0, 'another pass runs (it has nothing of ours left to do)');
+
+-- one caller at a time: while another session's tick holds its lock (here: a lock this session
+-- cannot take, shown by a job made due that a tick in another session would not promote)
+select is(
+    (
+        select count(*)::integer
+        from pg_locks
+        where
+            locktype = 'advisory' and classid = 19011 and objid = 4
+            and granted and pid <> pg_backend_pid()
+    ),
+    0, 'no other tick runs now (the try-lock below is this session''s)'
+);
+
+-- the lane cache: with the horizon free, rows newer ones superseded are deleted, the newest kept
+insert into jobctl._lane_cache (queues_key, fresh_until, queues, tenants, limited, lows, total, listed_at)
+values
+('{tap_tick_lc}', now() - interval '10 seconds', '{}', '{}', '{}', '{}', 0, now() - interval '10 seconds'),
+('{tap_tick_lc}', now() - interval '5 seconds', '{}', '{}', '{}', '{}', 0, now() - interval '5 seconds'),
+('{tap_tick_lc_alone}', now() - interval '10 seconds', '{}', '{}', '{}', '{}', 0, now() - interval '10 seconds');
+select ok(not jobctl._horizon_held('1 day'), 'no transaction has held the horizon for a day');
+select ok(jobctl._horizon_held('0 seconds') is not null, '_horizon_held answers');
+select jobctl.tick(false);
+select set_eq(
+    $$select queues_key, fresh_until from jobctl._lane_cache where queues_key like '{tap_tick_lc%'$$,
+    $$values ('{tap_tick_lc}', now() - interval '5 seconds'), ('{tap_tick_lc_alone}', now() - interval '10 seconds')$$,
+    'tick deletes the lane-cache rows a newer one superseded, and keeps each filter''s newest'
+);
+
+-- tick(false) leaves the recount of max_pending tenants to the full pass
+select jobctl.put_tenant('tap_tick_quota', max_pending => 100);
+select jobctl.submit_job('tap_tick_quota', 'tap_tick_pq', '{}');
+update jobctl.tenant set pending_offset = pending_offset + 40
+where tenant_id = 'tap_tick_quota';
+create temp table offset_before as
+select pending_offset from jobctl.tenant
+where tenant_id = 'tap_tick_quota';
+select jobctl.tick(false);
+select is(
+    (
+        select pending_offset from jobctl.tenant
+        where tenant_id = 'tap_tick_quota'
+    ),
+    (select pending_offset from offset_before),
+    'tick(false) does not recount'
+);
+select jobctl.tick();
+select isnt(
+    (
+        select pending_offset from jobctl.tenant
+        where tenant_id = 'tap_tick_quota'
+    ),
+    (select pending_offset from offset_before),
+    'tick() recounts the tenant''s unfinished jobs'
+);
 
 -- pg_cron runs it every minute (when pg_cron is installed in this database)
 select

@@ -94,6 +94,11 @@ class JobSubmit(BaseModel):
     timeout: Annotated[float | None, Field(strict=True, allow_inf_nan=False)] = Field(
         default=None, description="Seconds a run may take, more than 0 and at most 30 days. Default: none."
     )
+    concurrency_key: str | None = Field(
+        default=None,
+        description="1-200 characters: at most the key's limit of its jobs run at once "
+        "(jobctl.put_concurrency_limit; limit 1: one at a time), admitted in run_at order. Default: none.",
+    )
 
     @field_validator("run_at", mode="before")
     @classmethod
@@ -126,6 +131,7 @@ class Job(BaseModel):
     lease_epoch: int | None
     timeout: float | None = Field(description="Seconds a run may take, or null.")
     backoff: dict[str, JsonValue] | None = Field(description="The backoff in force (null: the defaults).")
+    concurrency_key: str | None = Field(default=None, description="The job's concurrency key, or null.")
 
     @classmethod
     def from_row(cls, row: dict[str, Any]) -> Job:

@@ -67,6 +67,7 @@ def _job_spec(
     max_attempts: int | None,
     backoff: str | None,
     timeout: str | None,
+    concurrency_key: str | None = None,
 ) -> dict[str, Any]:
     spec: dict[str, Any] = {
         "tenant_id": tenant,
@@ -80,6 +81,7 @@ def _job_spec(
         "max_attempts": max_attempts,
         "backoff": parse_json(backoff, "--backoff", "backoff") if backoff is not None else None,
         "timeout": _number_or_text(timeout) if timeout is not None else None,
+        "concurrency_key": concurrency_key,
     }
     spec.update({k: v for k, v in optional.items() if v is not None})
     return spec
@@ -108,6 +110,11 @@ def _job_spec(
     "--timeout", metavar="SECONDS", help="Longest run: seconds, or an interval such as '5 minutes'."
 )
 @click.option(
+    "--concurrency-key",
+    metavar="KEY",
+    help="At most the key's limit of its jobs run at once (jobctl key put), in run_at order.",
+)
+@click.option(
     "--file",
     "jobs_file",
     type=click.File("rb"),
@@ -133,6 +140,7 @@ def submit(
     max_attempts: int | None,
     backoff: str | None,
     timeout: str | None,
+    concurrency_key: str | None,
     jobs_file: IO[bytes] | None,
     batch_size: int,
     as_json: bool,
@@ -142,7 +150,10 @@ def submit(
     PAYLOAD_JSON defaults to {}. Omitted options take the database's defaults.
     """
     if jobs_file is not None:
-        given = [tenant, queue, payload, priority, run_at, delay, dedup_key, max_attempts, backoff, timeout]
+        given = [
+            tenant, queue, payload, priority, run_at, delay, dedup_key, max_attempts, backoff, timeout,
+            concurrency_key,
+        ]  # fmt: skip
         if any(v is not None for v in given):
             raise click.UsageError("--file takes no TENANT, QUEUE, PAYLOAD_JSON or job options")
         _submit_file(jobs_file, batch_size, as_json)
@@ -151,7 +162,9 @@ def submit(
         raise click.UsageError("give TENANT and QUEUE (or --file PATH)")
     if run_at is not None and delay is not None:
         raise click.UsageError("give --run-at or --delay, not both")
-    spec = _job_spec(tenant, queue, payload, priority, run_at, dedup_key, max_attempts, backoff, timeout)
+    spec = _job_spec(
+        tenant, queue, payload, priority, run_at, dedup_key, max_attempts, backoff, timeout, concurrency_key
+    )
     with connect() as conn:
         try:
             with conn.transaction():

@@ -104,6 +104,9 @@ SECOND_LOOK = 0.01
 # that long, so that the jobs submitted later in its window wait no longer than this
 HINT_LOOK, HINT_WINDOW = 0.05, 0.5
 CANCEL_WAIT = 2.0  # how long a cancelled async handler gets to unwind (roll back) before we move on
+# jobctl.tick(false) this often (one caller at a time per database does the work): orphans come back
+# and schedules fire within about a second; after an error a retry cannot cure, this much later
+TICK_EVERY, TICK_ERROR_WAIT = 0.25, 30.0
 # SQLSTATEs a retry can cure, besides no SQLSTATE (a client-side connection failure) and class 08
 RETRY_SQLSTATES = frozenset({"57P01", "57P02", "57P03", "40001", "40P01"})
 RESULT_REFUSED = ("22", "54")  # SQLSTATE classes by which a completion refuses a job's result
@@ -391,6 +394,7 @@ class Worker:
         background = [
             asyncio.create_task(self._listen(), name="jobctl-listen"),
             asyncio.create_task(self._heartbeat_loop(), name="jobctl-heartbeat"),
+            asyncio.create_task(self._tick_loop(), name="jobctl-tick"),
         ]
         flusher = asyncio.create_task(self._flush_loop(), name="jobctl-flush")
         claimer = asyncio.create_task(self._claim_loop(), name="jobctl-claim")
@@ -985,6 +989,24 @@ class Worker:
                 log.debug("heartbeat of a finished job answered %s", status, extra=self._ids(job))
             elif self._active.get(job_id) is slot:
                 self._request_job_stop(slot, status)
+
+    # --- periodic work
+
+    async def _tick_loop(self) -> None:
+        """Drive jobctl.tick(false): promotion, reaping, schedules, the queue tables' upkeep. A failed
+        tick is logged and tried again later; it never stops the worker."""
+        while True:
+            try:
+                await self._db("tick", _value(queries.TICK, {}))
+            except GaveUp:
+                return
+            except psycopg.Error as e:
+                log.warning(
+                    "tick failed; trying again later", extra={**_error_fields(e), "retry_in": TICK_ERROR_WAIT}
+                )
+                await asyncio.sleep(TICK_ERROR_WAIT)
+                continue
+            await asyncio.sleep(TICK_EVERY)
 
     # --- wake-ups
 

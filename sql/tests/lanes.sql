@@ -1,0 +1,106 @@
+-- jobctl._lanes: the "lanes" step of claim_job: the lanes with due work, as wide as their tenant's
+-- weight split over its lanes, without paused tenants or max_running 0, shared through
+-- jobctl._lane_cache; and the age of the shared list (listed_at): a claim that got nothing lists
+-- the lanes afresh only when the shared list was listed more than 20 ms ago.
+-- Tenants tap_age_* and tap_lanes_*, queues tap_age_q and tap_lanes_*.
+begin;
+select plan(12);
+set local jit = off;
+\ir helpers.psql
+
+select jobctl.put_tenant('tap_age_t');
+
+-- an empty shared list for the queue, fresh for an hour, listed at p_listed_at (in the future: younger
+-- than 20 ms, however slow the machine)
+create function pg_temp.share_empty_list(p_listed_at timestamptz) returns void
+language sql as $$
+    delete from jobctl._lane_cache where queues_key = '{tap_age_q}';
+    insert into jobctl._lane_cache (queues_key, fresh_until, queues, tenants, limited, lows, total, listed_at)
+    values ('{tap_age_q}', clock_timestamp() + interval '1 hour', '{}', '{}', '{}', '{}', 0, p_listed_at);
+$$;
+
+create function pg_temp.claim() returns bigint
+language sql as $$
+    select count(*) from jobctl.claim_job('tap_age_w', array['tap_age_q'], 10)
+$$;
+
+select pg_temp.share_empty_list(clock_timestamp() + interval '1 hour');
+select jobctl.submit_job('tap_age_t', 'tap_age_q', '{}');
+select is(pg_temp.claim(), 0::bigint, 'a job in a lane missing from a list younger than 20 ms waits');
+select is(
+    (
+        select count(*) from jobctl._lane_cache
+        where queues_key = '{tap_age_q}'
+    ), 1::bigint,
+    'and that claim did not list the lanes'
+);
+
+select pg_temp.share_empty_list(clock_timestamp() - interval '21 milliseconds');
+select is(pg_temp.claim(), 1::bigint, 'with the list listed 21 ms ago, the empty claim lists afresh and takes it');
+select is(
+    (
+        select count(*) from jobctl._lane_cache
+        where
+            queues_key = '{tap_age_q}' and queues = '{tap_age_q}'
+            and listed_at > clock_timestamp() - interval '1 minute' and listed_at < clock_timestamp()
+    ), 1::bigint,
+    'and shares what it listed, with its listed_at'
+);
+
+-- a job made due by the claim's own housekeeping is looked for whatever the list's age
+select pg_temp.share_empty_list(clock_timestamp() + interval '1 hour');
+create temp table s_later as
+select * from jobctl.submit_job('tap_age_t', 'tap_age_q', '{}', run_at => now() + interval '1 hour');
+select pg_temp.make_due(job_id) from s_later;
+select is(pg_temp.claim(), 1::bigint, 'a delayed job the claim promoted is claimed at once, however young the list');
+
+-- the listing
+select jobctl.put_tenant('tap_lanes_a', weight => 3);
+select jobctl.put_tenant('tap_lanes_b', max_running => 5);
+select jobctl.put_tenant('tap_lanes_off', max_running => 0);
+select jobctl.put_tenant('tap_lanes_paused');
+select jobctl.pause_tenant('tap_lanes_paused', true);
+select count(*) from (
+    select jobctl.submit_job(t, q, '{}')
+    from unnest(
+        array['tap_lanes_a', 'tap_lanes_a', 'tap_lanes_b', 'tap_lanes_off', 'tap_lanes_paused'],
+        array['tap_lanes_q1', 'tap_lanes_q2', 'tap_lanes_q1', 'tap_lanes_q1', 'tap_lanes_q2']
+    ) as x (t, q)
+) as x;
+create temp table l1 as
+select l.* from jobctl._lanes(array['tap_lanes_q1', 'tap_lanes_q2'], false) as l;
+select results_eq(
+    $$select u.q, u.t, u.limited, coalesce(l.lows[u.i + 1], l.total) - u.low
+      from l1 as l cross join unnest(l.queues, l.tenants, l.limited, l.lows) with ordinality as u (q, t, limited, low, i)
+      order by u.i$$,
+    $$values ('tap_lanes_q1', 'tap_lanes_a', false, 1.5::float8), ('tap_lanes_q1', 'tap_lanes_b', true, 1::float8),
+             ('tap_lanes_q2', 'tap_lanes_a', false, 1.5::float8)$$,
+    'a lane per queue and tenant, as wide as its weight over its lanes; paused and max_running 0 out; limited marked'
+);
+select is((select total from l1), 4::float8, 'the lanes end at the sum of the weights');
+select is((select cached from l1), false, 'a listing is not cached');
+select is(
+    (
+        select count(*)::integer from jobctl._lane_cache
+        where queues_key = '{tap_lanes_q1,tap_lanes_q2}'
+    ), 1,
+    'and is shared: one row for the filter'
+);
+select is(
+    (select l.queues from jobctl._lanes(array['tap_lanes_q1', 'tap_lanes_q2'], false) as l), (select queues from l1),
+    'the next call gets the shared row'
+);
+select is(
+    (
+        select count(*)::integer from jobctl._lane_cache
+        where queues_key = '{tap_lanes_q1,tap_lanes_q2}'
+    ), 1,
+    'without listing again'
+);
+select is(
+    (select cardinality(l.queues) from jobctl._lanes(array['tap_lanes_none'], true) as l), 0,
+    'a queue without due jobs: no lanes'
+);
+
+select * from finish();
+rollback;
