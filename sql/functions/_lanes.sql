@@ -26,10 +26,6 @@ declare
 begin
     select * into v_row from jobctl._lane_cache as c where c.queues_key = v_key order by c.fresh_until desc limit 1;
     if found and not p_fresh and v_row.fresh_until > v_now then
-        return (v_row.queues, v_row.tenants, v_row.limited, v_row.lows, v_row.total,
-                v_row.listed_at < v_now - interval '20 milliseconds');
-    end if;
-    if found and not pg_try_advisory_xact_lock(19014, hashtext(v_key)) then
         return (v_row.queues, v_row.tenants, v_row.limited, v_row.lows, v_row.total, true);
     end if;
     select

@@ -38,7 +38,6 @@ as $$
 declare
     v_left integer := claim_job.max_jobs;
     v_tenants text[];          -- the caller's tenants (NULL: all)
-    v_made_due boolean;        -- delayed jobs became due: a shared list may lack their lanes
     v_lanes jobctl._lane_set;
     v_skip integer[];          -- lanes out of play: other tenants' (the first v_foreign), then short ones
     v_foreign integer;
@@ -47,16 +46,15 @@ declare
     v_round integer := 0;
 begin
     perform jobctl._claim_check(claim_job.worker_id, claim_job.queues, v_left, claim_job.lease);
-    v_made_due := exists (select from jobctl._delayed as d where d.run_at <= clock_timestamp())
-        and jobctl._promote_due(greatest(v_left * 4, 1000)) > 0;
+    if exists (select from jobctl._delayed as d where d.run_at <= clock_timestamp()) then
+        perform jobctl._promote_due(greatest(v_left * 4, 1000));
+    end if;
     v_tenants := jobctl._acting_tenants('jobs:work');
     loop
         v_round := v_round + 1;
         if v_round = 1 or (v_lanes.cached and v_left = claim_job.max_jobs
                            and (v_pick.lanes is null or cardinality(v_skip) > v_foreign)) then
             v_lanes := jobctl._lanes(claim_job.queues, v_round > 1);
-            exit when v_round > 1 and v_lanes.cached;  -- another claimer is listing: its list comes next
-            v_lanes.cached := v_lanes.cached or (v_made_due and v_round = 1);
             -- the shared list has every tenant's lanes: a caller acting for some sees only theirs
             v_skip := case when v_tenants is null then '{}' else array(
                 select u.i from unnest(v_lanes.tenants) with ordinality as u (t, i) where u.t <> all(v_tenants)
