@@ -51,7 +51,11 @@ begin
             ('complete_jobs', 'jobctl_worker'), ('fail_job', 'jobctl_worker'), ('release_job', 'jobctl_worker'),
             ('tick', 'jobctl_worker'),
             ('authenticate', 'jobctl_api'),
-            ('put_tenant', 'jobctl_admin'), ('pause_tenant', 'jobctl_admin'), ('put_concurrency_limit', 'jobctl_admin'), ('health_checks', 'jobctl_admin'),
+            ('put_tenant', 'jobctl_admin'), ('pause_tenant', 'jobctl_admin'), ('put_concurrency_limit', 'jobctl_admin'),
+            -- queues are shared: the functions refuse any caller but one acting for every tenant
+            ('put_queue', 'jobctl_admin'), ('pause_queue', 'jobctl_admin'), ('resume_queue', 'jobctl_admin'),
+            ('list_queues', 'jobctl_admin'), ('put_queue', 'jobctl_api'), ('pause_queue', 'jobctl_api'),
+            ('resume_queue', 'jobctl_api'), ('list_queues', 'jobctl_api'), ('health_checks', 'jobctl_admin'),
             ('create_api_token', 'jobctl_admin'),
             ('revoke_api_token', 'jobctl_admin'), ('list_api_tokens', 'jobctl_admin'), ('authenticate', 'jobctl_admin'),
             ('grant_tenant', 'jobctl_admin'), ('revoke_tenant', 'jobctl_admin'),
@@ -77,7 +81,7 @@ begin
         where c.relnamespace = 'jobctl'::regnamespace and c.relkind in ('r', 'p') and not c.relispartition
             and c.relname in (
                 'job', 'job_archive', 'tenant', 'schedule', 'audit_log', '_ready', '_running', '_delayed',
-                '_event', '_event_archive', '_api_token', '_role_tenant', '_held', 'concurrency_limit'
+                '_event', '_event_archive', '_api_token', '_role_tenant', '_held', 'concurrency_limit', 'queue'
             )
     loop
         if not v_grant.secured then

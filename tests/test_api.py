@@ -753,3 +753,43 @@ def test_schedules_put_list_drop(client: httpx.Client, make_token: MakeToken, na
     assert_error(r, 403, "insufficient_scope", sqlstate="JC021")
     assert client.delete("/api/v1/schedules/ping", headers=auth(token)).json() == {"dropped": True}
     assert_error(client.delete("/api/v1/schedules/ping", headers=auth(token)), 404, "not_found", "name")
+
+
+def test_queues_put_pause_resume_and_list_with_an_admin_token_only(
+    client: httpx.Client, make_token: MakeToken, admin_db: Conn, name: str
+) -> None:
+    admin, tenant = make_token(None), make_token(name)
+    queue = name + "_q"
+    r = client.put(f"/api/v1/queues/{queue}", json={"max_running": 5, "claim_rate": 20}, headers=auth(admin))
+    assert r.status_code == 200, r.text
+    assert r.json()["queue"] | {"updated_at": None} == {
+        "queue": queue, "paused": False, "max_running": 5, "claim_rate": 20.0, "claim_burst": None,
+        "due": 0, "running": 0, "updated_at": None,
+    }  # fmt: skip
+    r = client.post(f"/api/v1/queues/{queue}/pause", headers=auth(admin))
+    assert r.status_code == 200 and r.json()["queue"]["paused"] is True
+    assert submit(client, tenant, queue=queue, payload={}).status_code == 201  # submits go on
+    assert admin_db.execute("select count(*) from jobctl.claim_job('w', array[%s])", (queue,)).fetchone() == (
+        0,
+    )
+    r = client.get("/api/v1/queues", headers=auth(admin))
+    mine = [q for q in r.json()["queues"] if q["queue"] == queue]
+    assert mine and mine[0]["paused"] is True and mine[0]["due"] == 1
+    r = client.post(f"/api/v1/queues/{queue}/resume", headers=auth(admin))
+    assert r.status_code == 200 and r.json()["queue"]["paused"] is False
+    assert admin_db.execute("select count(*) from jobctl.claim_job('w', array[%s])", (queue,)).fetchone() == (
+        1,
+    )
+    # bad input and a tenant's token
+    r = client.put(f"/api/v1/queues/{queue}", json={"max_running": -1}, headers=auth(admin))
+    assert r.status_code == 422 and r.json()["field"] == "max_running", r.text
+    r = client.put(f"/api/v1/queues/{queue}", json={"claim_burst": 3}, headers=auth(admin))
+    assert r.status_code == 422 and r.json()["sqlstate"] == "JC001", r.text
+    for r in (
+        client.post(f"/api/v1/queues/{queue}/pause", headers=auth(tenant)),
+        client.get("/api/v1/queues", headers=auth(tenant)),
+    ):
+        assert r.status_code == 403 and r.json()["sqlstate"] == "42501", r.text
+    assert admin_db.execute("select paused from jobctl.queue where queue = %s", (queue,)).fetchone() == (
+        False,
+    )

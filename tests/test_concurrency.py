@@ -330,25 +330,27 @@ def test_jobs_committed_late_are_claimed_at_once_with_the_horizon_free_or_held(
     assert waits[len(waits) // 2] < 0.1, f"late jobs waited: {waits}"
 
 
-def test_one_claimer_lists_the_lanes_at_a_time(conn: Conn, dsn: str, name: str) -> None:
-    """A claim that got nothing lists the lanes afresh unless another claimer is listing them (it
-    holds the refresh lock until its claim commits): then it returns empty and the next claim
-    sees the lister's list."""
+def test_a_claim_that_got_nothing_lists_afresh_even_while_another_shares_a_listing(
+    conn: Conn, dsn: str, name: str
+) -> None:
+    """A claim that got nothing from the shared list lists the lanes itself, also while another
+    claimer holds the refresh lock (sharing its own listing until its claim commits): it takes the
+    job at once, and leaves the sharing to the lock's holder."""
     queue, tenant = name + "_q", name + "_t"
     key = "{" + queue + "}"
     conn.execute("select jobctl.put_tenant(%s)", (tenant,))
-    # a shared list for the queue, empty, fresh for an hour but listed a second ago
+    # a shared list for the queue, empty, fresh for an hour, listed just now
     conn.execute(
         "insert into jobctl._lane_cache"
         " (queues_key, fresh_until, queues, tenants, limited, lows, total, listed_at)"
-        " values (%s, clock_timestamp() + interval '1 hour', '{}', '{}', '{}', '{}', 0,"
-        " clock_timestamp() - interval '1 second')",
+        " values (%s, clock_timestamp() + interval '1 hour', '{}', '{}', '{}', '{}', 0, clock_timestamp())",
         (key,),
     )
     conn.execute("select jobctl.submit_job(%s, %s, '{}')", (tenant, queue))
     claim = "select count(*) from jobctl.claim_job('w', %s, 10)"
+    rows = "select count(*) from jobctl._lane_cache where queues_key = %s"
     with psycopg.connect(dsn) as lister:
         lister.execute("select pg_advisory_xact_lock(19014, hashtext(%s))", (key,))
-        assert conn.execute(claim, ([queue],)).fetchone() == (0,)
+        assert conn.execute(claim, ([queue],)).fetchone() == (1,)
+        assert conn.execute(rows, (key,)).fetchone() == (1,), "the lock's holder shares, not this claim"
         lister.rollback()
-    assert conn.execute(claim, ([queue],)).fetchone() == (1,)

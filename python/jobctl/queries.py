@@ -59,6 +59,14 @@ select jobctl.put_concurrency_limit(%(tenant_id)s::text, %(concurrency_key)s::te
 """
 LIST_CONCURRENCY_LIMITS = "select * from jobctl.list_concurrency_limits(%(tenant_id)s::text)"
 
+# --- queues (shared by every tenant: administrators only)
+PUT_QUEUE = """
+select jobctl.put_queue(%(queue)s::text, %(max_running)s::int, %(claim_rate)s::numeric, %(claim_burst)s::int,
+    %(paused)s::boolean)
+"""
+PAUSE_QUEUE = "select jobctl.pause_queue(%(queue)s::text, %(paused)s::boolean) as changed"
+LIST_QUEUES = "select * from jobctl.list_queues()"
+
 # --- schedules: NULL priority, catch_up or skip_overlap is the function's default
 PUT_SCHEDULE = """
 select jobctl.put_schedule(%(tenant_id)s::text, %(name)s::text, %(cron)s::text, %(queue)s::text,

@@ -4,5 +4,8 @@ returns text[]
 language sql
 immutable
 as $$
-    select array['jobs:cancel', 'jobs:read', 'jobs:retry', 'jobs:submit', 'schedules:read', 'schedules:write']
+    select array[
+        'jobs:cancel', 'jobs:read', 'jobs:retry', 'jobs:submit', 'queues:read', 'queues:write', 'schedules:read',
+        'schedules:write'
+    ]
 $$;

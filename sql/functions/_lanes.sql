@@ -1,16 +1,16 @@
 -- jobctl._lanes: the "lanes" step of jobctl.claim_job: the claimable lanes (queue, tenant) for a
 -- queue filter, each as wide as its tenant's weight divided by the tenant's lanes in the filter (so
 -- a tenant's share does not grow with its number of queues), laid end to end as lower bounds
--- (ready for width_bucket), and whether each tenant has max_running or a claim rate. Paused
--- tenants and max_running 0 are left out.
+-- (ready for width_bucket), and whether the lane is limited (its tenant or its queue has
+-- max_running or a claim rate: jobctl._cap). Paused tenants and queues, and max_running 0, are
+-- left out.
 -- Listing costs an index descent per lane (jobctl._ready_lanes) and a plan of some twenty nodes, so
 -- the list is shared through jobctl._lane_cache, fresh for 100 ms + 0.2 ms per lane (at most 1 s):
--- the newest row is returned while it is fresh, unless p_fresh asks for a new listing; then the
--- claimer that gets the refresh lock lists and adds a row, and the others get the newest row as it
--- is (cached) while it lists. cached says a fresh listing might find lanes this list lacks: the
--- list came from the cache and was listed over 20 ms ago (a claim that got nothing lists afresh
--- only then).
--- Locks: a try-advisory-lock (19014, the filter) for the transaction while listing. Writes:
+-- the newest row is returned while it is fresh (cached: a fresh listing might find lanes it
+-- lacks, and a claim that got nothing from it lists afresh, p_fresh), else the lanes are listed
+-- and the listing shared, unless another claimer is sharing one right now (the refresh lock) or has
+-- since this call began.
+-- Locks: a try-advisory-lock (19014, the filter) for the transaction, to share a listing. Writes:
 -- _lane_cache (insert), at most one row per listing.
 create or replace function jobctl._lanes(p_queues text[], p_fresh boolean)
 returns jobctl._lane_set
@@ -39,11 +39,15 @@ begin
     from (
         select y.*, sum(y.width) over (order by y.queue, y.tenant_id rows unbounded preceding) - y.width as low
         from (
-            select l.queue, l.tenant_id, t.max_running is not null or t.claim_bucket is not null as limited,
+            select l.queue, l.tenant_id,
+                t.max_running is not null or t.claim_bucket is not null
+                or q.max_running is not null or q.claim_bucket is not null as limited,
                 t.weight::float8 / count(*) over (partition by l.tenant_id) as width
             from jobctl._ready_lanes(p_queues) as l
-            join jobctl.tenant as t on t.tenant_id = l.tenant_id
+            inner join jobctl.tenant as t on t.tenant_id = l.tenant_id
+            left join jobctl.queue as q on q.queue = l.queue
             where not t.paused and coalesce(t.max_running, 1) > 0
+                and not coalesce(q.paused, false) and coalesce(q.max_running, 1) > 0
         ) as y
     ) as x;
     -- under the lock, look again: a listing that committed after this call read the row has added

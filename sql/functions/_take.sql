@@ -1,8 +1,8 @@
 -- jobctl._take: the "take" step of jobctl.claim_job: from each picked lane, up to its capped n
 -- jobs in the lane's order (higher priority, then earlier run_at, then lower id), FOR UPDATE SKIP
 -- LOCKED on the lane's index range; their _ready rows deleted (whoever deletes a job's queue row
--- owns its next transition); the claim-rate tokens they use spent from their tenants' buckets
--- (jobctl._cap holds those tenants' locks). p_queues, p_tenants: the lane set's (jobctl._lanes).
+-- owns its next transition); the claim-rate tokens they use spent from their tenants' and their
+-- queues' buckets (jobctl._cap holds those tenants' and queues' locks). p_queues, p_tenants: the lane set's (jobctl._lanes).
 -- Returns the jobs' ids and created_at, and the picked lanes that gave fewer than wanted (drained,
 -- heads locked by other claimers, or capped): out of play for the claim's next rounds.
 -- Locks: _ready rows. Writes: _ready (delete), through jobctl._take_tokens the bucket sequences.
@@ -49,6 +49,10 @@ begin
         from (select p_tenants[x.lane] as tenant_id, count(*)::integer as n from unnest(v_lanes) as x (lane) group by 1) as g
         inner join jobctl.tenant as t on t.tenant_id = g.tenant_id
         where t.claim_bucket is not null;
+        perform jobctl._take_tokens(q.claim_bucket, q.claim_rate, q.claim_burst, g.n)
+        from (select p_queues[x.lane] as queue, count(*)::integer as n from unnest(v_lanes) as x (lane) group by 1) as g
+        inner join jobctl.queue as q on q.queue = g.queue
+        where q.claim_bucket is not null;
     end if;
     return v_took;
 end

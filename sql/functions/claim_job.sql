@@ -67,7 +67,7 @@ begin
             exit when not v_lanes.cached or v_left < claim_job.max_jobs;
             continue;
         end if;
-        v_pick := jobctl._cap(v_lanes.tenants, v_lanes.limited, v_pick);
+        v_pick := jobctl._cap(v_lanes.queues, v_lanes.tenants, v_lanes.limited, v_pick);
         v_took := jobctl._take(v_lanes.queues, v_lanes.tenants, v_pick);
         v_skip := v_skip || v_took.short;
         if v_took.ids is not null then
@@ -86,6 +86,7 @@ comment on function jobctl.claim_job(text, text[], integer, interval) is
 'Claim up to max_jobs (1..1000) due jobs from the given queues (NULL: all) under a lease; each comes back running
 with attempt + 1 and a new lease_epoch (fencing token) greater than any before. Never hands one job to two callers.
 Across tenants, claims are shared by weight (a tenant''s weight is split evenly over its queues in the filter);
-within a tenant''s queue, higher priority first, then earlier run_at. Paused tenants are skipped; max_running
-and claim_rate (with its burst) hold under concurrent claimers, which then take fewer jobs. Needs READ COMMITTED.
+within a tenant''s queue, higher priority first, then earlier run_at. Paused tenants and queues are skipped; a
+tenant''s and a queue''s max_running and claim_rate (with its burst) hold under concurrent claimers, which then take
+fewer jobs. Needs READ COMMITTED.
 Errors: JC001 bad argument, JC007 other isolation level.';

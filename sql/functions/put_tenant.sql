@@ -1,5 +1,5 @@
 -- jobctl.put_tenant: create or replace a tenant's settings; omitted fields get their defaults.
--- A rate gets a token bucket and max_pending two counters (sequences, jobctl._put_tenant_sequence;
+-- A rate gets a token bucket and max_pending two counters (sequences, jobctl._put_sequence;
 -- a new rate keeps the bucket's level; the counters are recounted exactly); a burst left NULL is
 -- one second's worth of the rate, at least 1.
 create or replace function jobctl.put_tenant(
@@ -54,10 +54,10 @@ begin
     values (
         tenant_id, weight, max_pending, max_running, submit_rate, submit_burst, claim_rate, claim_burst,
         encrypt_payloads, v_key_check,
-        jobctl._put_tenant_sequence(tenant_id, 'submit_bucket', ceil(1000000 / submit_rate)::bigint),
-        jobctl._put_tenant_sequence(tenant_id, 'claim_bucket', ceil(1000000 / claim_rate)::bigint),
-        jobctl._put_tenant_sequence(tenant_id, 'admitted', case when max_pending is not null then 1 end),
-        jobctl._put_tenant_sequence(tenant_id, 'finished', case when max_pending is not null then 1 end)
+        jobctl._put_sequence(tenant_id, 'submit_bucket', ceil(1000000 / submit_rate)::bigint),
+        jobctl._put_sequence(tenant_id, 'claim_bucket', ceil(1000000 / claim_rate)::bigint),
+        jobctl._put_sequence(tenant_id, 'admitted', case when max_pending is not null then 1 end),
+        jobctl._put_sequence(tenant_id, 'finished', case when max_pending is not null then 1 end)
     )
     on conflict on constraint tenant_pkey do update
     set weight = excluded.weight,

@@ -147,7 +147,7 @@ select is(
 
 select is(
     pg_temp.hint_of($$select jobctl.create_api_token('tap_token_b', array['jobs:delete'])$$),
-    'Scopes: jobs:cancel, jobs:read, jobs:retry, jobs:submit, schedules:read, schedules:write.',
+    'Scopes: jobs:cancel, jobs:read, jobs:retry, jobs:submit, queues:read, queues:write, schedules:read, schedules:write.',
     'the HINT of an unknown scope lists the valid ones'
 );
 
@@ -177,8 +177,18 @@ select results_eq(
 );
 
 select is(
-    jobctl._api_scopes(), array['jobs:cancel', 'jobs:read', 'jobs:retry', 'jobs:submit', 'schedules:read', 'schedules:write'],
-    'the six scopes'
+    jobctl._api_scopes(),
+    array[
+        'jobs:cancel',
+        'jobs:read',
+        'jobs:retry',
+        'jobs:submit',
+        'queues:read',
+        'queues:write',
+        'schedules:read',
+        'schedules:write'
+    ],
+    'the eight scopes'
 );
 select isnt(
     obj_description('jobctl.create_api_token(text, text[], text)'::regprocedure), null, 'create_api_token has a comment'

@@ -60,11 +60,14 @@ insert into granted values
         'claim_job', 'heartbeat', 'complete_job', 'complete_jobs', 'fail_job', 'release_job', 'tick'
     ]
 ),
-('jobctl_api', array['jobctl_writer', 'jobctl_reader'], array['authenticate']),
+('jobctl_api', array['jobctl_writer', 'jobctl_reader'], array[
+    'authenticate', 'put_queue', 'pause_queue', 'resume_queue', 'list_queues'
+]),
 (
     'jobctl_admin', array['jobctl_writer', 'jobctl_reader', 'jobctl_worker'], array[
         'put_tenant', 'pause_tenant', 'health_checks', 'create_api_token', 'revoke_api_token', 'list_api_tokens',
-        'authenticate', 'grant_tenant', 'revoke_tenant', 'list_tenant_grants', 'put_concurrency_limit'
+        'authenticate', 'grant_tenant', 'revoke_tenant', 'list_tenant_grants', 'put_concurrency_limit',
+        'put_queue', 'pause_queue', 'resume_queue', 'list_queues'
     ]
 );
 

@@ -11,7 +11,7 @@ from fastapi import FastAPI
 from psycopg_pool import AsyncConnectionPool
 
 from jobctl import __version__, db
-from jobctl.api import error_handlers, metrics, routes, schedule_routes
+from jobctl.api import error_handlers, metrics, queue_routes, routes, schedule_routes
 from jobctl.api.limits import BodyLimit
 
 MAX_BODY_BYTES = 1024 * 1024  # larger request bodies are refused (413) before they are parsed
@@ -88,4 +88,5 @@ def create_app(
     metrics.install(app, lambda: pool.get_stats() if pool is not None else None)
     app.include_router(routes.router)
     app.include_router(schedule_routes.router)
+    app.include_router(queue_routes.router)
     return app

@@ -263,3 +263,42 @@ class ScheduleList(BaseModel):
 
 class Dropped(BaseModel):
     dropped: bool = Field(description="true: the schedule existed and is gone; runs already enqueued stay.")
+
+
+class QueueIn(BaseModel):
+    """A queue's settings: the fields of `jobctl.put_queue` (its name is in the path)."""
+
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={"examples": [{"max_running": 50, "claim_rate": 200, "claim_burst": 400}]},
+    )
+
+    max_running: Annotated[StrictInt | None, Field(ge=0, le=1_000_000)] = Field(
+        default=None, description="Most jobs of the queue running at once, across tenants. Default: no limit."
+    )
+    claim_rate: Annotated[float | None, Field(gt=0, le=1_000_000, allow_inf_nan=False)] = Field(
+        default=None, description="Claims a second from the queue (a token bucket). Default: no limit."
+    )
+    claim_burst: Annotated[StrictInt | None, Field(ge=1, le=1_000_000)] = Field(
+        default=None, description="The bucket's size, with a claim_rate. Default: one second's worth."
+    )
+    paused: bool = Field(default=False, description="true: no claims from the queue until it is resumed.")
+
+
+class Queue(BaseModel):
+    queue: str
+    paused: bool
+    max_running: int | None = Field(description="null: no limit.")
+    claim_rate: float | None = Field(description="Claims a second, null: no limit.")
+    claim_burst: int | None
+    due: int = Field(description="Jobs due now, waiting for a worker, across tenants.")
+    running: int = Field(description="Jobs running now, across tenants.")
+    updated_at: datetime | None = Field(description="When its settings last changed; null: it has none.")
+
+
+class QueueOut(BaseModel):
+    queue: Queue
+
+
+class QueueList(BaseModel):
+    queues: list[Queue] = Field(description="Ordered by name.")

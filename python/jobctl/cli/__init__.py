@@ -15,7 +15,7 @@ from typing import Any
 
 import click
 
-from jobctl.cli import access, jobs, keys, ops, schedules, schema, tenants, tokens
+from jobctl.cli import access, jobs, keys, ops, queues, schedules, schema, tenants, tokens
 from jobctl.cli.common import CliError, user_message
 from jobctl.errors import first_line
 
@@ -92,6 +92,7 @@ main.add_command(jobs.retry)
 # tenants, schedules and API tokens
 main.add_command(tenants.tenant)
 main.add_command(keys.key)
+main.add_command(queues.queue)
 main.add_command(schedules.schedule)
 main.add_command(tokens.token)
 main.add_command(access.access)

@@ -1,15 +1,16 @@
--- jobctl._put_tenant_sequence: one of a tenant's sequences (a rate bucket, whose increment is one
--- token's cost in microseconds, see jobctl._bucket_room; or a max_pending counter, increment 1):
+-- jobctl._put_sequence: one of a tenant's or a queue's sequences (a rate bucket, whose increment is
+-- one token's cost in microseconds, see jobctl._bucket_room; or a max_pending counter, increment 1):
 -- created when p_increment is given, given the new increment when it changed (a bucket's TAT, in
 -- microseconds, stays valid, so the bucket keeps its level), dropped when p_increment is NULL.
 -- ALTER and DROP wait for transactions that used the sequence, and its users wait for them: only
--- put_tenant calls this. The name is derived from the tenant id, so put_tenant finds it again.
-create or replace function jobctl._put_tenant_sequence(p_tenant_id text, p_kind text, p_increment bigint)
+-- put_tenant and put_queue call this. The name is derived from the kind and the owner (a tenant id
+-- or a queue), so the caller finds it again.
+create or replace function jobctl._put_sequence(p_owner text, p_kind text, p_increment bigint)
 returns regclass
 language plpgsql
 as $$
 declare
-    v_name text := format('_%s_%s', p_kind, substr(md5(p_tenant_id), 1, 20));
+    v_name text := format('_%s_%s', p_kind, substr(md5(p_owner), 1, 20));
     v_seq regclass := to_regclass(format('jobctl.%I', v_name));
 begin
     if p_increment is null then

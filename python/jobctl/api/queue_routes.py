@@ -1,0 +1,82 @@
+"""The queue endpoints: a queue's settings (put_queue), pause and resume, and the list (list_queues).
+Queues are shared by every tenant, so these take an admin token (scopes queues:read, queues:write);
+a tenant token is refused (403) by the database."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Path, Request
+
+from jobctl import errors, queries
+from jobctl.api import audit
+from jobctl.api.auth import Caller, caller_for
+from jobctl.api.models import Queue, QueueIn, QueueList, QueueOut
+from jobctl.api.routes import error_responses, fetch_all
+
+Name = Annotated[str, Path(min_length=1, max_length=200, description="The queue.")]
+
+router = APIRouter(prefix="/api/v1", tags=["queues"])
+ADMIN_ONLY = {403: "The token lacks the scope, or is a tenant's: queues are shared, so only an admin token."}
+
+
+async def _queue(caller: Caller, name: str) -> Queue:
+    rows = await fetch_all(caller, queries.LIST_QUEUES, {})
+    for row in rows:
+        if row["queue"] == name:
+            return Queue(**row)
+    raise errors.NotFound(f"no queue {name}", field="queue")
+
+
+@router.get("/queues", summary="List queues", responses=error_responses(notes=ADMIN_ONLY))
+async def list_queues(caller: Annotated[Caller, caller_for("queues:read")]) -> QueueList:
+    """Every queue with settings or jobs due or running, with its jobs due and running across tenants
+    (scope `queues:read`, admin token)."""
+    rows = await fetch_all(caller, queries.LIST_QUEUES, {})
+    return QueueList(queues=[Queue(**r) for r in rows])
+
+
+@router.put(
+    "/queues/{name}",
+    summary="Create or replace a queue's settings",
+    responses=error_responses(422, notes=ADMIN_ONLY),
+)
+async def put_queue(
+    request: Request, name: Name, body: QueueIn, caller: Annotated[Caller, caller_for("queues:write")]
+) -> QueueOut:
+    """Set a queue's limits and pause (scope `queues:write`, admin token); fields left out take their
+    defaults: no limit, not paused."""
+    act = audit.begin(request, audit.Action(caller.token_id, caller.tenant_id, "put_queue"))
+    await fetch_all(caller, queries.PUT_QUEUE, body.model_dump() | {"queue": name})
+    act.record(200)
+    return QueueOut(queue=await _queue(caller, name))
+
+
+async def _pause(request: Request, caller: Caller, name: str, paused: bool) -> QueueOut:
+    act = audit.begin(
+        request, audit.Action(caller.token_id, caller.tenant_id, "pause_queue" if paused else "resume_queue")
+    )
+    await fetch_all(caller, queries.PAUSE_QUEUE, {"queue": name, "paused": paused})
+    act.record(200)
+    return QueueOut(queue=await _queue(caller, name))
+
+
+@router.post(
+    "/queues/{name}/pause", summary="Pause a queue", responses=error_responses(422, notes=ADMIN_ONLY)
+)
+async def pause_queue(
+    request: Request, name: Name, caller: Annotated[Caller, caller_for("queues:write")]
+) -> QueueOut:
+    """Stop claims from the queue, for every tenant, from the next claim on; submits go on (scope
+    `queues:write`, admin token)."""
+    return await _pause(request, caller, name, True)
+
+
+@router.post(
+    "/queues/{name}/resume", summary="Resume a queue", responses=error_responses(422, notes=ADMIN_ONLY)
+)
+async def resume_queue(
+    request: Request, name: Name, caller: Annotated[Caller, caller_for("queues:write")]
+) -> QueueOut:
+    """Restart claims from a paused queue (scope `queues:write`, admin token)."""
+    return await _pause(request, caller, name, False)

@@ -1,0 +1,101 @@
+"""Queues: `queue put` (limits across tenants), `queue list`, `queue pause`, `queue resume`."""
+
+from __future__ import annotations
+
+import click
+
+from jobctl import output, queries
+from jobctl.cli.common import connect, echo_json, fetch_all, fetch_one, json_option
+
+PUT_EPILOG = """\b
+Examples:
+  jobctl queue put emails --max-running 50 --claim-rate 200
+  jobctl queue put emails          (back to the defaults: no limits, not paused)
+  jobctl queue pause emails        (no claims from it, for every tenant, from the next claim on)"""
+
+
+@click.group()
+def queue() -> None:
+    """Queues, shared by every tenant: limits across tenants, pause and resume (administrators)."""
+
+
+@queue.command(epilog=PUT_EPILOG)
+@click.argument("name", metavar="QUEUE")
+@click.option(
+    "--max-running", type=int, metavar="N", help="Most of its jobs running at once, across tenants."
+)
+@click.option("--claim-rate", type=float, metavar="PER_S", help="Claims a second (token bucket).")
+@click.option("--claim-burst", type=int, metavar="N", help="Claim bucket size.")
+@click.option("--paused", is_flag=True, help="Paused: no claims until resumed.")
+@json_option
+def put(
+    name: str,
+    max_running: int | None,
+    claim_rate: float | None,
+    claim_burst: int | None,
+    paused: bool,
+    as_json: bool,
+) -> None:
+    """Create or replace a queue's settings: an option left out goes back to its default."""
+    params = {
+        "queue": name,
+        "max_running": max_running,
+        "claim_rate": claim_rate,
+        "claim_burst": claim_burst,
+        "paused": paused,
+    }
+    with connect() as conn, conn.transaction():
+        conn.execute(queries.PUT_QUEUE, params)
+        saved = _one(fetch_all(conn, queries.LIST_QUEUES, {}), name)
+    if as_json:
+        echo_json(saved)
+    else:
+        click.echo(output.key_values((k, "unlimited" if v is None else v) for k, v in saved.items()))
+
+
+def _one(rows: list[dict[str, object]], name: str) -> dict[str, object]:
+    return next(r for r in rows if r["queue"] == name)
+
+
+@queue.command("list")
+@json_option
+def list_(as_json: bool) -> None:
+    """List the queues with settings or jobs: limits ('-': none), paused, jobs due and running."""
+    with connect() as conn:
+        rows = fetch_all(conn, queries.LIST_QUEUES, {})
+    if as_json:
+        echo_json(rows)
+        return
+    headers = ["QUEUE", "PAUSED", "MAX RUNNING", "CLAIM/S", "BURST", "DUE", "RUNNING"]
+    table = [
+        [r["queue"], r["paused"], r["max_running"], r["claim_rate"], r["claim_burst"], r["due"], r["running"]]
+        for r in rows
+    ]
+    click.echo(output.table(headers, table, right=range(2, 7)))
+
+
+def _set_paused(name: str, paused: bool, as_json: bool) -> None:
+    with connect() as conn:
+        row = fetch_one(conn, queries.PAUSE_QUEUE, {"queue": name, "paused": paused})
+    changed = bool(row and row["changed"])
+    if as_json:
+        echo_json({"queue": name, "paused": paused, "changed": changed})
+        return
+    state = "paused" if paused else "resumed"
+    click.echo(f"queue {name} {state}" if changed else f"queue {name} was already {state}")
+
+
+@queue.command()
+@click.argument("name", metavar="QUEUE")
+@json_option
+def pause(name: str, as_json: bool) -> None:
+    """Stop claims from QUEUE for every tenant, from the next claim on (submits go on)."""
+    _set_paused(name, True, as_json)
+
+
+@queue.command()
+@click.argument("name", metavar="QUEUE")
+@json_option
+def resume(name: str, as_json: bool) -> None:
+    """Restart claims from QUEUE."""
+    _set_paused(name, False, as_json)
