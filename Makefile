@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 DSN = $${JOBCTL_DSN:-$$(cat .pg/dsn)}
 
 .DEFAULT_GOAL := help
-.PHONY: help setup db db-stop db-destroy migrate validate demo demo-stop test lint sqlfluff pgtap pytest bench-setup bench bench-quick bench-claim bench-tenants bench-retention bench-held bench-xids bench-notify bench-bloat bench-sealing bench-access chaos failover psql clean
+.PHONY: help setup db db-stop db-destroy migrate validate demo demo-stop test lint sqlfluff pgtap pytest bench-setup bench bench-quick bench-claim bench-tenants bench-retention bench-held bench-xids bench-notify bench-bloat bench-sealing bench-access bench-limits chaos failover psql clean
 
 help: ## List the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -84,6 +84,9 @@ bench-sealing: setup ## Payload encryption: submit and claim of an encrypting te
 
 bench-access: setup ## The tenant rule's cost: claim and complete as a superuser, a worker of every tenant, a worker of one (seconds)
 	@$(BIN)/python benchmarks/access.py
+
+bench-limits: setup ## Concurrency keys and paused queues at scale: 100,000 keys at limit 1 (two jobs each) drained beside the same jobs without keys; single claims beside a paused queue of 1,000,000 jobs (about 5 minutes)
+	@$(BIN)/python benchmarks/limits.py
 
 bench-tenants: setup ## Tenant scenarios: weights 5:3:1 over 60 s, a 1,000,000-job tenant beside 100 small ones (about 5 minutes)
 	@$(BIN)/python benchmarks/tenants.py

@@ -152,3 +152,13 @@ def test_access_scaled_down_every_caller_drains_its_jobs(dsn: str) -> None:
     rows, _ = bench(dsn, "access.py", "--small")
     assert [r["caller"] for r in rows] == ["superuser", "worker_all", "worker_one"], rows
     assert all(r["calls"] == 100 and r["claim_us_median"] > 0 for r in rows), rows
+
+
+def test_limits_scaled_down_drains_every_keyed_job_and_skips_the_paused_queue(dsn: str) -> None:
+    """benchmarks/limits.py --small: 2,000 keys at limit 1 with two jobs each drain completely (the
+    second of each key admitted by the first's completion), as do the same jobs without keys; the
+    other queue's claims run beside a paused queue of 20,000 jobs."""
+    rows, _ = bench(dsn, "limits.py", "--small", "--keys", "2000", "--paused", "20000", "--calls", "50")
+    plain, keyed, paused = rows
+    assert plain["jobs"] == keyed["jobs"] == 4000, rows
+    assert paused["alone"]["claim_p99_ms"] > 0 and paused["beside_paused"]["claim_p99_ms"] > 0, rows

@@ -86,3 +86,16 @@ def user_message(e: BaseException) -> str | None:
     if isinstance(e, db.ConfigError | mig.MigrationError):
         return first_line(str(e))
     return None
+
+
+def set_paused(what: str, key: str, name: str, sql: str, paused: bool, as_json: bool) -> None:
+    """Pause or resume a tenant or a queue (`what`; `key` its parameter's name) with `sql`, and say
+    whether its state changed."""
+    with connect() as conn:
+        row = fetch_one(conn, sql, {key: name, "paused": paused})
+    changed = bool(row and row["changed"])
+    if as_json:
+        echo_json({key: name, "paused": paused, "changed": changed})
+        return
+    state = "paused" if paused else "resumed"
+    click.echo(f"{what} {name} {state}" if changed else f"{what} {name} was already {state}")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from jobctl import output, queries
-from jobctl.cli.common import connect, echo_json, fetch_all, fetch_one, json_option
+from jobctl.cli.common import connect, echo_json, fetch_all, json_option, set_paused
 
 PUT_EPILOG = """\b
 Examples:
@@ -74,23 +74,12 @@ def list_(as_json: bool) -> None:
     click.echo(output.table(headers, table, right=range(2, 7)))
 
 
-def _set_paused(name: str, paused: bool, as_json: bool) -> None:
-    with connect() as conn:
-        row = fetch_one(conn, queries.PAUSE_QUEUE, {"queue": name, "paused": paused})
-    changed = bool(row and row["changed"])
-    if as_json:
-        echo_json({"queue": name, "paused": paused, "changed": changed})
-        return
-    state = "paused" if paused else "resumed"
-    click.echo(f"queue {name} {state}" if changed else f"queue {name} was already {state}")
-
-
 @queue.command()
 @click.argument("name", metavar="QUEUE")
 @json_option
 def pause(name: str, as_json: bool) -> None:
     """Stop claims from QUEUE for every tenant, from the next claim on (submits go on)."""
-    _set_paused(name, True, as_json)
+    set_paused("queue", "queue", name, queries.PAUSE_QUEUE, True, as_json)
 
 
 @queue.command()
@@ -98,4 +87,4 @@ def pause(name: str, as_json: bool) -> None:
 @json_option
 def resume(name: str, as_json: bool) -> None:
     """Restart claims from QUEUE."""
-    _set_paused(name, False, as_json)
+    set_paused("queue", "queue", name, queries.PAUSE_QUEUE, False, as_json)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from jobctl import errors, output, queries
-from jobctl.cli.common import Row, connect, echo_json, fetch_all, fetch_one, json_option
+from jobctl.cli.common import Row, connect, echo_json, fetch_all, fetch_one, json_option, set_paused
 
 PUT_EPILOG = """\b
 Examples:
@@ -123,23 +123,12 @@ def list_(as_json: bool) -> None:
     click.echo(output.table(headers, rows, right=range(1, 8)))
 
 
-def _set_paused(tenant_id: str, paused: bool, as_json: bool) -> None:
-    with connect() as conn:
-        row = fetch_one(conn, queries.PAUSE_TENANT, {"tenant_id": tenant_id, "paused": paused})
-    changed = bool(row and row["changed"])
-    if as_json:
-        echo_json({"tenant_id": tenant_id, "paused": paused, "changed": changed})
-        return
-    state = "paused" if paused else "resumed"
-    click.echo(f"tenant {tenant_id} {state}" if changed else f"tenant {tenant_id} was already {state}")
-
-
 @tenant.command()
 @click.argument("tenant_id", metavar="TENANT")
 @json_option
 def pause(tenant_id: str, as_json: bool) -> None:
     """Stop claims of TENANT's jobs at once (submits are still accepted and queue up)."""
-    _set_paused(tenant_id, True, as_json)
+    set_paused("tenant", "tenant_id", tenant_id, queries.PAUSE_TENANT, True, as_json)
 
 
 @tenant.command()
@@ -147,4 +136,4 @@ def pause(tenant_id: str, as_json: bool) -> None:
 @json_option
 def resume(tenant_id: str, as_json: bool) -> None:
     """Let workers claim TENANT's jobs again."""
-    _set_paused(tenant_id, False, as_json)
+    set_paused("tenant", "tenant_id", tenant_id, queries.PAUSE_TENANT, False, as_json)
