@@ -304,13 +304,44 @@ def measure(url: str, system: System, phase: Any) -> dict[str, Any]:
     return result
 
 
+BARE_TABLE = """
+create table bare_job (
+    job_id bigint primary key, created_at timestamptz not null default now(), tenant_id text not null,
+    queue text not null, priority smallint not null default 0, run_at timestamptz not null default now(),
+    state text not null default 'pending', payload jsonb not null
+)
+"""
+BARE_INSERT = """
+insert into bare_job (job_id, tenant_id, queue, payload)
+select g, 'bench', 'bench', jsonb_build_object('n', g) from generate_series(%s::bigint, %s::bigint) as g
+"""
+
+
+def bare_insert(url: str, jobs: int, batch: int = 1000) -> float:
+    """The bound of a bulk enqueue on this cluster: the same rows, a statement of 1,000 a transaction,
+    into one plain table with a primary key (no queue rows, no checks): jobs/s."""
+    with psycopg.connect(url, autocommit=True) as c:
+        c.execute("drop table if exists bare_job")
+        c.execute(BARE_TABLE)
+        c.execute("checkpoint")
+        t0 = time.perf_counter()
+        for start in range(0, jobs, batch):
+            c.execute(BARE_INSERT, (start, min(start + batch, jobs) - 1))
+        seconds = time.perf_counter() - t0
+        c.execute("drop table bare_job")
+    return jobs / seconds
+
+
 def e_bulk(url: str, system: System, size: dict[str, int], tmp: Path) -> dict[str, Any]:
     def phase() -> dict[str, Any]:
         n = str(size["bulk"])
         r = adapter(system, "enqueue-bulk", "--dsn", url, "--jobs", n, "--batch", "1000", "--first", "0")
         return {"jobs": r["jobs"], "jobs_per_s": round(r["jobs"] / r["seconds"])}
 
-    return measure(url, system, phase) | footprint(url, system.schemas)
+    result = measure(url, system, phase) | footprint(url, system.schemas)
+    if system.name == "jobctl":  # the bound, measured beside it in the same round
+        result["bare_insert_jobs_per_s"] = round(bare_insert(url, size["bulk"]))
+    return result
 
 
 def e_single(url: str, system: System, size: dict[str, int], tmp: Path) -> dict[str, Any]:
@@ -431,6 +462,9 @@ def _extras(workload: str, rs: list[dict[str, Any]]) -> str:
     ]
     if workload == "d-drain":
         parts += [f"dead {med('dead_tuples')}", f"dup {med('duplicates')} miss {med('missing')}"]
+    bare = med("bare_insert_jobs_per_s")
+    if workload == "e-bulk" and bare:
+        parts.append(f"bare INSERT ... SELECT {bare:,.0f} jobs/s: {med('jobs_per_s') / bare:.2f} of it")
     if workload == "l-pickup":
         p50 = [r["at_50"]["p50_ms"] for r in rs if r.get("at_50", {}).get("p50_ms") is not None]
         p99 = [r["at_50"]["p99_ms"] for r in rs if r.get("at_50", {}).get("p99_ms") is not None]

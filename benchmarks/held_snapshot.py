@@ -216,18 +216,22 @@ def main() -> None:
     def at(t: float) -> dict[str, list[int]]:
         return min(samples, key=lambda s: abs(s["t"] - t))
 
+    def by(t: float) -> dict[str, list[int]]:
+        """The last sample taken by t: the hold's figures from inside the hold (after it, with the
+        horizon free, the slots are no longer rotated and the tables grow to what VACUUM keeps)."""
+        return max((s for s in samples if s["t"] <= t), key=lambda s: s["t"])
+
+    end = by(steady + hold)
     growth = {
         r: {
             "bytes_at_hold_start": at(steady)[r][0],
-            "bytes_at_hold_end": at(steady + hold)[r][0],
-            "bytes_growth_last_third": at(steady + hold)[r][0] - at(steady + 2 * hold / 3)[r][0],
-            "dead_at_hold_end": at(steady + hold)[r][1],
-            "updates_per_s_in_hold": round((at(steady + hold)[r][2] - at(steady)[r][2]) / hold, 1),
-            "hot_updates_per_s_in_hold": round((at(steady + hold)[r][3] - at(steady)[r][3]) / hold, 1),
-            "live_rows_at_hold_end": at(steady + hold)[r][5],
-            "updates_per_s_per_live_row": round(
-                (at(steady + hold)[r][2] - at(steady)[r][2]) / hold / max(at(steady + hold)[r][5], 1), 3
-            ),
+            "bytes_at_hold_end": end[r][0],
+            "bytes_growth_last_third": end[r][0] - by(steady + 2 * hold / 3)[r][0],
+            "dead_at_hold_end": end[r][1],
+            "updates_per_s_in_hold": round((end[r][2] - at(steady)[r][2]) / hold, 1),
+            "hot_updates_per_s_in_hold": round((end[r][3] - at(steady)[r][3]) / hold, 1),
+            "live_rows_at_hold_end": end[r][5],
+            "updates_per_s_per_live_row": round((end[r][2] - at(steady)[r][2]) / hold / max(end[r][5], 1), 3),
             "bytes_after_recovery": at(total)[r][0],
             "dead_after_recovery": at(total)[r][1],
         }

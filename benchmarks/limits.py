@@ -42,7 +42,7 @@ def submit(dsn: str, tenant_of: Any, queue: str, n: int, keys: int | None) -> No
                            ) || case when %s::int is not null
                                then jsonb_build_object('concurrency_key', 'k' || (g %% %s::int))
                                else '{}'::jsonb end)
-                       from generate_series(%s, %s) as g))""",
+                       from generate_series(%s::int, %s::int) as g))""",
                 (tenant_of[0], tenant_of[1], queue, keys, keys, start, min(start + 10000, n) - 1),
             )
 

@@ -69,6 +69,8 @@ COMMANDS = [
     "cancel",
     "retry",
     "tenant",
+    "key",
+    "queue",
     "schedule",
     "token",
     "access",
@@ -80,9 +82,10 @@ def test_help_lists_every_command(cli: Cli) -> None:
     text = ok(cli("--help"))
     listed = [line.split()[0] for line in text.split("Commands:")[1].splitlines() if line.strip()]
     assert listed == COMMANDS
-    for args in [[c] for c in COMMANDS] + [["tenant", "put"], ["tenant", "list"], ["token", "create"]]:
+    subcommands = [["tenant", "put"], ["tenant", "list"], ["token", "create"], ["key", "put"], ["queue", "put"]]
+    for args in [[c] for c in COMMANDS] + subcommands:
         assert "Usage: " in ok(cli(*args, "--help")), args
-    for args in (["submit"], ["list"], ["token", "create"]):
+    for args in (["submit"], ["list"], ["token", "create"], ["key", "put"], ["queue", "put"]):
         assert "Examples:" in ok(cli(*args, "--help")), args
 
 

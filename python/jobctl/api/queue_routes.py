@@ -39,7 +39,7 @@ async def list_queues(caller: Annotated[Caller, caller_for("queues:read")]) -> Q
 @router.put(
     "/queues/{name}",
     summary="Create or replace a queue's settings",
-    responses=error_responses(422, notes=ADMIN_ONLY),
+    responses=error_responses(400, 422, notes=ADMIN_ONLY),
 )
 async def put_queue(
     request: Request, name: Name, body: QueueIn, caller: Annotated[Caller, caller_for("queues:write")]
