@@ -355,3 +355,35 @@ def test_a_claim_that_got_nothing_lists_afresh_even_while_another_shares_a_listi
         assert conn.execute(claim, ([queue],)).fetchone() == (1,)
         assert conn.execute(rows, (key,)).fetchone() == (1,), "the lock's holder shares, not this claim"
         lister.rollback()
+
+
+def test_a_stale_shared_list_is_refreshed_by_one_claimer_while_the_others_claim_from_it(
+    conn: Conn, dsn: str, name: str
+) -> None:
+    """While one claimer holds the refresh lock (listing), another finds the shared list stale and
+    claims from it as it is, listing nothing; once the lock is free, a claim lists and shares."""
+    queue, tenant = name + "_q", name + "_t"
+    key = "{" + queue + "}"
+    conn.execute("select jobctl.put_tenant(%s)", (tenant,))
+    # a shared list for the queue with the tenant's lane, stale for a second
+    conn.execute(
+        "insert into jobctl._lane_cache"
+        " (queues_key, fresh_until, queues, tenants, limited, lows, total, listed_at)"
+        " values (%s, clock_timestamp() - interval '1 second', array[%s], array[%s], '{f}', '{0}', 1,"
+        " clock_timestamp() - interval '2 seconds')",
+        (key, queue, tenant),
+    )
+    conn.execute("select jobctl.submit_job(%s, %s, '{}') from generate_series(1, 2)", (tenant, queue))
+    claim = "select count(*) from jobctl.claim_job('w', %s, 1)"
+    cached = "select l.cached from jobctl._lanes(%s, %s) as l"
+    rows = "select count(*) from jobctl._lane_cache where queues_key = %s"
+    with psycopg.connect(dsn) as lister:
+        lister.execute("select pg_advisory_xact_lock(19014, hashtext(%s))", (key,))
+        assert conn.execute(cached, ([queue], False)).fetchone() == (True,), "the stale list, as it is"
+        assert conn.execute(cached, ([queue], True)).fetchone() == (False,), "asked for afresh: listed"
+        assert conn.execute(claim, ([queue],)).fetchone() == (1,)
+        assert conn.execute(rows, (key,)).fetchone() == (1,), "the lock's holder shares, not these calls"
+        lister.rollback()
+    assert conn.execute(cached, ([queue], False)).fetchone() == (False,)
+    assert conn.execute(claim, ([queue],)).fetchone() == (1,)
+    assert conn.execute(rows, (key,)).fetchone() == (2,), "with the lock free, a claim lists and shares"

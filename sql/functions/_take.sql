@@ -17,10 +17,10 @@ declare
     v_lanes integer[];  -- with a rated lane: the lane of each job taken
 begin
     with taken as (
-        select w.lane, r.rel, r.rid
+        select w.lane, r.slot, r.rid
         from unnest(p_pick.lanes, p_pick.n) as w (lane, n)
         cross join lateral (
-            select r.tableoid as rel, r.ctid as rid from jobctl._ready as r
+            select r.slot, r.ctid as rid from jobctl._ready as r
             where r.queue = p_queues[w.lane] and r.tenant_id = p_tenants[w.lane]
             order by r.priority desc, r.run_at, r.job_id
             limit w.n
@@ -28,13 +28,20 @@ begin
         ) as r
         where w.n > 0
     ),
-    gone as (
-        -- a TID scan of each partition; a ctid names a row only within its partition
+    -- a TID scan per slot: a ctid names a row only within its partition, and a TID list given to
+    -- both partitions would fetch every listed page of each (by the slot constant the plan prunes
+    -- to one)
+    gone_s0 as (
         delete from jobctl._ready as r
-        where r.ctid = any(array(select t.rid from taken as t))
-            and (r.tableoid::text || r.ctid::text) = any(array(select t.rel::text || t.rid::text from taken as t))
+        where r.slot = 0 and r.ctid = any(array(select t.rid from taken as t where t.slot = 0))
         returning r.job_id, r.created_at
-    )
+    ),
+    gone_s1 as (
+        delete from jobctl._ready as r
+        where r.slot = 1 and r.ctid = any(array(select t.rid from taken as t where t.slot = 1))
+        returning r.job_id, r.created_at
+    ),
+    gone as (table gone_s0 union all table gone_s1)
     select
         (select array_agg(g.job_id) from gone as g),
         (select array_agg(g.created_at) from gone as g),

@@ -3,7 +3,7 @@
 -- the claim-rate tokens spent. (SKIP LOCKED against other claimers: tests/test_concurrency.py.)
 -- Tenants tap_take_*, queues tap_take_*.
 begin;
-select plan(10);
+select plan(11);
 set local jit = off;
 \ir helpers.psql
 
@@ -79,6 +79,16 @@ select is(
     ),
     (select room - 2 from room_before),
     'and the two tokens are spent'
+);
+
+select is(
+    array(
+        select pg_catalog.pg_get_expr(c.relpartbound, c.oid) from pg_catalog.pg_inherits as i
+        inner join pg_catalog.pg_class as c on c.oid = i.inhrelid
+        where i.inhparent = 'jobctl._ready'::regclass order by 1
+    ),
+    array['FOR VALUES IN (''0'')', 'FOR VALUES IN (''1'')'],
+    '_ready has the two slot partitions whose rows _take deletes slot by slot'
 );
 
 select * from finish();
