@@ -83,9 +83,11 @@ select is(
 
 select is(
     array(
-        select pg_catalog.pg_get_expr(c.relpartbound, c.oid) from pg_catalog.pg_inherits as i
+        select pg_catalog.pg_get_expr(c.relpartbound, c.oid) as bound
+        from pg_catalog.pg_inherits as i
         inner join pg_catalog.pg_class as c on c.oid = i.inhrelid
-        where i.inhparent = 'jobctl._ready'::regclass order by 1
+        where i.inhparent = 'jobctl._ready'::regclass
+        order by bound
     ),
     array['FOR VALUES IN (''0'')', 'FOR VALUES IN (''1'')'],
     '_ready has the two slot partitions whose rows _take deletes slot by slot'
