@@ -41,7 +41,7 @@ import psycopg
 from claim_depth import finish, fresh_database
 from compare import cluster_url
 from jobctl import queries
-from jobctl.worker.runner import TICK_EVERY
+from jobctl.worker.heartbeats import TICK_EVERY
 from psycopg.types.json import Jsonb
 
 SCENARIOS = ("naive", "naive-tuned", "naive-held", "jobctl-defaults", "jobctl", "jobctl-held")

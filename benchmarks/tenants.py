@@ -32,7 +32,7 @@ import psycopg
 from claim_depth import finish, fresh_database
 from compare import cluster_url
 from jobctl import queries
-from jobctl.worker.runner import TICK_EVERY
+from jobctl.worker.heartbeats import TICK_EVERY
 from psycopg.types.json import Jsonb
 
 WEIGHTS = {"w5": 5, "w3": 3, "w1": 1}

@@ -331,6 +331,29 @@ def test_jobs_committed_late_are_claimed_at_once_with_the_horizon_free_or_held(
     assert waits[len(waits) // 2] < 0.1, f"late jobs waited: {waits}"
 
 
+def _share_lanes(conn: Conn, queue: str, tenant: str, *, lanes: list[tuple[str, str]], fresh_for: str) -> str:
+    """Create `tenant` and share a lane list for `queue`: `lanes` (queue, tenant), each of width 1,
+    fresh for the interval `fresh_for` (negative: stale), listed when it became fresh or just now.
+    Returns the list's key."""
+    conn.execute("select jobctl.put_tenant(%s)", (tenant,))
+    key = "{" + queue + "}"
+    conn.execute(
+        "insert into jobctl._lane_cache"
+        " (queues_key, fresh_until, queues, tenants, limited, lows, total, listed_at)"
+        " select %(key)s, clock_timestamp() + %(fresh)s::interval, %(queues)s, %(tenants)s,"
+        " array_fill(false, array[%(n)s]), array(select generate_series(0, %(n)s - 1)::float8), %(n)s,"
+        " least(clock_timestamp(), clock_timestamp() + %(fresh)s::interval)",
+        {
+            "key": key,
+            "fresh": fresh_for,
+            "queues": [q for q, _ in lanes],
+            "tenants": [t for _, t in lanes],
+            "n": len(lanes),
+        },
+    )
+    return key
+
+
 def test_a_claim_that_got_nothing_lists_afresh_even_while_another_shares_a_listing(
     conn: Conn, dsn: str, name: str
 ) -> None:
@@ -338,15 +361,7 @@ def test_a_claim_that_got_nothing_lists_afresh_even_while_another_shares_a_listi
     claimer holds the refresh lock (sharing its own listing until its claim commits): it takes the
     job at once, and leaves the sharing to the lock's holder."""
     queue, tenant = name + "_q", name + "_t"
-    key = "{" + queue + "}"
-    conn.execute("select jobctl.put_tenant(%s)", (tenant,))
-    # a shared list for the queue, empty, fresh for an hour, listed just now
-    conn.execute(
-        "insert into jobctl._lane_cache"
-        " (queues_key, fresh_until, queues, tenants, limited, lows, total, listed_at)"
-        " values (%s, clock_timestamp() + interval '1 hour', '{}', '{}', '{}', '{}', 0, clock_timestamp())",
-        (key,),
-    )
+    key = _share_lanes(conn, queue, tenant, lanes=[], fresh_for="1 hour")  # empty, fresh, listed just now
     conn.execute("select jobctl.submit_job(%s, %s, '{}')", (tenant, queue))
     claim = "select count(*) from jobctl.claim_job('w', %s, 10)"
     rows = "select count(*) from jobctl._lane_cache where queues_key = %s"
@@ -363,16 +378,7 @@ def test_a_stale_shared_list_is_refreshed_by_one_claimer_while_the_others_claim_
     """While one claimer holds the refresh lock (listing), another finds the shared list stale and
     claims from it as it is, listing nothing; once the lock is free, a claim lists and shares."""
     queue, tenant = name + "_q", name + "_t"
-    key = "{" + queue + "}"
-    conn.execute("select jobctl.put_tenant(%s)", (tenant,))
-    # a shared list for the queue with the tenant's lane, stale for a second
-    conn.execute(
-        "insert into jobctl._lane_cache"
-        " (queues_key, fresh_until, queues, tenants, limited, lows, total, listed_at)"
-        " values (%s, clock_timestamp() - interval '1 second', array[%s], array[%s], '{f}', '{0}', 1,"
-        " clock_timestamp() - interval '2 seconds')",
-        (key, queue, tenant),
-    )
+    key = _share_lanes(conn, queue, tenant, lanes=[(queue, tenant)], fresh_for="-1 second")  # stale
     conn.execute("select jobctl.submit_job(%s, %s, '{}') from generate_series(1, 2)", (tenant, queue))
     claim = "select count(*) from jobctl.claim_job('w', %s, 1)"
     cached = "select l.cached from jobctl._lanes(%s, %s) as l"

@@ -20,7 +20,7 @@ from typing import Any
 
 import psycopg
 import pytest
-from jobctl.worker.runner import retryable
+from jobctl.worker.calls import retryable
 from psycopg_pool import PoolTimeout
 from test_notify import another_hint_in_flight, window_start
 

@@ -11,14 +11,18 @@ A job is stopped when its heartbeat answers `cancelled` or `lost`, when it runs 
 (then failed with a retry: "timed out after Ns") and at shutdown after the grace period (then given
 back with release_job). An async handler's task is cancelled; a sync handler cannot be interrupted:
 its `job.cancelled` is set, whatever it does afterwards is ignored (a late completion is fenced),
-and its thread keeps its slot until it returns. See `jobctl.worker.runner` for the moving parts.
+and its thread keeps its slot until it returns. See `jobctl.worker.runner` for the moving parts
+and the modules they live in.
 """
 
 from __future__ import annotations
 
+from jobctl.worker.calls import APP_NAME
 from jobctl.worker.command import HandlerError, load_handler, worker_command
 from jobctl.worker.job import Job, JobTransaction, LeaseLost, PermanentError
-from jobctl.worker.runner import APP_NAME, Handler, Stats, Worker, default_worker_id, run
+from jobctl.worker.outbox import Stats
+from jobctl.worker.runner import Worker, default_worker_id, run
+from jobctl.worker.running import Handler
 
 __all__ = [
     "APP_NAME",

@@ -11,7 +11,9 @@ import sys
 import click
 
 from jobctl import db, logs
-from jobctl.worker.runner import Handler, Worker, describe
+from jobctl.worker.calls import describe
+from jobctl.worker.runner import Worker
+from jobctl.worker.running import Handler
 
 log = logging.getLogger("jobctl.worker")
 

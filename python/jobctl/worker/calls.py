@@ -1,0 +1,245 @@
+"""The worker's database calls: its pool, and the one retry wrapper every call goes through.
+
+The wrapper retries only what a retry can cure: a lost or failed connection (no SQLSTATE, i.e.
+failed on the client side; class 08; 57P01/57P02/57P03, the server shutting down or starting up), a
+pool timeout, and 40001/40P01 (serialization failure, deadlock). It logs a warning and tries again
+after an exponential backoff with jitter (0.1 s doubling to 5 s); the pools check connections before
+lending them, so a terminated backend or a server restart is survived (the check is a round trip
+only when the socket has something to read, as a terminated backend's or a server's shutting down
+has). Any other error is raised to the caller at once, which answers it once, never in a loop.
+After `deadline` is set (shutdown), no call lasts beyond it: it raises GaveUp.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import random
+import select
+import time
+from collections.abc import Awaitable, Callable, Iterable
+from typing import Any, TypeVar
+
+import psycopg
+from psycopg import pq
+from psycopg.types.json import set_json_loads
+from psycopg_pool import AsyncConnectionPool, ConnectionPool
+
+from jobctl.db import connection_kwargs
+from jobctl.errors import first_line
+from jobctl.worker.job import AsyncConn, Conn
+
+log = logging.getLogger("jobctl.worker")
+
+APP_NAME = "jobctl-worker"
+BACKOFF_FIRST, BACKOFF_MAX = 0.1, 5.0
+POOL_WAIT = 10.0  # seconds to wait for a pooled connection before counting it as a failed try
+# SQLSTATEs a retry can cure, besides no SQLSTATE (a client-side connection failure) and class 08
+RETRY_SQLSTATES = frozenset({"57P01", "57P02", "57P03", "40001", "40P01"})
+# A pool retries a failed connection with a doubling delay until this many seconds, then gives up and
+# grows again when a caller waits (our retry wrapper always does): a short value bounds the lag between
+# the server coming back and the pool noticing (the default, 300 s, lets the delay grow to minutes).
+POOL_RECONNECT = 10.0
+
+T = TypeVar("T")
+
+
+class GaveUp(Exception):
+    """The database stayed unreachable until the worker stopped waiting for it (shutdown)."""
+
+
+def describe(exc: BaseException, *, one_line: bool = False) -> str:
+    """`<ExcType>: <message>` (the type alone for an empty message), as stored in last_error;
+    `one_line`: only the message's first line, for logs and one-line errors."""
+    try:
+        text = str(exc)
+    except Exception as e:  # a broken __str__ must not hide the error it belongs to
+        text = f"<str() failed: {type(e).__name__}>"
+    message = first_line(text) if one_line else text.strip()
+    return f"{type(exc).__name__}: {message}" if message else type(exc).__name__
+
+
+def retryable(exc: BaseException) -> bool:
+    """True for the errors a retry can cure: a lost or failed connection, a pool timeout, 40001/40P01."""
+    if not isinstance(exc, psycopg.Error):
+        return False
+    state = exc.sqlstate
+    if state is None:  # failed on the client side: connecting, or a connection lost mid-call
+        return isinstance(exc, psycopg.OperationalError)  # PoolTimeout included
+    return state.startswith("08") or state in RETRY_SQLSTATES
+
+
+def error_fields(exc: BaseException) -> dict[str, Any]:
+    """Log fields for an error: its first line, and its SQLSTATE when it has one."""
+    fields: dict[str, Any] = {"error": describe(exc, one_line=True)}
+    state = getattr(exc, "sqlstate", None)
+    if state:
+        fields["sqlstate"] = state
+    return fields
+
+
+def bigint_array(values: Iterable[int]) -> str:
+    """A PostgreSQL array literal for a `%s::bigint[]` parameter: psycopg's list dumper costs a
+    regex search per element, and completions and heartbeats send two ids per job."""
+    return "{" + ",".join(map(str, values)) + "}"
+
+
+class Sending:
+    """Whether a call's statement has been sent (and not failed): from then on its answer may hold
+    what the database committed; before, the call is only waiting for a connection or its next try."""
+
+    sent = False
+
+
+def rows(
+    sql: str, params: dict[str, Any], sending: Sending | None = None
+) -> Callable[[AsyncConn], Awaitable[list[tuple[Any, ...]]]]:
+    """A call of one statement for the retry wrapper: all its rows."""
+
+    async def op(conn: AsyncConn) -> list[tuple[Any, ...]]:
+        if sending is None:
+            cur = await conn.execute(sql, params)
+            return await cur.fetchall()
+        sending.sent = True
+        try:
+            cur = await conn.execute(sql, params)
+            return await cur.fetchall()
+        except BaseException:
+            sending.sent = False
+            raise
+
+    return op
+
+
+def value(sql: str, params: dict[str, Any]) -> Callable[[AsyncConn], Awaitable[Any]]:
+    """A call of one statement for the retry wrapper: the first column of its row (None: no row)."""
+
+    async def op(conn: AsyncConn) -> Any:
+        cur = await conn.execute(sql, params)
+        row = await cur.fetchone()
+        return None if row is None else row[0]
+
+    return op
+
+
+def _quiet(conn: Conn | AsyncConn) -> bool:
+    """True when an idle connection looks alive and nothing waits on its socket. A terminated backend
+    or a server shutting down sends its error and closes the socket, which then reads."""
+    try:
+        if conn.pgconn.status != pq.ConnStatus.OK:
+            return False
+        poller = select.poll()
+        poller.register(conn.pgconn.socket, select.POLLIN)
+        return not poller.poll(0)
+    except (OSError, psycopg.Error):
+        return False
+
+
+# The pools' check before lending a connection. psycopg_pool's own is a round trip to the server, as
+# costly as the call it guards; it runs only when the socket is not quiet.
+async def _check_async(conn: AsyncConn) -> None:
+    if not _quiet(conn):
+        await AsyncConnectionPool.check_connection(conn)
+
+
+def _check_sync(conn: Conn) -> None:
+    if not _quiet(conn):
+        ConnectionPool.check_connection(conn)
+
+
+_json_decode = json.JSONDecoder().decode
+
+
+def _json_loads(data: str | bytes) -> Any:
+    """json.loads without its sniffing of the encoding (PostgreSQL's JSON text is UTF-8): a claim
+    loads a payload per job."""
+    return _json_decode(data if isinstance(data, str) else data.decode())
+
+
+async def _configure(conn: AsyncConn) -> None:
+    set_json_loads(_json_loads, conn)
+
+
+def async_pool(
+    dsn: str, name: str, min_size: int, max_size: int, *, decode_json: bool = False
+) -> AsyncConnectionPool[AsyncConn]:
+    """Autocommit connections, checked before each use so that dead ones are replaced."""
+    return AsyncConnectionPool(
+        dsn,
+        kwargs=connection_kwargs(dsn, APP_NAME, autocommit=True),
+        min_size=min_size,
+        max_size=max_size,
+        check=_check_async,
+        configure=_configure if decode_json else None,
+        reconnect_timeout=POOL_RECONNECT,
+        open=False,
+        name=name,
+    )
+
+
+def sync_pool(dsn: str, name: str, max_size: int) -> ConnectionPool[Conn]:
+    """The same for sync handlers' transactions."""
+    return ConnectionPool(
+        dsn,
+        kwargs=connection_kwargs(dsn, APP_NAME, autocommit=True),
+        min_size=0,
+        max_size=max_size,
+        check=_check_sync,
+        reconnect_timeout=POOL_RECONNECT,
+        open=False,
+        name=name,
+    )
+
+
+class Database:
+    """The worker's own calls (claims, reports, heartbeats, ticks) over a small pool of its own;
+    handlers' transactions use other pools, so that they can never starve the heartbeat."""
+
+    def __init__(self, dsn: str) -> None:
+        self.pool = async_pool(dsn, "jobctl-worker", 2, 6, decode_json=True)
+        self.deadline: float | None = None  # time.monotonic() after which every call gives up (shutdown)
+
+    async def open(self) -> None:
+        await self.pool.open(wait=False)
+
+    async def call(
+        self,
+        what: str,
+        op: Callable[[AsyncConn], Awaitable[T]],
+        *,
+        abort: Callable[[], bool] | None = None,
+    ) -> T:
+        """Run `op` on a pooled connection. Errors a retry can cure (`retryable`) are retried with
+        backoff and jitter until it succeeds, `abort()` says to stop, or the deadline passes (GaveUp;
+        after the deadline no call lasts longer); any other error is raised at once."""
+        delay = BACKOFF_FIRST
+        while True:
+            left = None if self.deadline is None else self.deadline - time.monotonic()
+            if left is not None and left <= 0:
+                raise GaveUp(f"{what}: shutting down, and the database did not answer in time")
+            deadline = asyncio.timeout(left)
+            try:
+                async with deadline:
+                    wait = POOL_WAIT if left is None else min(POOL_WAIT, left)
+                    async with self.pool.connection(timeout=wait) as conn:
+                        return await op(conn)
+            except TimeoutError as e:
+                if not deadline.expired():
+                    raise
+                raise GaveUp(f"{what}: shutting down, and the database did not answer in time") from e
+            except psycopg.Error as e:
+                if not retryable(e):
+                    raise
+                past_deadline = self.deadline is not None and time.monotonic() >= self.deadline
+                if (abort is not None and abort()) or past_deadline:
+                    raise GaveUp(f"{what}: {describe(e, one_line=True)}") from e
+                pause = random.uniform(delay / 2, delay)
+                if self.deadline is not None:
+                    pause = min(pause, max(0.0, self.deadline - time.monotonic()))
+                log.warning(
+                    "database call failed; retrying",
+                    extra={"call": what, **error_fields(e), "retry_in": round(pause, 2)},
+                )
+                await asyncio.sleep(pause)
+                delay = min(delay * 2, BACKOFF_MAX)

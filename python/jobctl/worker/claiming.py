@@ -1,0 +1,212 @@
+"""Claiming: the claim loop, and the listener whose hints wake it.
+
+The claim loop claims `max_jobs = free slots` (at most MAX_BATCH) in one statement; when that filled
+every free slot it claims again as soon as a slot frees, otherwise it waits for a NOTIFY hint or the
+poll interval, whichever comes first. A claim that fails with an error a retry cannot cure is logged
+and tried again after a pause that doubles from the poll interval up to CLAIM_ERROR_MAX. A claim
+whose answer is lost after it committed leaves its jobs leased to nobody: they come back when their
+lease expires.
+
+The listener is a dedicated connection running LISTEN jobctl; a hint for one of our queues wakes the
+claim loop, which then looks again every HINT_LOOK seconds for HINT_WINDOW (the submits whose hint
+jobctl._notify skipped); after it reconnects the claim loop polls at once (hints may have been
+missed).
+
+At a stop, claiming ends at once: a claim still waiting for a connection or for its next try is
+dropped; one already sent gets CLAIM_ANSWER_WAIT to answer, and its jobs are given back unrun (no
+answer by then: it is cancelled, and anything it claimed comes back with its lease).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+import time
+from datetime import timedelta
+
+import psycopg
+
+from jobctl import queries
+from jobctl.db import connection_kwargs
+from jobctl.worker.calls import (
+    APP_NAME,
+    BACKOFF_FIRST,
+    BACKOFF_MAX,
+    Database,
+    GaveUp,
+    Sending,
+    error_fields,
+    retryable,
+    rows,
+)
+from jobctl.worker.outbox import MAX_BATCH, Stats
+from jobctl.worker.running import Running
+
+log = logging.getLogger("jobctl.worker")
+
+CLAIM_ANSWER_WAIT = 2.0  # at a stop, how long a claim already sent gets to answer
+CLAIM_ERROR_MAX = 30.0  # the longest pause after a claim error a retry cannot cure
+LISTEN_CHECK = 30.0  # an idle listener checks its connection this often
+# jobctl._notify sends one hint per queue at a time across sessions: a job whose submit skipped its
+# hint may commit just after the claim the other hint caused, so look again this soon after a claim
+# that found work
+SECOND_LOOK = 0.01
+# and a session sends one per queue per half-second window: after a hint, look again this often for
+# that long, so that the jobs submitted later in its window wait no longer than this
+HINT_LOOK, HINT_WINDOW = 0.05, 0.5
+
+
+async def wait_any(*events: asyncio.Event, timeout: float | None = None) -> None:
+    waits = [asyncio.create_task(e.wait()) for e in events]
+    try:
+        await asyncio.wait(waits, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for w in waits:
+            w.cancel()
+
+
+class Claimer:
+    def __init__(
+        self,
+        db: Database,
+        running: Running,
+        stats: Stats,
+        stop: asyncio.Event,
+        *,
+        dsn: str,
+        worker_id: str,
+        queues: list[str] | None,
+        lease: float,
+        poll_interval: float,
+    ) -> None:
+        self.db = db
+        self.running = running
+        self.stats = stats
+        self.stop = stop  # set: claiming ends
+        self.dsn = dsn
+        self.worker_id = worker_id
+        self.queues = queues
+        self.lease = lease
+        self.poll_interval = poll_interval
+        self._wake = asyncio.Event()
+        self._hinted_until = 0.0  # time.monotonic() until which claims look again every HINT_LOOK
+
+    async def run(self) -> None:
+        """The claim loop, until the stop."""
+        errors = 0  # claims in a row that failed with an error a retry cannot cure
+        while not self.stop.is_set():
+            free = self.running.concurrency - self.running.busy
+            if free <= 0:
+                self.running.slot_freed.clear()
+                await wait_any(self.running.slot_freed, self.stop)
+                continue
+            asked = min(free, MAX_BATCH)
+            self._wake.clear()
+            try:
+                got = await self._claim(asked)
+            except GaveUp:
+                return
+            except psycopg.Error as e:  # the retry wrapper retries the errors a retry can cure
+                errors += 1
+                pause = min(
+                    self.poll_interval * 2 ** min(errors - 1, 16), max(self.poll_interval, CLAIM_ERROR_MAX)
+                )
+                log.error(
+                    "claim failed; claiming again later",
+                    extra={**error_fields(e), "retry_in": round(pause, 2)},
+                )
+                await wait_any(self.stop, timeout=pause)
+                continue
+            errors = 0
+            if got < asked:
+                wait = SECOND_LOOK if got else self.poll_interval
+                if time.monotonic() < self._hinted_until:
+                    wait = min(wait, HINT_LOOK)
+                await wait_any(self._wake, self.stop, timeout=min(wait, self.poll_interval))
+
+    async def _claim(self, max_jobs: int) -> int:
+        """One claim, which a stop cuts short: dropped while it waits for a connection or its next try;
+        once sent, given CLAIM_ANSWER_WAIT to answer, and the jobs it brings are given back unrun."""
+        params = {
+            "worker_id": self.worker_id,
+            "queues": self.queues,
+            "max_jobs": max_jobs,
+            "lease": timedelta(seconds=self.lease),
+        }
+        sending = Sending()
+        call = asyncio.ensure_future(
+            self.db.call("claim_job", rows(queries.CLAIM_JOB, params, sending), abort=self.stop.is_set)
+        )
+        stop_wait = asyncio.ensure_future(self.stop.wait())
+        try:
+            await asyncio.wait({call, stop_wait}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            stop_wait.cancel()
+        if not call.done():
+            if sending.sent:
+                await asyncio.wait({call}, timeout=CLAIM_ANSWER_WAIT)
+            if not call.done():
+                was_sent = sending.sent
+                call.cancel()  # psycopg asks the server to cancel a statement in flight
+                call.add_done_callback(lambda c: c.cancelled() or c.exception())  # none goes unretrieved
+                await asyncio.wait({call}, timeout=1.0)
+                if was_sent:
+                    log.warning(
+                        "claim cancelled at shutdown without an answer; had it committed, its jobs"
+                        " come back when their leases expire"
+                    )
+        if not call.done() or call.cancelled():
+            return 0
+        claimed = call.result()  # GaveUp or psycopg.Error: to the claim loop
+        # timeouts count from here (a retried claim: from its last try)
+        claimed_at = asyncio.get_running_loop().time()
+        log.debug("claimed", extra={"jobs": len(claimed), "asked": max_jobs})
+        self.stats.claimed += len(claimed)
+        jobs = [self.running.job(row) for row in claimed]
+        if self.stop.is_set():
+            if jobs:
+                log.info("jobs claimed as the worker stopped: giving them back", extra={"jobs": len(jobs)})
+            for job in jobs:
+                self.running.track(self.running.outbox.release(job))
+            return len(jobs)
+        for job in jobs:
+            self.running.start(job, claimed_at)
+        return len(jobs)
+
+    # --- wake-ups
+
+    async def listen(self) -> None:
+        """The listener, until cancelled."""
+        delay = BACKOFF_FIRST
+        first = True
+        while True:
+            try:
+                conn = await psycopg.AsyncConnection.connect(
+                    self.dsn, **connection_kwargs(self.dsn, APP_NAME, autocommit=True)
+                )
+                async with conn:
+                    await conn.execute(queries.LISTEN)
+                    if not first:
+                        log.info("listener reconnected; polling at once")
+                        self._wake.set()
+                    first, delay = False, BACKOFF_FIRST
+                    await self._receive(conn)
+            except psycopg.Error as e:
+                if retryable(e):
+                    pause = random.uniform(delay / 2, delay)
+                    delay = min(delay * 2, BACKOFF_MAX)
+                    message = "listener lost its connection; reconnecting"
+                else:  # not a lost connection: try again much later (claims poll meanwhile)
+                    pause = LISTEN_CHECK
+                    message = "listener failed; polling only until it reconnects"
+                log.warning(message, extra={**error_fields(e), "retry_in": round(pause, 2)})
+                await asyncio.sleep(pause)
+
+    async def _receive(self, conn: psycopg.AsyncConnection[tuple[object, ...]]) -> None:
+        while True:
+            async for note in conn.notifies(timeout=LISTEN_CHECK):
+                if self.queues is None or note.payload in self.queues:
+                    self._hinted_until = time.monotonic() + HINT_WINDOW
+                    self._wake.set()
+            await conn.execute(queries.PING)  # an idle connection: prove it is still there

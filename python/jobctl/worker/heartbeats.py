@@ -1,0 +1,98 @@
+"""Heartbeats and the tick: the worker's periodic calls.
+
+Every lease/3 seconds one statement extends the lease of every running job and of every finished
+one whose completion waits in the outbox (until complete_jobs is sent for it); a running job whose
+heartbeat answers `cancelled` or `lost` is stopped and nothing is reported for it. A failed
+heartbeat is logged with the job count; the next one tries again.
+
+Every TICK_EVERY seconds the worker calls jobctl.tick(false): promotion, reaping, schedules, the
+queue tables' upkeep (one caller at a time per database does the work: a try-advisory-lock). A
+failed tick is logged and tried again TICK_ERROR_WAIT later; it never stops the worker.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from datetime import timedelta
+
+import psycopg
+
+from jobctl import queries
+from jobctl.worker.calls import Database, GaveUp, bigint_array, error_fields, rows, value
+from jobctl.worker.job import Job
+from jobctl.worker.outbox import Outbox, ids
+from jobctl.worker.running import Running, Slot
+
+log = logging.getLogger("jobctl.worker")
+
+# jobctl.tick(false) this often: orphans come back and schedules fire within about a second; after
+# an error a retry cannot cure, this much later
+TICK_EVERY, TICK_ERROR_WAIT = 0.25, 30.0
+
+
+async def heartbeat_loop(db: Database, running: Running, outbox: Outbox, lease: float) -> None:
+    loop = asyncio.get_running_loop()
+    every = lease / 3
+    next_at = loop.time() + every
+    while True:
+        await asyncio.sleep(max(0.0, next_at - loop.time()))
+        next_at = loop.time() + every
+        targets = _targets(running, outbox)
+        if targets:
+            await _heartbeat(db, running, targets, lease)
+
+
+def _targets(running: Running, outbox: Outbox) -> dict[int, tuple[Job, Slot | None]]:
+    """What to heartbeat, by job_id: running jobs not told to stop (with their slot), and finished
+    ones waiting for complete_jobs to be sent (no slot). One entry per job_id (the answers carry
+    only the job_id): its newest epoch, since an older one's lease is gone anyway."""
+    targets: dict[int, tuple[Job, Slot | None]] = {}
+    for job, _ in outbox.waiting():
+        known = targets.get(job.job_id)
+        if known is None or known[0].lease_epoch < job.lease_epoch:
+            targets[job.job_id] = (job, None)
+    for slot in running.active.values():
+        known = targets.get(slot.job.job_id)
+        if slot.job._stop_reason is None and (known is None or known[0].lease_epoch < slot.job.lease_epoch):
+            targets[slot.job.job_id] = (slot.job, slot)
+    return targets
+
+
+async def _heartbeat(
+    db: Database, running: Running, targets: dict[int, tuple[Job, Slot | None]], lease: float
+) -> None:
+    ordered = sorted(targets)  # row locks in job_id order, as complete_jobs takes them
+    params = {
+        "job_ids": bigint_array(ordered),
+        "lease_epochs": bigint_array(targets[job_id][0].lease_epoch for job_id in ordered),
+        "extend": timedelta(seconds=lease),
+    }
+    try:
+        answers = await db.call("heartbeat", rows(queries.HEARTBEATS, params))
+    except (GaveUp, psycopg.Error) as e:
+        log.error("heartbeat failed", extra={"jobs": len(ordered), **error_fields(e)})
+        return
+    for job_id, status in answers:
+        if status == "ok" or job_id not in targets:
+            continue
+        job, slot = targets[job_id]
+        if slot is None:  # a finished job: its completion will be fenced and counted then
+            log.debug("heartbeat of a finished job answered %s", status, extra=ids(job))
+        elif running.active.get(job_id) is slot:
+            running.stop(slot, status)
+
+
+async def tick_loop(db: Database) -> None:
+    while True:
+        try:
+            await db.call("tick", value(queries.TICK, {}))
+        except GaveUp:
+            return
+        except psycopg.Error as e:
+            log.warning(
+                "tick failed; trying again later", extra={**error_fields(e), "retry_in": TICK_ERROR_WAIT}
+            )
+            await asyncio.sleep(TICK_ERROR_WAIT)
+            continue
+        await asyncio.sleep(TICK_EVERY)

@@ -1,0 +1,197 @@
+"""Reporting outcomes to the database: completions in batches through an outbox, failures and
+give-backs one by one.
+
+Finished jobs wait in the outbox, which one task (`run`) sends with complete_jobs as soon as the
+previous batch has its answer: whatever accumulated meanwhile goes in the next batch (at most
+MAX_BATCH). A batch that fails with an error a retry cannot cure is sent again one job at a time; a
+job whose own completion fails is failed, for good when its result was refused (SQLSTATE class 22
+or 54), else with a retry. Completions are retried until they get an answer, never dropped; until
+a batch's statement is sent, the heartbeat extends its jobs' leases (`waiting`). A failed fail_job
+or release_job is logged with the job ids, and the job comes back when its lease expires.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import psycopg
+
+from jobctl import queries
+from jobctl.errors import first_line
+from jobctl.worker.calls import Database, GaveUp, Sending, bigint_array, describe, error_fields, rows, value
+from jobctl.worker.job import Job
+
+log = logging.getLogger("jobctl.worker")
+
+MAX_BATCH = 1000  # claim_job's and complete_jobs' cap
+RESULT_REFUSED = ("22", "54")  # SQLSTATE classes by which a completion refuses a job's result
+
+
+@dataclass
+class Stats:
+    """What a worker did; `failed` and `dead` count fail_job answers, timeouts included."""
+
+    claimed: int = 0
+    completed: int = 0
+    failed: int = 0
+    dead: int = 0
+    fenced: int = 0
+    cancelled: int = 0
+    timed_out: int = 0
+    released: int = 0
+    elapsed: float = 0.0
+
+    def summary(self) -> dict[str, Any]:
+        out: dict[str, Any] = asdict(self)
+        out["elapsed"] = round(self.elapsed, 3)
+        out["jobs_per_s"] = round(self.completed / self.elapsed, 1) if self.elapsed > 0 else 0.0
+        return out
+
+
+def ids(job: Job) -> dict[str, Any]:
+    """A job's log fields."""
+    return {"job_id": job.job_id, "lease_epoch": job.lease_epoch, "attempt": job.attempt}
+
+
+class Outbox:
+    def __init__(self, db: Database, stats: Stats) -> None:
+        self.db = db
+        self.stats = stats
+        self._entries: list[tuple[Job, str | None]] = []  # finished jobs waiting for complete_jobs
+        self._sending: list[tuple[Job, str | None]] = []  # the batch being sent
+        self._send_state = Sending()  # whether that batch's statement is on the wire
+        self._wake = asyncio.Event()
+        self._closing = False
+
+    def add(self, job: Job, result: str | None) -> None:
+        self._entries.append((job, result))
+        self._wake.set()
+
+    def waiting(self) -> list[tuple[Job, str | None]]:
+        """The finished jobs whose complete_jobs statement has not been sent: their leases must last."""
+        return self._entries if self._send_state.sent else [*self._sending, *self._entries]
+
+    def close(self) -> None:
+        """`run` sends what is left and returns."""
+        self._closing = True
+        self._wake.set()
+
+    async def run(self) -> None:
+        while True:
+            if not self._entries:
+                if self._closing:
+                    return
+                self._wake.clear()
+                await self._wake.wait()
+                continue
+            batch, self._entries = self._entries[:MAX_BATCH], self._entries[MAX_BATCH:]
+            self._sending, self._send_state = batch, Sending()
+            try:
+                await self._complete(batch)
+            except GaveUp as e:
+                unsent = len(batch) + len(self._entries)
+                log.error(
+                    "completions not sent; those jobs run again after their lease",
+                    extra={"jobs": unsent, "error": str(e)},
+                )
+                self._entries.clear()
+                return
+            finally:
+                self._sending = []
+
+    async def _complete(self, batch: list[tuple[Job, str | None]]) -> None:
+        batch.sort(key=lambda entry: entry[0].job_id)  # row locks in job_id order, as heartbeats take them
+        results = [result for _, result in batch]
+        params = {
+            "job_ids": bigint_array(job.job_id for job, _ in batch),
+            "lease_epochs": bigint_array(job.lease_epoch for job, _ in batch),
+            # NULL when no job has a result: complete_jobs then skips joining the results
+            "results": results if any(r is not None for r in results) else None,
+        }
+        try:
+            answers = await self.db.call(
+                "complete_jobs", rows(queries.COMPLETE_JOBS, params, self._send_state)
+            )
+        except GaveUp:
+            raise
+        except psycopg.Error as e:
+            log.error(
+                "complete_jobs failed; completing one by one",
+                extra={
+                    "jobs": len(batch),
+                    **error_fields(e),
+                    "job_ids": ",".join(str(j.job_id) for j, _ in batch[:20]),
+                },
+            )
+            await self._complete_each(batch)
+            return
+        for (job, _), (_, completed) in zip(batch, answers, strict=True):
+            self._completed(job, bool(completed))
+
+    async def _complete_each(self, batch: list[tuple[Job, str | None]]) -> None:
+        for job, result in batch:
+            params = {"job_id": job.job_id, "lease_epoch": job.lease_epoch, "result": result}
+            try:
+                ok = await self.db.call("complete_job", value(queries.COMPLETE_JOB, params))
+            except GaveUp:
+                raise
+            except psycopg.Error as e:
+                refused = (e.sqlstate or "")[:2] in RESULT_REFUSED  # the result: no retry would help
+                log.error("could not complete job", extra={**ids(job), **error_fields(e)})
+                what = "result rejected" if refused else "completion failed"
+                await self.fail(job, f"{what}: {describe(e, one_line=True)}", retryable=not refused)
+                continue
+            self._completed(job, bool(ok))
+
+    def _completed(self, job: Job, completed: bool) -> None:
+        if completed:
+            self.stats.completed += 1
+        else:
+            self.stats.fenced += 1
+            log.warning("job completion fenced: its lease was no longer current", extra=ids(job))
+
+    async def fail(self, job: Job, error: str, *, retryable: bool) -> None:
+        params = {
+            "job_id": job.job_id,
+            "lease_epoch": job.lease_epoch,
+            "error": error.replace("\x00", "\\0"),  # text cannot hold NUL
+            "retryable": retryable,
+        }
+        try:
+            state = await self.db.call("fail_job", value(queries.FAIL_JOB, params))
+        except (GaveUp, psycopg.Error) as e:
+            log.error(
+                "could not fail job; it returns when its lease expires",
+                extra={**ids(job), **error_fields(e), "job_error": first_line(error)},
+            )
+            return
+        extra = {**ids(job), "error": first_line(error)}
+        if state is None:
+            self.stats.fenced += 1
+            log.warning("job failure fenced: its lease was no longer current", extra=extra)
+        elif state == "dead":
+            self.stats.dead += 1
+            log.warning("job dead", extra=extra)
+        else:
+            self.stats.failed += 1
+            log.info("job failed; a retry is scheduled", extra=extra)
+
+    async def release(self, job: Job) -> None:
+        params = {"job_id": job.job_id, "lease_epoch": job.lease_epoch}
+        try:
+            released = await self.db.call("release_job", value(queries.RELEASE_JOB, params))
+        except (GaveUp, psycopg.Error) as e:
+            log.error(
+                "could not release job; it returns when its lease expires",
+                extra={**ids(job), **error_fields(e)},
+            )
+            return
+        if released:
+            self.stats.released += 1
+            log.info("job released at shutdown", extra=ids(job))
+        else:
+            self.stats.fenced += 1
+            log.warning("job release fenced: its lease was no longer current", extra=ids(job))

@@ -1,0 +1,310 @@
+"""Running claimed jobs: each handler in a slot, its outcome booked as it ends, stops supervised.
+
+Handlers run as asyncio tasks (`async def`) or in a thread pool sized to the concurrency (`def`).
+A job's outcome is booked as its handler ends (at the end of an async handler's task, by a thread's
+done callback): a result goes to the outbox, a completion made by the job's own transaction is
+counted, with no other task per job. A job that needs more, a failure to report or a stop (its
+timeout, a heartbeat's answer, shutdown) to wait out, gets a supervisor task. An unexpected error on
+that path is logged with its traceback and fails the job for good.
+
+A running job is known by its job_id and lease_epoch together. When the worker claims a job it is
+still running (its lease was revoked while the worker did not hear, say during an outage longer than
+the lease), the older attempt is stopped at once as `lost`, and it never touches the newer one's slot.
+A thread cannot be interrupted: when its job times out, is cancelled, loses its lease or is given
+back at shutdown, its `job.cancelled` is set and whatever it does afterwards is ignored (the
+database fences any late completion), but it keeps its slot until it returns.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import logging
+from collections.abc import Awaitable, Callable, Coroutine
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from functools import partial
+from typing import Any
+
+from psycopg_pool import AsyncConnectionPool, ConnectionPool
+
+from jobctl.worker.calls import async_pool, describe, sync_pool
+from jobctl.worker.job import AsyncConn, Conn, Job, LeaseLost, PermanentError, result_json
+from jobctl.worker.outbox import Outbox, Stats, ids
+
+log = logging.getLogger("jobctl.worker")
+
+Handler = Callable[[Job], Any]
+
+CANCEL_WAIT = 2.0  # how long a cancelled async handler gets to unwind (roll back) before we move on
+
+
+def is_async_handler(handler: Handler) -> bool:
+    """True for `async def` handlers (also callable objects with an async __call__)."""
+    return inspect.iscoroutinefunction(handler) or inspect.iscoroutinefunction(
+        getattr(handler, "__call__", None)  # noqa: B004 - the object's own __call__
+    )
+
+
+@dataclass(eq=False, slots=True)
+class Slot:
+    """A job whose handler is running: what the heartbeat extends and a stop acts on."""
+
+    job: Job
+    handler: asyncio.Future[Any] = field(init=False)  # its task, or its thread's future
+    timer: asyncio.TimerHandle | None = None  # its timeout (jobs without one have no timer)
+    supervised: bool = False  # a supervisor task reports it (else the handler's end does)
+    ended: bool = False  # handler_ended ran
+
+
+class Running:
+    def __init__(self, handler: Handler, *, dsn: str, concurrency: int, outbox: Outbox, stats: Stats) -> None:
+        self.handler = handler
+        self.is_async = is_async_handler(handler)
+        self.dsn = dsn
+        self.concurrency = concurrency
+        self.outbox = outbox
+        self.stats = stats
+        self.busy = 0  # handlers still running (a stopped sync handler's thread included)
+        self.slot_freed = asyncio.Event()
+        # running jobs by job_id: the slot of the newest attempt; an older attempt's slot (a job claimed
+        # again) is stopped at once and removed only by its own supervisor while it is still the one here
+        self.active: dict[int, Slot] = {}
+        self._supervisors: set[asyncio.Task[None]] = set()
+        self._idle: asyncio.Future[None] | None = None  # shutdown's wait: done when no job is left
+        # handlers' transactions: pools of their own, so that they can never starve the worker's calls
+        self._tx_pool: AsyncConnectionPool[AsyncConn] | None = None
+        self._sync_tx_pool: ConnectionPool[Conn] | None = None
+        self._executor: ThreadPoolExecutor | None = None
+
+    async def open(self) -> None:
+        if self.is_async:
+            self._tx_pool = async_pool(self.dsn, "jobctl-worker-tx", 0, self.concurrency)
+            await self._tx_pool.open(wait=False)
+        else:
+            self._sync_tx_pool = sync_pool(self.dsn, "jobctl-worker-tx", self.concurrency)
+            self._sync_tx_pool.open(wait=False)
+            self._executor = ThreadPoolExecutor(self.concurrency, thread_name_prefix="jobctl-handler")
+
+    def closing(self) -> list[Awaitable[None]]:
+        """Shut the thread pool (without waiting for its threads); the closing of the pools to await."""
+        if self._executor is not None:
+            self._executor.shutdown(wait=False, cancel_futures=True)
+            if self.busy:
+                log.warning("sync handlers still running after shutdown", extra={"threads": self.busy})
+        closing: list[Awaitable[None]] = []
+        if self._tx_pool is not None:
+            closing.append(self._tx_pool.close(timeout=5.0))
+        if self._sync_tx_pool is not None:
+            closing.append(asyncio.to_thread(self._sync_tx_pool.close, 5.0))
+        return closing
+
+    def job(self, row: tuple[Any, ...]) -> Job:
+        """A claimed row as the Job its handler gets."""
+        job_id, tenant_id, queue, payload, priority, attempt, max_attempts, epoch, expires, timeout = row
+        return Job(
+            job_id=int(job_id),
+            tenant_id=tenant_id,
+            queue=queue,
+            payload=payload,
+            priority=int(priority),
+            attempt=int(attempt),
+            max_attempts=int(max_attempts),
+            lease_epoch=int(epoch),
+            lease_expires_at=expires,
+            timeout=None if timeout is None else float(timeout),
+            _sync_pool=self._sync_tx_pool,
+            _async_pool=self._tx_pool,
+        )
+
+    # --- a job's way through
+
+    def start(self, job: Job, claimed_at: float) -> None:
+        """Run the job's handler in a slot; its timeout counts from `claimed_at` (the loop's time)."""
+        loop = asyncio.get_running_loop()
+        slot = Slot(job)
+        if self.is_async:
+            slot.handler = loop.create_task(self._run_async(slot))
+        else:
+            slot.handler = loop.run_in_executor(self._executor, self.handler, job)
+            slot.handler.add_done_callback(partial(self._thread_ended, slot))
+        self.busy += 1
+        if job.timeout is not None:
+            slot.timer = loop.call_at(claimed_at + job.timeout, self.stop, slot, "timed_out")
+        older = self.active.get(job.job_id)
+        if older is not None:
+            # claimed again, so the older attempt's lease is gone whether or not a heartbeat said so
+            log.warning(
+                "job claimed again while an older attempt runs; stopping that attempt",
+                extra={**ids(job), "older_epoch": older.job.lease_epoch},
+            )
+            self.stop(older, "lost")
+        self.active[job.job_id] = slot
+
+    async def _run_async(self, slot: Slot) -> None:
+        """An async handler's task; it books the outcome itself as it ends (no done callback)."""
+        try:
+            value = await self.handler(slot.job)  # even a call that fails is the job's failure
+        except (KeyboardInterrupt, SystemExit, GeneratorExit):
+            raise  # asyncio lets the first two stop the loop; the last closes the unfinished task
+        except BaseException as e:
+            self._handler_ended(slot, None, e)  # the outcome is booked: the task itself ends quietly
+        else:
+            self._handler_ended(slot, value, None)
+
+    def _thread_ended(self, slot: Slot, handler: asyncio.Future[Any]) -> None:
+        if handler.cancelled():
+            self._handler_ended(slot, None, asyncio.CancelledError())
+        else:
+            error = handler.exception()
+            self._handler_ended(slot, None if error is not None else handler.result(), error)
+
+    def _handler_ended(self, slot: Slot, value: Any, error: BaseException | None) -> None:
+        """Free the slot and book the outcome; only one that needs the database gets a supervisor."""
+        slot.ended = True
+        self.busy -= 1
+        self.slot_freed.set()
+        if slot.timer is not None:
+            slot.timer.cancel()
+        if slot.supervised:
+            return  # stopped: its supervisor reports
+        self._forget(slot)
+        try:
+            work = self._report(slot.job, value, error)
+        except Exception as e:
+            work = self._supervisor_failed(slot, e)
+        if work is not None:
+            self._supervise(slot, work)
+
+    def _report(self, job: Job, value: Any, error: BaseException | None) -> Coroutine[Any, Any, None] | None:
+        """Book the outcome of a handler that ended on its own. A result (or a completion made by the
+        job's transaction) is booked at once; a failure is returned as the fail_job left to run."""
+        if job._completed:
+            self.stats.completed += 1  # its own transaction completed it
+        elif error is None:
+            try:
+                result = result_json(value)
+            except ValueError as e:
+                return self.outbox.fail(job, str(e), retryable=False)
+            self.outbox.add(job, result)
+        elif isinstance(error, LeaseLost):
+            self.stats.fenced += 1
+            log.warning("job fenced: its lease was lost before it completed", extra=ids(job))
+        else:
+            log.debug("handler raised", exc_info=error, extra=ids(job))
+            return self.outbox.fail(job, describe(error), retryable=not isinstance(error, PermanentError))
+        return None
+
+    # --- stops
+
+    def stop(self, slot: Slot, reason: str) -> None:
+        """Stop a running handler: `cancelled`, `lost`, `timed_out` or `shutdown`. A handler that has
+        already returned is left alone: its outcome stands (a fenced completion says the rest)."""
+        if slot.handler.done():
+            return
+        slot.job._stop(reason)  # keeps the reason of a stop already asked for
+        if slot.timer is not None:
+            slot.timer.cancel()
+            slot.timer = None
+        if not slot.supervised:
+            self._supervise(slot, self._after_handler_stop(slot))
+        if self.is_async:
+            slot.handler.cancel()
+
+    async def _after_handler_stop(self, slot: Slot) -> None:
+        job, handler = slot.job, slot.handler
+        if self.is_async:
+            if not handler.done():
+                await asyncio.wait({handler}, timeout=CANCEL_WAIT)  # let its transaction roll back
+            if handler.done() and not slot.ended:  # cancelled before its first step: it never ran
+                self._handler_ended(slot, None, asyncio.CancelledError())
+        self._forget(slot)
+        if job._completed:
+            self.stats.completed += 1  # its own transaction completed it before the stop
+            return
+        reason = job._stop_reason  # what a stopped handler did is ignored
+        if reason == "cancelled":
+            self.stats.cancelled += 1
+            log.info("job cancelled while running; handler stopped", extra=ids(job))
+        elif reason == "lost":
+            self.stats.fenced += 1
+            log.warning("job lease lost; handler stopped", extra=ids(job))
+        elif reason == "timed_out":
+            self.stats.timed_out += 1
+            log.warning("job timed out; handler stopped", extra={**ids(job), "timeout": job.timeout})
+            await self.outbox.fail(job, f"timed out after {job.timeout:g}s", retryable=True)
+        else:
+            await self.outbox.release(job)
+
+    # --- supervisors
+
+    def track(self, work: Awaitable[None]) -> None:
+        """Run a job's supervisor (or its give-back) as a task that shutdown waits for."""
+        task = asyncio.ensure_future(work)
+        self._supervisors.add(task)
+        task.add_done_callback(self._untrack)
+
+    def _untrack(self, task: asyncio.Task[None]) -> None:
+        self._supervisors.discard(task)
+        self._check_idle()
+
+    def _supervise(self, slot: Slot, work: Coroutine[Any, Any, None]) -> None:
+        slot.supervised = True
+        self.track(self._supervised(slot, work))
+
+    async def _supervised(self, slot: Slot, work: Coroutine[Any, Any, None]) -> None:
+        """Run what is left of a job's report. An unexpected error on the way fails the job for good
+        rather than leaving it to its lease."""
+        try:
+            await work
+        except Exception as e:
+            await self._supervisor_failed(slot, e)
+        finally:
+            self._forget(slot)
+
+    async def _supervisor_failed(self, slot: Slot, error: Exception) -> None:
+        job = slot.job
+        log.error("job supervisor failed; failing the job for good", exc_info=error, extra=ids(job))
+        self.stop(slot, "failed")
+        self._forget(slot)
+        try:
+            await self.outbox.fail(job, f"worker error: {describe(error)}", retryable=False)
+        except Exception:
+            log.exception("could not fail job; it returns when its lease expires", extra=ids(job))
+
+    def _forget(self, slot: Slot) -> None:
+        """Stop heartbeating a job: only its own slot, never a newer attempt's."""
+        if self.active.get(slot.job.job_id) is slot:
+            del self.active[slot.job.job_id]
+            self._check_idle()
+
+    # --- shutdown
+
+    def _check_idle(self) -> None:
+        """Wake shutdown's wait once no job runs and no report is pending."""
+        if self._idle is not None and not self.active and not self._supervisors and not self._idle.done():
+            self._idle.set_result(None)
+
+    async def wait_idle(self, timeout: float, hurry: asyncio.Event) -> None:
+        """Wait until no job runs and no report is pending, `timeout` passes, or `hurry` is set."""
+        if not (self.active or self._supervisors) or timeout <= 0 or hurry.is_set():
+            return
+        if self.active:
+            log.info("waiting for running jobs", extra={"running": len(self.active), "grace": timeout})
+        self._idle = everyone = asyncio.get_running_loop().create_future()
+        hurrying = asyncio.ensure_future(hurry.wait())
+        await asyncio.wait({everyone, hurrying}, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+        self._idle = None
+        hurrying.cancel()
+
+    async def stop_all(self) -> None:
+        """Stop every running job (each is given back) and wait for every supervisor."""
+        while True:
+            for slot in list(self.active.values()):
+                self.stop(slot, "shutdown")  # a running one gets a supervisor
+            if self._supervisors:
+                await asyncio.gather(*self._supervisors, return_exceptions=True)
+            elif self.active:
+                await asyncio.sleep(0)  # a thread that has just ended: its done callback runs first
+            else:
+                return
