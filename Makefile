@@ -67,8 +67,8 @@ bench-claim: setup ## C-depth: claim p50/p99 at 10,000 and JOBS due and after JO
 bench-retention: setup ## DROP PARTITION vs DELETE for a week of 1,400,000 finished jobs: time, WAL, dead tuples, size (about 3 minutes)
 	@$(BIN)/python benchmarks/retention.py
 
-bench-held: setup ## A REPEATABLE READ transaction held 10 minutes while jobs flow at half the clean maximum: claim p50/p99, throughput, relation growth (about 14 minutes)
-	@$(BIN)/python benchmarks/held_snapshot.py
+bench-held: setup ## A REPEATABLE READ transaction held 10 minutes while jobs flow at half the clean maximum: claim p50/p99, throughput, relation growth (about 14 minutes a run; RUNS=3 for three)
+	@$(BIN)/python benchmarks/held_snapshot.py --runs $${RUNS:-1}
 
 bench-xids: setup ## Transaction IDs and MultiXacts per job, one by one and in batches of 100 (seconds)
 	@$(BIN)/python benchmarks/xids.py

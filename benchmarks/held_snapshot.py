@@ -22,6 +22,7 @@ little: a full run writes held_snapshot_statements.jsonl instead).
 
     .venv/bin/python benchmarks/held_snapshot.py            # S 60 s, H 600 s, R 120 s
     .venv/bin/python benchmarks/held_snapshot.py --small    # S 8 s, H 20 s, R 10 s
+    .venv/bin/python benchmarks/held_snapshot.py --runs 3   # three runs, each in a fresh database
 """
 
 from __future__ import annotations
@@ -147,16 +148,31 @@ def main() -> None:
     ap.add_argument("--batch", type=int, default=50)
     ap.add_argument("--url", help="admin URL of an existing cluster (default: start .bench-pg)")
     ap.add_argument("--statements", action="store_true", help="where the time goes (pg_stat_statements)")
+    ap.add_argument("--runs", type=int, default=1, help="runs one after another, each in a fresh database")
     args = ap.parse_args()
-    size = SIZES["small" if args.small else "full"]
     base = args.url or cluster_url("postgres")
+    kept = []
+    for run in range(1, args.runs + 1):
+        kept += one_run(args, base, run)
+    name = "held_snapshot_statements.jsonl" if args.statements else "held_snapshot.jsonl"
+    finish(base, "jobctl_held", kept, None if args.small else name)
+
+
+def one_run(args: argparse.Namespace, base: str, run: int) -> list[dict[str, Any]]:
+    """One run of the four phases; its calibration row and its result row."""
+    size = SIZES["small" if args.small else "full"]
     dsn = fresh_database(base, "jobctl_held")
     steady, hold, recovery = size["steady"], size["hold"], size["recovery"]
 
     t0, sent, calls = flow(dsn, 0, steady, args.claimers, args.batch, None)
     max_flow = window(calls, t0 + 1, t0 + steady)["jobs_per_s"]
     rate = max_flow / 2
-    calib = {"scenario": "calibrate", "max_flow_jobs_per_s": max_flow, "offered_jobs_per_s": round(rate)}
+    calib = {
+        "scenario": "calibrate",
+        "run": run,
+        "max_flow_jobs_per_s": max_flow,
+        "offered_jobs_per_s": round(rate),
+    }
     print(json.dumps(calib), flush=True)
 
     samples: list[dict[str, Any]] = []
@@ -251,8 +267,7 @@ def main() -> None:
         **({"statements": statements} if args.statements else {}),
     }
     print(json.dumps(row), flush=True)
-    kept = "held_snapshot_statements.jsonl" if args.statements else "held_snapshot.jsonl"
-    finish(base, "jobctl_held", [calib, row], None if args.small else kept)
+    finish(base, "jobctl_held", [], None)
 
     print(
         f"\nclean max flow {max_flow} jobs/s; offered {round(rate)} jobs/s; "
@@ -280,6 +295,7 @@ def main() -> None:
         print(f"  {'calls/s':>8} {'mean ms':>8} {'ms/s':>7}  statement")
         for st in top:
             print(f"  {st['per_s']:>8} {st['mean_ms']:>8} {st['ms_per_s']:>7}  {st['query']}")
+    return [calib, row]
 
 
 if __name__ == "__main__":
