@@ -203,6 +203,9 @@ class Database:
     async def open(self) -> None:
         await self.pool.open(wait=False)
 
+    async def close(self) -> None:
+        await self.pool.close(timeout=5.0)
+
     async def call(
         self,
         what: str,

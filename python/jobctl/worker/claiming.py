@@ -40,6 +40,7 @@ from jobctl.worker.calls import (
     retryable,
     rows,
 )
+from jobctl.worker.job import AsyncConn
 from jobctl.worker.outbox import MAX_BATCH, Stats
 from jobctl.worker.running import Running
 
@@ -72,7 +73,7 @@ class Claimer:
         db: Database,
         running: Running,
         stats: Stats,
-        stop: asyncio.Event,
+        stopping: asyncio.Event,
         *,
         dsn: str,
         worker_id: str,
@@ -83,7 +84,7 @@ class Claimer:
         self.db = db
         self.running = running
         self.stats = stats
-        self.stop = stop  # set: claiming ends
+        self.stopping = stopping  # set: claiming ends
         self.dsn = dsn
         self.worker_id = worker_id
         self.queues = queues
@@ -95,11 +96,11 @@ class Claimer:
     async def run(self) -> None:
         """The claim loop, until the stop."""
         errors = 0  # claims in a row that failed with an error a retry cannot cure
-        while not self.stop.is_set():
+        while not self.stopping.is_set():
             free = self.running.concurrency - self.running.busy
             if free <= 0:
                 self.running.slot_freed.clear()
-                await wait_any(self.running.slot_freed, self.stop)
+                await wait_any(self.running.slot_freed, self.stopping)
                 continue
             asked = min(free, MAX_BATCH)
             self._wake.clear()
@@ -116,14 +117,14 @@ class Claimer:
                     "claim failed; claiming again later",
                     extra={**error_fields(e), "retry_in": round(pause, 2)},
                 )
-                await wait_any(self.stop, timeout=pause)
+                await wait_any(self.stopping, timeout=pause)
                 continue
             errors = 0
             if got < asked:
                 wait = SECOND_LOOK if got else self.poll_interval
                 if time.monotonic() < self._hinted_until:
                     wait = min(wait, HINT_LOOK)
-                await wait_any(self._wake, self.stop, timeout=min(wait, self.poll_interval))
+                await wait_any(self._wake, self.stopping, timeout=min(wait, self.poll_interval))
 
     async def _claim(self, max_jobs: int) -> int:
         """One claim, which a stop cuts short: dropped while it waits for a connection or its next try;
@@ -136,9 +137,9 @@ class Claimer:
         }
         sending = Sending()
         call = asyncio.ensure_future(
-            self.db.call("claim_job", rows(queries.CLAIM_JOB, params, sending), abort=self.stop.is_set)
+            self.db.call("claim_job", rows(queries.CLAIM_JOB, params, sending), abort=self.stopping.is_set)
         )
-        stop_wait = asyncio.ensure_future(self.stop.wait())
+        stop_wait = asyncio.ensure_future(self.stopping.wait())
         try:
             await asyncio.wait({call, stop_wait}, return_when=asyncio.FIRST_COMPLETED)
         finally:
@@ -164,7 +165,7 @@ class Claimer:
         log.debug("claimed", extra={"jobs": len(claimed), "asked": max_jobs})
         self.stats.claimed += len(claimed)
         jobs = [self.running.job(row) for row in claimed]
-        if self.stop.is_set():
+        if self.stopping.is_set():
             if jobs:
                 log.info("jobs claimed as the worker stopped: giving them back", extra={"jobs": len(jobs)})
             for job in jobs:
@@ -203,7 +204,7 @@ class Claimer:
                 log.warning(message, extra={**error_fields(e), "retry_in": round(pause, 2)})
                 await asyncio.sleep(pause)
 
-    async def _receive(self, conn: psycopg.AsyncConnection[tuple[object, ...]]) -> None:
+    async def _receive(self, conn: AsyncConn) -> None:
         while True:
             async for note in conn.notifies(timeout=LISTEN_CHECK):
                 if self.queues is None or note.payload in self.queues:

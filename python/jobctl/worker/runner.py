@@ -203,9 +203,7 @@ class Worker:
         await self._running.stop_all()
 
     async def _close(self) -> None:
-        closing = self._running.closing()
-        closing.append(self._db.pool.close(timeout=5.0))
-        await asyncio.gather(*closing)  # all at once: 5 s at most
+        await asyncio.gather(self._running.close(), self._db.close())  # all at once: 5 s at most
 
 
 async def run(handler: Handler, *, dsn: str, **options: Any) -> Stats:

@@ -86,8 +86,8 @@ class Running:
             self._sync_tx_pool.open(wait=False)
             self._executor = ThreadPoolExecutor(self.concurrency, thread_name_prefix="jobctl-handler")
 
-    def closing(self) -> list[Awaitable[None]]:
-        """Shut the thread pool (without waiting for its threads); the closing of the pools to await."""
+    async def close(self) -> None:
+        """Shut the thread pool (without waiting for its threads) and close the handlers' pools."""
         if self._executor is not None:
             self._executor.shutdown(wait=False, cancel_futures=True)
             if self.busy:
@@ -97,7 +97,7 @@ class Running:
             closing.append(self._tx_pool.close(timeout=5.0))
         if self._sync_tx_pool is not None:
             closing.append(asyncio.to_thread(self._sync_tx_pool.close, 5.0))
-        return closing
+        await asyncio.gather(*closing)
 
     def job(self, row: tuple[Any, ...]) -> Job:
         """A claimed row as the Job its handler gets."""
@@ -290,7 +290,10 @@ class Running:
         if not (self.active or self._supervisors) or timeout <= 0 or hurry.is_set():
             return
         if self.active:
-            log.info("waiting for running jobs", extra={"running": len(self.active), "grace": timeout})
+            log.info(
+                "waiting for running jobs",
+                extra={"running": len(self.active), "grace_left": round(timeout, 3)},
+            )
         self._idle = everyone = asyncio.get_running_loop().create_future()
         hurrying = asyncio.ensure_future(hurry.wait())
         await asyncio.wait({everyone, hurrying}, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
