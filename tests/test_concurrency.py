@@ -378,7 +378,7 @@ def test_a_stale_shared_list_is_refreshed_by_one_claimer_while_the_others_claim_
     """While one claimer holds the refresh lock (listing), another finds the shared list stale and
     claims from it as it is, listing nothing; once the lock is free, a claim lists and shares."""
     queue, tenant = name + "_q", name + "_t"
-    key = _share_lanes(conn, queue, tenant, lanes=[(queue, tenant)], fresh_for="-1 second")  # stale
+    key = _share_lanes(conn, queue, tenant, lanes=[(queue, tenant)], fresh_for="-100 milliseconds")  # stale
     conn.execute("select jobctl.submit_job(%s, %s, '{}') from generate_series(1, 2)", (tenant, queue))
     claim = "select count(*) from jobctl.claim_job('w', %s, 1)"
     cached = "select l.cached from jobctl._lanes(%s, %s) as l"
@@ -389,6 +389,13 @@ def test_a_stale_shared_list_is_refreshed_by_one_claimer_while_the_others_claim_
         assert conn.execute(cached, ([queue], True)).fetchone() == (False,), "asked for afresh: listed"
         assert conn.execute(claim, ([queue],)).fetchone() == (1,)
         assert conn.execute(rows, (key,)).fetchone() == (1,), "the lock's holder shares, not these calls"
+        # stale for over a second: listed, lock or no lock (a held lock cannot freeze the list)
+        conn.execute(
+            "update jobctl._lane_cache set fresh_until = fresh_until - interval '1 second'"
+            " where queues_key = %s",
+            (key,),
+        )
+        assert conn.execute(cached, ([queue], False)).fetchone() == (False,), "too stale to use"
         lister.rollback()
     assert conn.execute(cached, ([queue], False)).fetchone() == (False,)
     assert conn.execute(claim, ([queue],)).fetchone() == (1,)

@@ -6,8 +6,8 @@
 -- left out.
 -- Listing costs an index descent per lane (jobctl._ready_lanes) and a plan of some twenty nodes, so
 -- the list is shared through jobctl._lane_cache, fresh for 100 ms + 0.2 ms per lane (at most 1 s):
--- the newest row is returned while it is fresh, and also while it is stale but another claimer
--- holds the refresh lock, listing (cached: a fresh listing might find lanes it lacks, and a claim
+-- the newest row is returned while it is fresh, and also, for up to a second, while it is stale
+-- but another claimer holds the refresh lock, listing (cached: a fresh listing might find lanes it lacks, and a claim
 -- that got nothing from it lists afresh, p_fresh, lock or no lock); else the lanes are listed and
 -- the listing shared, unless another claimer is sharing one right now (the refresh lock) or has
 -- since this call began.
@@ -26,9 +26,12 @@ declare
     v_row jobctl._lane_cache;
 begin
     select * into v_row from jobctl._lane_cache as c where c.queues_key = v_key order by c.fresh_until desc limit 1;
-    -- a stale list is refreshed by one claimer at a time; the others claim from it meanwhile
+    -- a stale list is refreshed by one claimer at a time; the others claim from it meanwhile, for a
+    -- second at most (a lock held longer, by a long transaction or by anyone, cannot freeze the list)
     if found and not p_fresh
-       and (v_row.fresh_until > v_now or not pg_try_advisory_xact_lock(19014, hashtext(v_key))) then
+       and (v_row.fresh_until > v_now
+            or (v_row.fresh_until > v_now - interval '1 second'
+                and not pg_try_advisory_xact_lock(19014, hashtext(v_key)))) then
         return (v_row.queues, v_row.tenants, v_row.limited, v_row.lows, v_row.total, true);
     end if;
     select
