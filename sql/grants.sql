@@ -49,7 +49,7 @@ begin
             ('forget_subject', 'jobctl_writer'),
             ('claim_job', 'jobctl_worker'), ('heartbeat', 'jobctl_worker'), ('complete_job', 'jobctl_worker'),
             ('complete_jobs', 'jobctl_worker'), ('fail_job', 'jobctl_worker'), ('release_job', 'jobctl_worker'),
-            ('tick', 'jobctl_worker'),
+            ('tick', 'jobctl_worker'), ('hint_tags', 'jobctl_worker'),
             ('authenticate', 'jobctl_api'),
             ('put_tenant', 'jobctl_admin'), ('pause_tenant', 'jobctl_admin'), ('put_concurrency_limit', 'jobctl_admin'),
             -- queues are shared: the functions refuse any caller but one acting for every tenant
@@ -81,7 +81,8 @@ begin
         where c.relnamespace = 'jobctl'::regnamespace and c.relkind in ('r', 'p') and not c.relispartition
             and c.relname in (
                 'job', 'job_archive', 'tenant', 'schedule', 'audit_log', '_ready', '_running', '_delayed',
-                '_event', '_event_archive', '_api_token', '_role_tenant', '_held', 'concurrency_limit', 'queue'
+                '_event', '_event_archive', '_api_token', '_role_tenant', '_held', 'concurrency_limit', 'queue',
+                '_lock', '_tick_lock', '_hint_key'
             )
     loop
         if not v_grant.secured then

@@ -336,7 +336,9 @@ def _share_lanes(conn: Conn, queue: str, tenant: str, *, lanes: list[tuple[str, 
     fresh for the interval `fresh_for` (negative: stale), listed when it became fresh or just now.
     Returns the list's key."""
     conn.execute("select jobctl.put_tenant(%s)", (tenant,))
-    key = "{" + queue + "}"
+    row = conn.execute("select md5(%s::text[]::text)", ([queue],)).fetchone()
+    assert row is not None
+    key = str(row[0])  # as jobctl._lanes keys a filter
     conn.execute(
         "insert into jobctl._lane_cache"
         " (queues_key, fresh_until, queues, tenants, limited, lows, total, listed_at)"
@@ -366,7 +368,7 @@ def test_a_claim_that_got_nothing_lists_afresh_even_while_another_shares_a_listi
     claim = "select count(*) from jobctl.claim_job('w', %s, 10)"
     rows = "select count(*) from jobctl._lane_cache where queues_key = %s"
     with psycopg.connect(dsn) as lister:
-        lister.execute("select pg_advisory_xact_lock(19014, hashtext(%s))", (key,))
+        lister.execute("select jobctl._try_lock('lanes', %s)", (key,))
         assert conn.execute(claim, ([queue],)).fetchone() == (1,)
         assert conn.execute(rows, (key,)).fetchone() == (1,), "the lock's holder shares, not this claim"
         lister.rollback()
@@ -384,7 +386,7 @@ def test_a_stale_shared_list_is_refreshed_by_one_claimer_while_the_others_claim_
     cached = "select l.cached from jobctl._lanes(%s, %s) as l"
     rows = "select count(*) from jobctl._lane_cache where queues_key = %s"
     with psycopg.connect(dsn) as lister:
-        lister.execute("select pg_advisory_xact_lock(19014, hashtext(%s))", (key,))
+        lister.execute("select jobctl._try_lock('lanes', %s)", (key,))
         assert conn.execute(cached, ([queue], False)).fetchone() == (True,), "the stale list, as it is"
         assert conn.execute(cached, ([queue], True)).fetchone() == (False,), "asked for afresh: listed"
         assert conn.execute(claim, ([queue],)).fetchone() == (1,)

@@ -3,12 +3,12 @@
 -- key_max_running; none: unlimited) less its due and running jobs (_ready and _running rows).
 -- The earliest waiting jobs (run_at, then job_id) move from _held to _ready, so a key with limit 1
 -- runs its jobs one at a time in run_at order. Each key is locked first (a transaction advisory
--- lock, in key order, so two callers cannot deadlock), and counted in a later statement, whose READ
+-- row lock, jobctl._wait_lock: in bucket order, so two callers cannot deadlock), and counted in a later statement, whose READ
 -- COMMITTED snapshot therefore sees what the lock's earlier holders committed: the limit holds
 -- under any number of submitters, claimers and completers. Called wherever a keyed job becomes due
 -- (it goes to _held first) or stops holding a place (completion, failure with a backoff, death,
 -- cancellation), and when a limit is raised. Returns the number admitted.
--- Locks: advisory xact locks (19017, key). Writes: _held (delete), _ready (insert).
+-- Locks: the key lock on each key (jobctl._wait_lock). Writes: _held (delete), _ready (insert).
 create or replace function jobctl._admit(p_tenants text[], p_keys text[])
 returns integer
 language plpgsql
@@ -19,9 +19,10 @@ declare
     v_queues text[];
     v_n integer;
 begin
-    perform pg_advisory_xact_lock(19017, hashtext(k.tenant_id || chr(31) || k.concurrency_key))
-    from (select distinct u.tenant_id, u.concurrency_key from unnest(p_tenants, p_keys) as u (tenant_id, concurrency_key)
-          where u.concurrency_key is not null order by 1, 2) as k;
+    perform jobctl._wait_lock('key', array(
+        select u.tenant_id || chr(31) || u.concurrency_key from unnest(p_tenants, p_keys) as u (tenant_id, concurrency_key)
+        where u.concurrency_key is not null
+    ));
     with k as (
         select distinct u.tenant_id, u.concurrency_key from unnest(p_tenants, p_keys) as u (tenant_id, concurrency_key)
         where u.concurrency_key is not null

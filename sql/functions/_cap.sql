@@ -1,6 +1,6 @@
 -- jobctl._cap: the "cap" step of jobctl.claim_job: the jobs each picked lane may give, under its
 -- tenant's and its queue's max_running and claim rates. For each picked lane that is limited, a
--- transaction advisory lock on its limited tenant and on its limited queue (a lane whose tenant or
+-- try-lock (jobctl._try_lock: claim-tenant, claim-queue) on its limited tenant and on its limited queue (a lane whose tenant or
 -- queue another claimer holds gives nothing this round); then, in a later statement, whose READ
 -- COMMITTED snapshot therefore sees every claim the locks' earlier holders committed, the room of
 -- each: the smaller of max_running less its running jobs and the tokens in its claim bucket
@@ -27,8 +27,8 @@ begin
         left join jobctl.queue as q
             on q.queue = p_queues[x.lane] and (q.max_running is not null or q.claim_bucket is not null)
         where p_limited[x.lane] and (
-            (t.tenant_id is not null and not pg_try_advisory_xact_lock(19013, hashtext(t.tenant_id)))
-            or (q.queue is not null and not pg_try_advisory_xact_lock(19018, hashtext(q.queue)))
+            (t.tenant_id is not null and not jobctl._try_lock('claim-tenant', t.tenant_id))
+            or (q.queue is not null and not jobctl._try_lock('claim-queue', q.queue))
         )
     );
     select array_agg(c.n order by c.ord), coalesce(bool_or(c.rated) filter (where c.n > 0), false)

@@ -11,7 +11,7 @@
 -- that got nothing from it lists afresh, p_fresh, lock or no lock); else the lanes are listed and
 -- the listing shared, unless another claimer is sharing one right now (the refresh lock) or has
 -- since this call began.
--- Locks: a try-advisory-lock (19014, the filter) for the transaction, to share a listing. Writes:
+-- Locks: the try-lock lanes on the filter (jobctl._try_lock) for the transaction, to share a listing. Writes:
 -- _lane_cache (insert), at most one row per listing.
 create or replace function jobctl._lanes(p_queues text[], p_fresh boolean)
 returns jobctl._lane_set
@@ -22,7 +22,7 @@ set plan_cache_mode = force_generic_plan
 as $$
 declare
     v_now timestamptz := clock_timestamp();
-    v_key text := coalesce(p_queues::text, '*');
+    v_key text := coalesce(md5(p_queues::text), '*');  -- a filter of any size keys one index entry
     v_row jobctl._lane_cache;
 begin
     select * into v_row from jobctl._lane_cache as c where c.queues_key = v_key order by c.fresh_until desc limit 1;
@@ -31,7 +31,7 @@ begin
     if found and not p_fresh
        and (v_row.fresh_until > v_now
             or (v_row.fresh_until > v_now - interval '1 second'
-                and not pg_try_advisory_xact_lock(19014, hashtext(v_key)))) then
+                and not jobctl._try_lock('lanes', v_key))) then
         return (v_row.queues, v_row.tenants, v_row.limited, v_row.lows, v_row.total, true);
     end if;
     select
@@ -58,7 +58,7 @@ begin
     ) as x;
     -- under the lock, look again: a listing that committed after this call read the row has added
     -- a fresh one (listed since this call began), and a second would only add to the key's rows
-    if pg_try_advisory_xact_lock(19014, hashtext(v_key))
+    if jobctl._try_lock('lanes', v_key)
        and not exists (select from jobctl._lane_cache as c where c.queues_key = v_key and c.fresh_until > v_now
                        and (not p_fresh or c.listed_at >= v_now)) then
         insert into jobctl._lane_cache (queues_key, fresh_until, queues, tenants, limited, lows, total, listed_at)

@@ -1,11 +1,12 @@
--- jobctl._notify: a wake-up hint on channel `jobctl` (payload: the queue) for each queue. A hint
+-- jobctl._notify: a wake-up hint on channel `jobctl` for each queue, its payload the queue's tag
+-- (jobctl._hint_tag: any login may LISTEN, and a tag does not name the queue). A hint
 -- only: it may be dropped, and workers also poll. NOTIFY serialises notifying commits on a
 -- cluster-wide lock held across the commit's WAL flush (commits that send none do not take it), so
 -- hints are thinned:
--- - one transaction per queue sends one at a time: it holds the try-advisory-lock (19015, queue)
+-- - one transaction per queue sends one at a time: it holds the try-lock hint on the queue
 --   until it ends, and concurrent submitters skip theirs (many producers on one queue);
--- - a session that finds another transaction sending a hint (any queue: the try-advisory-lock
---   (19016, 0) is taken) sends at most one per queue for the rest of that half-second window, and
+-- - a session that finds another transaction sending a hint (any queue: the try-lock hint-busy
+--   is taken) sends at most one per queue for the rest of that half-second window, and
 --   tries no lock but the queue's meanwhile (many queues, a producer each). The window and the
 --   hashes of the queues hinted in it are kept in the setting jobctl.hinted, which a rollback undoes
 --   together with the NOTIFY it was for. With no other sender in flight, every submit of due work
@@ -17,7 +18,7 @@
 -- Sends nothing when the setting jobctl.notify is off (`alter role ... set jobctl.notify = off`;
 -- false, no and 0 too, as for a boolean setting):
 -- for workers that only poll, such as those behind a transaction-pooling proxy, which cannot LISTEN.
--- Locks: advisory xact locks (19015, hashtext(queue)) and (19016, 0), try only.
+-- Locks: the try-locks hint-busy and hint on each queue (jobctl._try_lock).
 create or replace function jobctl._notify(p_queues text[])
 returns void
 language plpgsql  -- not sql: a SQL function called from plpgsql is planned on every call
@@ -34,7 +35,7 @@ begin
         return;
     end if;
     if v_hinted[1] is distinct from v_window then
-        if pg_try_advisory_xact_lock(19016, 0) then
+        if jobctl._try_lock('hint-busy') then
             v_hinted := null;  -- alone: a hint for every queue
         else
             v_hinted := array[v_window];
@@ -43,8 +44,8 @@ begin
     end if;
     foreach v_queue in array coalesce(p_queues, '{}') loop
         continue when hashtext(v_queue)::text = any(v_hinted);
-        if pg_try_advisory_xact_lock(19015, hashtext(v_queue)) then
-            perform pg_notify('jobctl', v_queue);
+        if jobctl._try_lock('hint', v_queue) then
+            perform pg_notify('jobctl', jobctl._hint_tag(v_queue));
             v_hinted := v_hinted || hashtext(v_queue)::text;
             v_record := v_hinted[1] = v_window;
         end if;

@@ -5,8 +5,8 @@
 -- partition holding more than 5,000 rows is left as it is: moving them would hold claims up, and
 -- rows moved on would only have to move again half a second later; a backlog leaves by being
 -- claimed, and VACUUM cleans behind the claims meanwhile.
--- Of the lane cache only each key's newest row moves on, and only when the current slot has none
--- newer: claimers fall back on it while one of them refreshes it, so the truncation does not send
+-- Of the lane cache only each key's newest row moves on, only when the current slot has none
+-- newer, and only if a claim used the filter in the last minute: claimers fall back on it while one of them refreshes it, so the truncation does not send
 -- them all to list the lanes at once (older rows are superseded versions; one row a key a slot
 -- moves).
 -- TRUNCATE frees a partition and its indexes whatever snapshots are open, where VACUUM would have
@@ -14,7 +14,7 @@
 -- last slot or two. Each truncation writes a pg_class row per relation that an old snapshot keeps
 -- too, hence few relations (migration 0014). Called by jobctl.tick while the xmin horizon is held
 -- back (jobctl._horizon_held): otherwise VACUUM and the index scans themselves clean behind claims.
--- Locks: a try-advisory-lock (19011, 3) for the transaction (a second rotator returns at once);
+-- Locks: the try-lock rotate (jobctl._try_lock) for the transaction (a second rotator returns at once);
 -- ACCESS EXCLUSIVE on the partition, asked for with a 20 ms lock_timeout (every claim and
 -- completion locks every partition, so a longer wait would hold them up); a partition whose lock
 -- is not granted is left to a later call; the lock of a truncated one is kept to the end of the
@@ -35,7 +35,7 @@ declare
 begin
     -- one rotator at a time: two, each holding a truncated partition and then claiming, would
     -- each wait for the other's partition
-    if not pg_try_advisory_xact_lock(19011, 3) then
+    if not jobctl._try_lock('rotate') then
         return 0;
     end if;
     for v_part in
@@ -81,7 +81,8 @@ begin
                 execute format(
                     'insert into %1$s (%2$s, slot)
                      select distinct on (p.queues_key) %3$s, %4$s from %5$s as p
-                     where not exists (select from %1$s as c where c.queues_key = p.queues_key
+                     where p.fresh_until > clock_timestamp() - interval ''1 minute''
+                         and not exists (select from %1$s as c where c.queues_key = p.queues_key
                                        and c.fresh_until >= p.fresh_until and c.tableoid <> p.tableoid)
                      order by p.queues_key, p.fresh_until desc',
                     v_part.parent, v_part.cols, 'p.' || replace(v_part.cols, ', ', ', p.'), v_part.slot, v_part.part

@@ -7,7 +7,7 @@
 -- registers unknown tenants, serialises submits that share a dedup key, inserts the new jobs and
 -- their queue rows, and returns (job_id, duplicate) in input order. Commits synchronously.
 -- A due job with a concurrency key goes to _held, and jobctl._admit lets it in while its key has
--- room. Locks: advisory xact locks on dedup-key buckets (class 19011 + 1), through _admit on keys.
+-- room. Locks: the dedup lock on the batch's dedup keys (jobctl._wait_lock), through _admit on keys.
 -- Writes: tenant, job, _ready, _held, _delayed.
 create or replace function jobctl._submit(p_specs jobctl._job_spec[], p_batch boolean, p_caller boolean default true)
 returns table (job_id bigint, duplicate boolean)
@@ -181,14 +181,10 @@ begin
         end if;
         -- Submits sharing a key wait for each other here; the next statement then sees the winner's
         -- committed job (READ COMMITTED takes a new snapshot per statement). Keys hash into 256
-        -- buckets, locked in order: a batch holds at most 256 entries of the shared lock table
-        -- (its default size is 64 x max_connections), and two batches cannot deadlock.
-        perform pg_advisory_xact_lock(19012, b.bucket)
-        from (
-            select distinct hashtext(s.tenant_id || chr(31) || s.dedup_key) & 255 as bucket
-            from unnest(p_specs) as s where s.dedup_key is not null
-            order by 1
-        ) as b;
+        -- buckets, locked in order: two batches cannot deadlock.
+        perform jobctl._wait_lock('dedup', array(
+            select s.tenant_id || chr(31) || s.dedup_key from unnest(p_specs) as s where s.dedup_key is not null
+        ));
     end if;
 
     if v_has_keys then

@@ -23,7 +23,7 @@ declare
     v_try integer;
     v_done boolean := true;
 begin
-    if pg_is_in_recovery() or not pg_try_advisory_xact_lock(19011, 2) then
+    if pg_is_in_recovery() or not jobctl._try_lock('maintain') then
         return 0;
     end if;
     select * into v_policy from jobctl.retention;

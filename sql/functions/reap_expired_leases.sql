@@ -1,7 +1,7 @@
 -- jobctl.reap_expired_leases: end every attempt whose lease expired (failed, due at once: no
 -- backoff) or whose job ran past its timeout (failed after its backoff), or dead when no attempts
 -- are left. Deleting the _running row revokes the epoch. Rows being completed right now are
--- skipped, never waited for. Runs alone (try-advisory-lock) and does nothing on a standby.
+-- skipped, never waited for. Runs alone (the try-lock reap) and does nothing on a standby.
 -- Locks: _running rows FOR UPDATE SKIP LOCKED, then job rows. Returns the number reaped.
 create or replace function jobctl.reap_expired_leases()
 returns integer
@@ -14,7 +14,7 @@ declare
     v_timed_out jsonb;
     v_count integer := 0;
 begin
-    if pg_is_in_recovery() or not pg_try_advisory_xact_lock(19011, 1) then
+    if pg_is_in_recovery() or not jobctl._try_lock('reap') then
         return 0;
     end if;
     with expired as (

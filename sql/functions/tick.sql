@@ -1,9 +1,9 @@
--- jobctl.tick: one pass of periodic work, one caller at a time per database (a try-advisory-lock;
--- another caller returns 0 at once): promote due delayed jobs, reap expired leases, expand due
--- schedules; while the xmin horizon is held back (jobctl._horizon_held), rotate the slot
+-- jobctl.tick: one pass of periodic work, one caller at a time per database (a lock on
+-- jobctl._tick_lock, which takes no transaction id: another caller returns 0 at once): promote due
+-- delayed jobs, reap expired leases, expand due schedules; while the xmin horizon is held back (jobctl._horizon_held), rotate the slot
 -- partitions of _ready, _running and _lane_cache (truncations, under ACCESS EXCLUSIVE locks held
 -- only by this short transaction), and otherwise delete the lane-cache rows newer ones superseded
--- (VACUUM can then remove them). With p_full, also recount the unfinished jobs of max_pending
+-- and those of filters no claim used for a minute (VACUUM can then remove them). With p_full, also recount the unfinished jobs of max_pending
 -- tenants (a scan of the queue tables: once a minute).
 -- Workers call tick(false) a few times a second (jobctl worker: every 0.25 s), so orphans come back
 -- and schedules fire within about a second of their time while any worker runs; pg_cron calls
@@ -27,9 +27,11 @@ begin
     if p_full then
         perform jobctl._recount_pending(null);
     end if;
-    if not pg_try_advisory_xact_lock(19011, 4) then
+    begin
+        lock table jobctl._tick_lock in exclusive mode nowait;
+    exception when lock_not_available then
         return 0;
-    end if;
+    end;
     if exists (select from jobctl._delayed as d where d.run_at <= v_now) then
         v_n := v_n + jobctl._promote_due();
     end if;
@@ -44,7 +46,8 @@ begin
     else
         delete from jobctl._lane_cache as c
         where c.fresh_until < v_now - interval '1 second'
-            and exists (select from jobctl._lane_cache as n where n.queues_key = c.queues_key and n.fresh_until > c.fresh_until);
+            and (c.fresh_until < v_now - interval '1 minute'  -- a filter no claim used for a minute
+                 or exists (select from jobctl._lane_cache as n where n.queues_key = c.queues_key and n.fresh_until > c.fresh_until));
     end if;
     return v_n;
 end

@@ -9,7 +9,7 @@ select has_function('jobctl', 'heartbeat', array['bigint', 'bigint', 'interval']
 
 -- the reaper runs alone: wait for any other run (pg_cron's ticker) to finish and keep it out of
 -- this transaction, so reap_expired_leases() below does the work here
-select pg_advisory_xact_lock(19011, 1);
+select jobctl._try_lock('reap');
 
 create function pg_temp.lease_of(p_job_id bigint) returns timestamptz
 language sql as $$

@@ -12,9 +12,9 @@ select jobctl.put_tenant('tap_age_t');
 -- an empty shared list for the queue, fresh for an hour, listed just now
 create function pg_temp.share_empty_list() returns void
 language sql as $$
-    delete from jobctl._lane_cache where queues_key = '{tap_age_q}';
+    delete from jobctl._lane_cache where queues_key = md5('{tap_age_q}');
     insert into jobctl._lane_cache (queues_key, fresh_until, queues, tenants, limited, lows, total, listed_at)
-    values ('{tap_age_q}', clock_timestamp() + interval '1 hour', '{}', '{}', '{}', '{}', 0, clock_timestamp());
+    values (md5('{tap_age_q}'), clock_timestamp() + interval '1 hour', '{}', '{}', '{}', '{}', 0, clock_timestamp());
 $$;
 
 create function pg_temp.claim() returns bigint
@@ -29,7 +29,7 @@ select is(
     (
         select count(*) from jobctl._lane_cache
         where
-            queues_key = '{tap_age_q}' and queues = '{tap_age_q}'
+            queues_key = md5('{tap_age_q}') and queues = '{tap_age_q}'
             and listed_at > clock_timestamp() - interval '1 minute' and listed_at < clock_timestamp()
     ), 1::bigint,
     'and shares what it listed, with its listed_at'
@@ -70,7 +70,7 @@ select is((select cached from l1), false, 'a listing is not cached');
 select is(
     (
         select count(*)::integer from jobctl._lane_cache
-        where queues_key = '{tap_lanes_q1,tap_lanes_q2}'
+        where queues_key = md5('{tap_lanes_q1,tap_lanes_q2}')
     ), 1,
     'and is shared: one row for the filter'
 );
@@ -81,7 +81,7 @@ select is(
 select is(
     (
         select count(*)::integer from jobctl._lane_cache
-        where queues_key = '{tap_lanes_q1,tap_lanes_q2}'
+        where queues_key = md5('{tap_lanes_q1,tap_lanes_q2}')
     ), 1,
     'without listing again'
 );

@@ -12,7 +12,7 @@ select function_returns('jobctl', 'reap_expired_leases', array[]::text[], 'integ
 
 -- the reaper runs alone (a try-lock); wait for pg_cron's ticker to finish its pass and keep it out
 -- of this transaction, so the calls below do the work (the lock is re-entrant for this session)
-select pg_advisory_xact_lock(19011, 1);
+select jobctl._try_lock('reap');
 
 -- claim one job of each queue; each scenario has its own queue
 do $do$

@@ -91,18 +91,20 @@ select results_eq(
     'both waiting jobs are in slot 1'
 );
 
--- of the lane cache only each key's newest row moves on, and only when the current slot has none newer
+-- of the lane cache only each key's newest row moves on, only when the current slot has none newer,
+-- and only if a claim used the filter in the last minute
 insert into jobctl._lane_cache (queues_key, fresh_until, queues, tenants, limited, lows, total, slot)
 values
 ('tap_rot_key', now(), '{}', '{}', '{}', '{}', 0, 1),
 ('tap_rot_key', now() + interval '1 second', '{}', '{}', '{}', '{}', 0, 1),
 ('tap_rot_key2', now(), '{}', '{}', '{}', '{}', 0, 1),
-('tap_rot_key2', now() + interval '2 seconds', '{}', '{}', '{}', '{}', 0, 0);
+('tap_rot_key2', now() + interval '2 seconds', '{}', '{}', '{}', '{}', 0, 0),
+('tap_rot_key3', now() - interval '2 minutes', '{}', '{}', '{}', '{}', 0, 1);
 select is(jobctl._rotate_slots(pg_temp.in_slot(0)), 2, 'with slot 0 current, slot 1 of _ready and of the cache are truncated');
 select results_eq(
     $$select queues_key, fresh_until - now(), slot from jobctl._lane_cache order by 1$$,
     $$values ('tap_rot_key'::text, interval '1 second', 0::smallint), ('tap_rot_key2', interval '2 seconds', 0::smallint)$$,
-    'each key keeps its newest row, moved on when the current slot had none newer'
+    'each key keeps its newest row, moved on when the current slot had none newer; an unused filter''s goes'
 );
 
 -- the lane cache's slot lasts 8 seconds: a new half-second leaves it alone

@@ -57,7 +57,7 @@ insert into granted values
 ),
 (
     'jobctl_worker', '{}', array[
-        'claim_job', 'heartbeat', 'complete_job', 'complete_jobs', 'fail_job', 'release_job', 'tick'
+        'claim_job', 'heartbeat', 'complete_job', 'complete_jobs', 'fail_job', 'release_job', 'tick', 'hint_tags'
     ]
 ),
 ('jobctl_api', array['jobctl_writer', 'jobctl_reader'], array[

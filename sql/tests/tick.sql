@@ -15,7 +15,7 @@ select is_definer('jobctl', 'tick', array['boolean'], 'tick is SECURITY DEFINER 
 
 -- the reaper runs alone (a try-lock): wait for pg_cron's pass to finish and keep it out of this
 -- transaction, so tick() below reaps (the lock is re-entrant for this session)
-select pg_advisory_xact_lock(19011, 1);
+select jobctl._try_lock('reap');
 
 -- a running job whose lease has expired, and a delayed job now due (claim_job promotes due jobs
 -- itself, so the delayed job is made due after the claim)
@@ -66,7 +66,7 @@ select is(
         select count(*)::integer
         from pg_locks
         where
-            locktype = 'advisory' and classid = 19011 and objid = 4
+            locktype = 'relation' and relation = 'jobctl._tick_lock'::regclass
             and granted and pid <> pg_backend_pid()
     ),
     0, 'no other tick runs now (the try-lock below is this session''s)'
@@ -77,7 +77,8 @@ insert into jobctl._lane_cache (queues_key, fresh_until, queues, tenants, limite
 values
 ('{tap_tick_lc}', now() - interval '10 seconds', '{}', '{}', '{}', '{}', 0, now() - interval '10 seconds'),
 ('{tap_tick_lc}', now() - interval '5 seconds', '{}', '{}', '{}', '{}', 0, now() - interval '5 seconds'),
-('{tap_tick_lc_alone}', now() - interval '10 seconds', '{}', '{}', '{}', '{}', 0, now() - interval '10 seconds');
+('{tap_tick_lc_alone}', now() - interval '10 seconds', '{}', '{}', '{}', '{}', 0, now() - interval '10 seconds'),
+('{tap_tick_lc_unused}', now() - interval '2 minutes', '{}', '{}', '{}', '{}', 0, now() - interval '2 minutes');
 select ok(not jobctl._horizon_held('1 day'), 'no transaction has held the horizon for a day');
 select ok(
     jobctl._horizon_held('0 seconds'), 'this test''s own open transaction (a snapshot and an XID) holds the horizon'
@@ -86,7 +87,7 @@ select jobctl.tick(false);
 select set_eq(
     $$select queues_key, fresh_until from jobctl._lane_cache where queues_key like '{tap_tick_lc%'$$,
     $$values ('{tap_tick_lc}', now() - interval '5 seconds'), ('{tap_tick_lc_alone}', now() - interval '10 seconds')$$,
-    'tick deletes the lane-cache rows a newer one superseded, and keeps each filter''s newest'
+    'tick deletes the lane-cache rows a newer one superseded and those unused for a minute, and keeps the newest'
 );
 
 -- tick(false) leaves the recount of max_pending tenants to the full pass
