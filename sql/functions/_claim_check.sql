@@ -19,6 +19,10 @@ begin
     if p_queues is not null and array_position(p_queues, null) is not null then
         raise exception using errcode = 'JC001', message = 'queues must not contain NULL';
     end if;
+    if cardinality(p_queues) > 1000 or exists (select from unnest(p_queues) as q (queue) where length(q.queue) > 200) then
+        raise exception using errcode = 'JC001', message = 'queues must hold at most 1000 names of at most 200 characters',
+            detail = 'field: queues';
+    end if;
     -- max_running counts what earlier claims committed, and SKIP LOCKED meets rows other claimers
     -- deleted: both need a fresh snapshot per statement
     if current_setting('transaction_isolation') <> 'read committed' then

@@ -13,6 +13,7 @@ as $$
 #variable_conflict use_column
 declare
     v_now timestamptz := clock_timestamp();
+    v_bad record;
     v_ids bigint[];
     v_epochs bigint[];
     v_cas timestamptz[];
@@ -26,6 +27,18 @@ begin
        or cardinality(p_results) <> cardinality(p_ids) then
         raise exception using errcode = 'JC001',
             message = 'job_ids, lease_epochs (and results, when given) must be arrays of the same length';
+    end if;
+    -- a result is read back by get_job, the API and the next attempt's tools: bounded like a payload
+    select a.job_id, pg_catalog.pg_column_size(a.result) > 1048576 as big into v_bad
+    from unnest(p_ids, p_results) as a (job_id, result)
+    where a.result is not null and (pg_catalog.pg_column_size(a.result) > 1048576 or jobctl._too_deep(a.result))
+    limit 1;
+    if found then
+        raise exception using errcode = 'JC001',
+            message = format('the result of job %s %s', v_bad.job_id,
+                case when v_bad.big then 'is over 1 MiB' else 'is nested more than 100 levels deep' end),
+            detail = 'field: result',
+            hint = 'Nothing was completed; store a smaller or flatter result, or fail the job.';
     end if;
     with arg as (
         select * from unnest(p_ids, p_epochs, p_results) as a (job_id, lease_epoch, result)

@@ -6,9 +6,9 @@
 -- rows moved on would only have to move again half a second later; a backlog leaves by being
 -- claimed, and VACUUM cleans behind the claims meanwhile.
 -- Of the lane cache only each key's newest row moves on, only when the current slot has none
--- newer, and only if a claim used the filter in the last minute: claimers fall back on it while one of them refreshes it, so the truncation does not send
--- them all to list the lanes at once (older rows are superseded versions; one row a key a slot
--- moves).
+-- newer, and only if a claim used the filter in the last minute: claimers fall back on it while
+-- one of them refreshes it, so the truncation does not send them all to list the lanes at once
+-- (older rows are superseded versions; one row a key a slot moves).
 -- TRUNCATE frees a partition and its indexes whatever snapshots are open, where VACUUM would have
 -- to wait for them, so the dead rows a claim, a completion or the reaper can meet are those of the
 -- last slot or two. Each truncation writes a pg_class row per relation that an old snapshot keeps

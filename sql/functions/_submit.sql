@@ -39,6 +39,12 @@ begin
     if p_specs is null or cardinality(p_specs) = 0 then
         return;
     end if;
+    if cardinality(p_specs) > 10000 then
+        raise exception using errcode = 'JC001',
+            message = format('jobs holds %s jobs; at most 10000 may be submitted at once', cardinality(p_specs)),
+            detail = 'field: jobs',
+            hint = 'Nothing was submitted; submit them in batches of at most 10000.';
+    end if;
     -- an acknowledged submit survives a failover: with a synchronous standby configured, this commit
     -- waits for it even where the cluster's default is local (docs/operations.md, failover). In the
     -- body: a SET clause would be undone before the commit it is meant for.
@@ -59,10 +65,18 @@ begin
             when o.max_attempts not between 1 and 1000 then 8
             when o.timeout <= interval '0' or o.timeout > interval '30 days' then 9
             when o.dedup_key = '' or length(o.dedup_key) > 500 then 10
-            when not isfinite(o.run_at) then 11
+            when not o.run_at between timestamptz '1970-01-01 00:00:00+00' and v_now + interval '10 years' then 11
             when o.subject_key = '' or length(o.subject_key) > 500 then 12
             when o.payload ? '$jobctl_sealed' then 13
             when o.concurrency_key = '' or length(o.concurrency_key) > 200 then 14
+            when jobctl._too_deep(o.payload) then 15
+            -- names an operator reads in a terminal or a page: no control or bidirectional-override
+            -- characters (docs/security.md, Bounds)
+            when o.tenant_id ~ jobctl._unprintable() then 16
+            when o.queue ~ jobctl._unprintable() then 17
+            when o.dedup_key ~ jobctl._unprintable() then 18
+            when o.subject_key ~ jobctl._unprintable() then 19
+            when o.concurrency_key ~ jobctl._unprintable() then 20
         end as n
         from unnest(p_specs) with ordinality as o (
             tenant_id, queue, payload, priority, run_at, dedup_key, max_attempts, backoff, timeout, subject_key, concurrency_key, ord
@@ -83,14 +97,21 @@ begin
             when 8 then format('max_attempts must be from 1 to 1000, not %s', v_bad.max_attempts)
             when 9 then 'timeout must be positive and at most 30 days'
             when 10 then 'dedup_key must be NULL or a string of 1 to 500 characters'
-            when 11 then 'run_at must be a finite time, not infinity'
+            when 11 then 'run_at must be from 1970-01-01 to 10 years from now'
             when 12 then 'subject_key must be NULL or a string of 1 to 500 characters'
             when 13 then 'payload must not have the key $jobctl_sealed: it marks encrypted payloads'
             when 14 then 'concurrency_key must be NULL or a string of 1 to 200 characters'
+            when 15 then 'payload is nested more than 100 levels deep'
+            when 16 then 'tenant_id must not contain control characters'
+            when 17 then 'queue must not contain control characters'
+            when 18 then 'dedup_key must not contain control characters'
+            when 19 then 'subject_key must not contain control characters'
+            when 20 then 'concurrency_key must not contain control characters'
         end;
         v_field := (array[
             'tenant_id', 'tenant_id', 'queue', 'queue', 'payload', 'payload', 'priority', 'max_attempts', 'timeout',
-            'dedup_key', 'run_at', 'subject_key', 'payload', 'concurrency_key'
+            'dedup_key', 'run_at', 'subject_key', 'payload', 'concurrency_key', 'payload', 'tenant_id', 'queue',
+            'dedup_key', 'subject_key', 'concurrency_key'
         ])[v_bad.n];
         raise exception using
             errcode = case when v_bad.n = 6 then 'JC002' else 'JC001' end,
@@ -231,8 +252,7 @@ begin
             for v_limit in
                 select t.tenant_id, t.submit_bucket as bucket, t.submit_rate as rate, t.submit_burst as burst,
                     t.max_pending, t.admitted,
-                    coalesce(pg_sequence_last_value(t.admitted), 0) - coalesce(pg_sequence_last_value(t.finished), 0)
-                    + t.pending_offset as pending,
+                    jobctl._pending(t) as pending,
                     count(*)::integer as n
                 from unnest(v_specs) as s
                 inner join jobctl.tenant as t on t.tenant_id = s.tenant_id

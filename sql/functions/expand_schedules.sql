@@ -1,6 +1,8 @@
 -- jobctl.expand_schedules: enqueue the due runs of every due schedule; returns how many.
 -- Called by jobctl.tick (workers: a few times a second, when a schedule is due; pg_cron: every
--- minute), so runs start within about a second of their fire time while workers run. Each schedule
+-- minute), so runs start within about a second of their fire time while workers run. A pass takes
+-- at most 1,000 schedules, tenant by tenant (each tenant's earliest due first, then each one's
+-- second, ...), so one tenant's many schedules do not delay another's. Each schedule
 -- row is locked (SKIP LOCKED: racing expanders share the work, never the same row) and moved past
 -- its enqueued fire times in the same transaction: each fire time is enqueued once. A fire time
 -- more than 90 s old when expanded was missed (the expanders were down); of the missed ones only
@@ -28,11 +30,19 @@ begin
         return 0;
     end if;
     for v_s in
-        select * from jobctl.schedule as s
+        select s.* from jobctl.schedule as s
+        inner join (
+            -- tenant by tenant: every tenant's earliest due schedule, then every tenant's second, ...
+            select d.tenant_id, d.name, d.next_fire_at,
+                row_number() over (partition by d.tenant_id order by d.next_fire_at, d.name) as turn
+            from jobctl.schedule as d
+            where d.next_fire_at <= v_now
+            order by turn, d.next_fire_at
+            limit 1000
+        ) as due on due.tenant_id = s.tenant_id and due.name = s.name
         where s.next_fire_at <= v_now
-        order by s.next_fire_at
-        limit 1000
-        for update skip locked
+        order by due.turn, due.next_fire_at
+        for update of s skip locked
     loop
         -- the latest catch_up missed fire times (walking back from the cut-off), oldest first
         v_fires := '{}';

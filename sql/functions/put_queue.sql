@@ -22,7 +22,7 @@ declare
     v_field text;
 begin
     v_field := case
-        when queue is null or queue = '' or length(queue) > 200 then 'queue'
+        when queue is null or queue = '' or length(queue) > 200 or queue ~ jobctl._unprintable() then 'queue'
         when max_running < 0 or max_running > 1000000 then 'max_running'
         when claim_rate <= 0 or claim_rate > 1000000 then 'claim_rate'
         when claim_burst < 1 or claim_burst > 1000000 then 'claim_burst'

@@ -4,6 +4,7 @@
 -- 1 (the default) means one run stands for the whole missed window. skip_overlap: a run is
 -- skipped while the schedule's previous run is unfinished (pending, failed with a retry, running).
 -- NULL priority, catch_up or skip_overlap means its default (as max_attempts does for submit_job).
+-- A tenant has at most 100 schedules. Locks: the tenant row (FOR NO KEY UPDATE), to count them.
 -- Writes: tenant (an unknown tenant is registered), schedule.
 create or replace function jobctl.put_schedule(
     tenant_id text,
@@ -30,12 +31,13 @@ declare
 begin
     perform jobctl._require_tenant(tenant_id, 'schedules:write');
     v_field := case
-        when tenant_id is null or tenant_id = '' or length(tenant_id) > 200 then 'tenant_id'
-        when name is null or name = '' or length(name) > 200 then 'name'
+        when tenant_id is null or tenant_id = '' or length(tenant_id) > 200 or tenant_id ~ jobctl._unprintable()
+            then 'tenant_id'
+        when name is null or name = '' or length(name) > 200 or name ~ jobctl._unprintable() then 'name'
         when cron is null or length(cron) > 200 then 'cron'
-        when queue is null or queue = '' or length(queue) > 200 then 'queue'
+        when queue is null or queue = '' or length(queue) > 200 or queue ~ jobctl._unprintable() then 'queue'
         when payload is null or payload = 'null'::jsonb or octet_length(payload::text) > 65536
-            or payload ? '$jobctl_sealed' then 'payload'
+            or payload ? '$jobctl_sealed' or jobctl._too_deep(payload) then 'payload'
         when v_priority not between -100 and 100 then 'priority'
         when v_catch_up not between 1 and 1000 then 'catch_up'
     end;
@@ -43,13 +45,24 @@ begin
         raise exception using errcode = 'JC001',
             message = format('%s is missing or out of range', v_field),
             detail = format('field: %s', v_field),
-            hint = 'tenant_id, name, queue: 1-200 characters; cron: up to 200; payload: JSON up to 64 KiB; '
-                'priority -100..100; catch_up 1..1000.';
+            hint = 'tenant_id, name, queue: 1-200 characters, no control characters; cron: up to 200; '
+                'payload: JSON up to 64 KiB and 100 levels deep; priority -100..100; catch_up 1..1000.';
+    end if;
+    -- each schedule's runs are submits its tenant makes a few times a second at most: a tenant
+    -- holds at most 100 (docs/security.md, Bounds); the tenant row's lock makes the count exact
+    -- under concurrent puts
+    insert into jobctl.tenant as t (tenant_id) values (tenant_id) on conflict do nothing;
+    perform from jobctl.tenant as t where t.tenant_id = put_schedule.tenant_id for no key update;
+    if (select count(*) from jobctl.schedule as s
+        where s.tenant_id = put_schedule.tenant_id and s.name <> put_schedule.name) >= 100 then
+        raise exception using errcode = 'JC001',
+            message = format('tenant %s has 100 schedules, the most a tenant may have', tenant_id),
+            detail = 'field: name',
+            hint = 'Drop a schedule first (jobctl.drop_schedule), or use one schedule whose job fans out.';
     end if;
     -- (the clock, not the transaction's start; this also validates the expression, JC001 naming the field)
     v_next := jobctl.cron_next(cron, clock_timestamp());
 
-    insert into jobctl.tenant as t (tenant_id) values (tenant_id) on conflict do nothing;
     insert into jobctl.schedule as s (
         tenant_id, name, cron, queue, payload, priority, catch_up, skip_overlap, next_fire_at
     )

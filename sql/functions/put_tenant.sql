@@ -24,7 +24,8 @@ declare
     v_key_check text;  -- of the session's key for the tenant, when its payloads are to be sealed
 begin
     v_field := case
-        when tenant_id is null or tenant_id = '' or length(tenant_id) > 200 then 'tenant_id'
+        when tenant_id is null or tenant_id = '' or length(tenant_id) > 200 or tenant_id ~ jobctl._unprintable()
+            then 'tenant_id'
         when weight is null or weight not between 1 and 10000 then 'weight'
         when max_pending < 0 then 'max_pending'
         when max_running < 0 then 'max_running'
@@ -38,7 +39,7 @@ begin
         raise exception using errcode = 'JC001',
             message = format('%s is out of range', v_field),
             detail = format('field: %s', v_field),
-            hint = 'tenant_id: 1-200 characters; weight: 1..10000; limits: NULL (unlimited) or >= 0; rates > 0 and <= 1000000 a second; bursts >= 1.';
+            hint = 'tenant_id: 1-200 characters, no control characters; weight: 1..10000; limits: NULL (unlimited) or >= 0; rates > 0 and <= 1000000 a second; bursts >= 1.';
     end if;
     v_key_check := case when encrypt_payloads then jobctl._key_check(jobctl._payload_key(tenant_id)) end;
     if encrypt_payloads and v_key_check is null then

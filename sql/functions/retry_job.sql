@@ -14,6 +14,8 @@ declare
     v_job jobctl.job;
     v_now timestamptz := clock_timestamp();
     v_owned boolean;
+    v_tenant jobctl.tenant;
+    v_wait float8;
 begin
     for i in 1..5 loop
         v_job := jobctl._find_job(retry_job.job_id, 'jobs:retry');
@@ -31,6 +33,23 @@ begin
             v_owned := found;
         end if;
         if v_owned then
+            -- a retry submits the job again: it counts against max_pending (a finished job only:
+            -- a failed one is still unfinished) and the submit rate, as a submit does
+            select * into v_tenant from jobctl.tenant as t where t.tenant_id = v_job.tenant_id;
+            if v_job.state <> 'failed' and jobctl._pending(v_tenant) + 1 > v_tenant.max_pending then
+                raise exception using errcode = 'JC004',
+                    message = format('tenant %s is over its max_pending (%s unfinished + 1 retried > %s)',
+                        v_tenant.tenant_id, jobctl._pending(v_tenant), v_tenant.max_pending),
+                    detail = format(E'field: tenant_id\npending: %s\nretry_after: 1', jobctl._pending(v_tenant)),
+                    hint = 'Nothing was retried; room comes back as the tenant''s jobs finish.';
+            end if;
+            v_wait := jobctl._take_tokens(v_tenant.submit_bucket, v_tenant.submit_rate, v_tenant.submit_burst, 1);
+            if v_wait > 0 then
+                raise exception using errcode = 'JC005',
+                    message = format('tenant %s is over its submit rate (%s a second)', v_tenant.tenant_id, v_tenant.submit_rate),
+                    detail = format(E'field: tenant_id\nretry_after: %s', round(v_wait::numeric, 3)),
+                    hint = 'Nothing was retried; try again after retry_after seconds.';
+            end if;
             update jobctl.job as j
             set state = 'pending', run_at = v_now, finished_at = null,
                 max_attempts = greatest(j.max_attempts, j.attempt + 1)
@@ -62,4 +81,5 @@ $$;
 
 comment on function jobctl.retry_job(bigint) is
 'Make a failed, dead or cancelled job pending and due now; attempt is kept and max_attempts raised to at least
-attempt + 1. Returns pending. Errors: P0002 unknown job, JC010 job not failed, dead or cancelled.';
+attempt + 1. Returns pending. A retry counts against the tenant''s max_pending and submit rate as a submit does.
+Errors: P0002 unknown job, JC010 job not failed, dead or cancelled, JC004 over max_pending, JC005 over the submit rate.';

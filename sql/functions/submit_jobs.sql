@@ -10,6 +10,7 @@ as $$
 declare
     v_bad record;
     v_specs jobctl._job_spec[];
+    v_key text;
     v_keys constant text[] := array[
         'tenant_id', 'queue', 'payload', 'priority', 'run_at', 'dedup_key', 'max_attempts', 'backoff', 'timeout',
         'subject_key', 'concurrency_key'
@@ -18,17 +19,39 @@ begin
     if jobs is null or jsonb_typeof(jobs) <> 'array' then
         raise exception using errcode = 'JC001', message = 'jobs must be a JSON array of job objects';
     end if;
-    -- removing the known keys leaves {} unless there is another (one operator a job, no subquery)
+    if jsonb_array_length(jobs) > 10000 then
+        raise exception using errcode = 'JC001',
+            message = format('jobs holds %s jobs; at most 10000 may be submitted at once', jsonb_array_length(jobs)),
+            detail = 'field: jobs',
+            hint = 'Nothing was submitted; submit them in batches of at most 10000.';
+    end if;
+    -- removing the known keys leaves {} unless there is another (one operator a job, no subquery);
+    -- the text keys are strings or null (->> would turn {"a": 1} into the text {"a": 1})
     select a.i, jsonb_typeof(a.e) as kind, a.e into v_bad
     from jsonb_array_elements(jobs) with ordinality as a (e, i)
-    where case when jsonb_typeof(a.e) = 'object' then a.e - v_keys <> '{}'::jsonb else true end
+    where case when jsonb_typeof(a.e) = 'object' then a.e - v_keys <> '{}'::jsonb
+            or jsonb_typeof(a.e -> 'tenant_id') not in ('string', 'null')
+            or jsonb_typeof(a.e -> 'queue') not in ('string', 'null')
+            or jsonb_typeof(a.e -> 'dedup_key') not in ('string', 'null')
+            or jsonb_typeof(a.e -> 'subject_key') not in ('string', 'null')
+            or jsonb_typeof(a.e -> 'concurrency_key') not in ('string', 'null')
+        else true end
     order by a.i
     limit 1;
     if found then
+        v_key := case when v_bad.kind = 'object' then
+            (select k.key from jsonb_object_keys(v_bad.e - v_keys) as k (key) limit 1) end;
+        if v_bad.kind = 'object' and v_key is null then
+            v_key := (select k.key from unnest(array['tenant_id', 'queue', 'dedup_key', 'subject_key', 'concurrency_key']) as k (key)
+                      where jsonb_typeof(v_bad.e -> k.key) not in ('string', 'null') limit 1);
+            raise exception using errcode = 'JC001',
+                message = format('jobs[%s].%s must be a string', v_bad.i - 1, v_key),
+                detail = format('field: jobs[%s].%s', v_bad.i - 1, v_key),
+                hint = 'Nothing was submitted.';
+        end if;
         raise exception using errcode = 'JC001',
             message = case when v_bad.kind <> 'object' then format('jobs[%s] must be an object', v_bad.i - 1)
-                else format('jobs[%s] has an unknown key: %s', v_bad.i - 1,
-                    (select k.key from jsonb_object_keys(v_bad.e - v_keys) as k (key) limit 1)) end,
+                else format('jobs[%s] has an unknown key: %s', v_bad.i - 1, v_key) end,
             hint = 'Nothing was submitted.';
     end if;
 

@@ -1,10 +1,11 @@
 -- jobctl.tick: one pass of periodic work, one caller at a time per database (a lock on
 -- jobctl._tick_lock, which takes no transaction id: another caller returns 0 at once): promote due
--- delayed jobs, reap expired leases, expand due schedules; while the xmin horizon is held back (jobctl._horizon_held), rotate the slot
--- partitions of _ready, _running and _lane_cache (truncations, under ACCESS EXCLUSIVE locks held
--- only by this short transaction), and otherwise delete the lane-cache rows newer ones superseded
--- and those of filters no claim used for a minute (VACUUM can then remove them). With p_full, also recount the unfinished jobs of max_pending
--- tenants (a scan of the queue tables: once a minute).
+-- delayed jobs, reap expired leases, expand due schedules; while the xmin horizon is held back
+-- (jobctl._horizon_held), rotate the slot partitions of _ready, _running and _lane_cache
+-- (truncations, under ACCESS EXCLUSIVE locks held only by this short transaction), and otherwise
+-- delete the lane-cache rows newer ones superseded and those of filters no claim used for a
+-- minute (VACUUM can then remove them). With p_full, also recount the unfinished jobs of
+-- max_pending tenants (a scan of the queue tables: once a minute).
 -- Workers call tick(false) a few times a second (jobctl worker: every 0.25 s), so orphans come back
 -- and schedules fire within about a second of their time while any worker runs; pg_cron calls
 -- tick() every minute as the backstop and for the recount (its own 1.4 has no sub-minute schedule,

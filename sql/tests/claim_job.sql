@@ -2,7 +2,7 @@
 -- delayed jobs, paused tenants, max_running, sharing across tenants, lease epochs.
 -- Tenants tap_claim_*, queues tap_claim_*; every claim names its queues.
 begin;
-select plan(51);
+select plan(53);
 -- the tests join temp tables that have no statistics: keep JIT from compiling those plans
 set local jit = off;
 \ir helpers.psql
@@ -339,6 +339,18 @@ select ok(
         where tag = 'wide' and tenant_id = 'tap_claim_narrow'
     ) between 9 and 11,
     'a tenant with one queue gets half of a 20-job claim against a tenant with four (systematic shares: 10 +- 1)'
+);
+
+-- a worker with many queues claims (the lane cache keys its filter by a hash: issue 19 found 300
+-- names of 32 characters making an index entry too big on every claim), within the filter's bound
+select lives_ok(
+    $$select * from jobctl.claim_job('tap_claim_many', array(select repeat('q', 28) || lpad(g::text, 4, '0')
+                                     from generate_series(1, 300) as g))$$,
+    'a claim with 300 queues of 32 characters runs'
+);
+select throws_ok(
+    $$select * from jobctl.claim_job('tap_claim_many', array(select 'q' || g from generate_series(1, 1001) as g))$$,
+    'JC001', 'queues must hold at most 1000 names of at most 200 characters', 'a filter of 1,001 queues: JC001'
 );
 
 select isnt(

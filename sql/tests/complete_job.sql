@@ -1,7 +1,7 @@
 -- jobctl.complete_job: true and completed under the current epoch; false (fenced) and nothing
 -- changed otherwise. Tenant tap_complete_t, queues tap_complete_*; every claim names its queue.
 begin;
-select plan(32);
+select plan(34);
 -- the tests join temp tables that have no statistics: keep JIT from compiling those plans
 set local jit = off;
 \ir helpers.psql
@@ -141,6 +141,25 @@ select is(
     'and so was the completion: the job is still running'
 );
 select is((select jobctl.complete_job(job_id, lease_epoch) from c6), true, 'and its lease can still complete it');
+
+-- a result is bounded like a payload: 100 levels deep at most (docs/security.md, Bounds)
+select jobctl.submit_job('tap_complete_t', 'tap_complete_deep', '{}');
+create temp table c_deep as select * from jobctl.claim_job('tap_complete_w', array['tap_complete_deep']);
+select throws_ok(
+    format(
+        'select jobctl.complete_job(%s, %s, %L::jsonb)', (select job_id from c_deep), (select lease_epoch from c_deep),
+        repeat('[', 300) || repeat(']', 300)
+    ),
+    'JC001', format('the result of job %s is nested more than 100 levels deep', (select job_id from c_deep)),
+    'a result 300 levels deep: JC001'
+);
+select ok(
+    jobctl.complete_job(
+        (select job_id from c_deep), (select lease_epoch from c_deep),
+        (repeat('[', 100) || repeat(']', 100))::jsonb
+    ),
+    'one 100 levels deep completes the job'
+);
 
 select isnt(
     obj_description('jobctl.complete_job(bigint, bigint, jsonb)'::regprocedure), null, 'complete_job has a comment'

@@ -2,7 +2,7 @@
 -- max_attempts raised to at least attempt + 1; other states JC010, unknown ids P0002.
 -- Tenant tap_retry_t, queues tap_retry_*; every claim names its queue.
 begin;
-select plan(38);
+select plan(41);
 -- the tests join temp tables that have no statistics: keep JIT from compiling those plans
 set local jit = off;
 \ir helpers.psql
@@ -161,6 +161,30 @@ select is(
 -- unknown id
 select throws_ok($$select jobctl.retry_job(-1)$$, 'P0002', 'job -1 not found', 'an unknown job: P0002');
 select throws_ok($$select jobctl.retry_job(null)$$, 'P0002', null, 'a NULL job id: P0002');
+
+-- a retry is a resubmission: max_pending and the submit rate hold (issue 19: cancel, resubmit,
+-- then retry the cancelled jobs took a tenant to twice its max_pending)
+select jobctl.put_tenant('tap_retry_quota', max_pending => 2);
+create temp table q_jobs as
+select (jobctl.submit_job('tap_retry_quota', 'tap_retry_q', jsonb_build_object('g', g))).job_id from generate_series(1, 2) as g;
+select jobctl.cancel_job(job_id) from q_jobs;
+select jobctl.submit_job('tap_retry_quota', 'tap_retry_q', '{}') from generate_series(1, 2);
+select throws_ok(
+    format('select jobctl.retry_job(%s)', (select min(job_id) from q_jobs)),
+    'JC004', 'tenant tap_retry_quota is over its max_pending (2 unfinished + 1 retried > 2)',
+    'retrying a cancelled job of a tenant at its max_pending: JC004'
+);
+select is(
+    (select j.state from pg_temp.job((select min(job_id) from q_jobs)) as j), 'cancelled', 'the job stays cancelled'
+);
+select jobctl.put_tenant('tap_retry_rate', submit_rate => 0.001, submit_burst => 1);
+create temp table r_job as select s.job_id from jobctl.submit_job('tap_retry_rate', 'tap_retry_q', '{}') as s;
+select jobctl.cancel_job(job_id) from r_job;
+select throws_ok(
+    format('select jobctl.retry_job(%s)', (select job_id from r_job)),
+    'JC005', 'tenant tap_retry_rate is over its submit rate (0.001 a second)',
+    'retrying with the submit bucket empty: JC005'
+);
 
 select isnt(obj_description('jobctl.retry_job(bigint)'::regprocedure), null, 'retry_job has a comment');
 

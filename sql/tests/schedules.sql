@@ -2,7 +2,7 @@
 -- due runs enqueued once, the catch-up policy after downtime, skip_overlap. Tenants tap_sched_*.
 -- (Racing expanders: tests/test_schedules.py.)
 begin;
-select plan(28);
+select plan(33);
 
 select has_function(
     'jobctl', 'put_schedule', array['text', 'text', 'text', 'text', 'jsonb', 'integer', 'integer', 'boolean'],
@@ -173,6 +173,38 @@ select is(
 
 select is(jobctl.drop_schedule('tap_sched_e', 'hourly'), true, 'drop_schedule: true for a schedule that existed');
 select is(jobctl.drop_schedule('tap_sched_e', 'hourly'), false, 'drop_schedule: false when there is none');
+
+-- bounds (docs/security.md, Bounds): at most 100 schedules a tenant, names without control characters
+select jobctl.put_schedule('tap_sched_cap', 's' || g, '@every 1 hour', 'tap_sched_q', '{}') from generate_series(1, 100) as g;
+select throws_ok(
+    $$select jobctl.put_schedule('tap_sched_cap', 's101', '@every 1 hour', 'tap_sched_q', '{}')$$,
+    'JC001', 'tenant tap_sched_cap has 100 schedules, the most a tenant may have', 'a 101st schedule: JC001'
+);
+select lives_ok(
+    $$select jobctl.put_schedule('tap_sched_cap', 's100', '@every 2 hours', 'tap_sched_q', '{}')$$,
+    'one of the 100 can still be replaced'
+);
+select throws_ok(
+    $$select jobctl.put_schedule('tap_sched_b', E'two\nlines', '@every 1 hour', 'tap_sched_q', '{}')$$,
+    'JC001', 'name is missing or out of range', 'a schedule name with a newline: JC001'
+);
+-- expansion goes tenant by tenant: a tenant's one due schedule is expanded in the same pass as
+-- the 1,000 due earlier of ten others (a pass takes 1,000)
+select jobctl.put_schedule('tap_sched_many' || t, 's' || g, '@every 1 hour', 'tap_sched_q', '{}')
+from generate_series(1, 10) as t cross join generate_series(1, 100) as g;
+update jobctl.schedule set next_fire_at = now() - interval '10 seconds'
+where tenant_id like 'tap_sched_many%';
+select jobctl.put_schedule('tap_sched_late', 'one', '@every 1 hour', 'tap_sched_q', '{}');
+update jobctl.schedule set next_fire_at = now() - interval '1 second'
+where tenant_id = 'tap_sched_late';
+select cmp_ok(jobctl.expand_schedules(), '<=', 1000, 'a pass expands at most 1,000 schedules');
+select is(
+    (
+        select count(*)::integer from jobctl.job
+        where tenant_id = 'tap_sched_late'
+    ), 1,
+    'the late tenant''s schedule ran in that pass'
+);
 
 select * from finish();
 rollback;

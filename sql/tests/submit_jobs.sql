@@ -1,7 +1,7 @@
 -- jobctl.submit_jobs: a JSON array of jobs, all or nothing, rows in input order, errors naming
 -- jobs[i].field, in-batch dedup. Tenants tap_batch_*, queues tap_batch_*.
 begin;
-select plan(47);
+select plan(60);
 -- the tests join temp tables that have no statistics: keep JIT from compiling those plans
 set local jit = off;
 \ir helpers.psql
@@ -17,7 +17,7 @@ select
 from jobctl.submit_jobs($$[
     {"tenant_id": "tap_batch_t1", "queue": "tap_batch_q", "payload": {"i": 0}},
     {"tenant_id": "tap_batch_t1", "queue": "tap_batch_q", "payload": {"i": 1}, "priority": 5, "max_attempts": 7},
-    {"tenant_id": "tap_batch_t2", "queue": "tap_batch_q2", "payload": {"i": 2}, "run_at": "2999-01-01T00:00:00Z"},
+    {"tenant_id": "tap_batch_t2", "queue": "tap_batch_q2", "payload": {"i": 2}, "run_at": "2030-01-01T00:00:00Z"},
     {"tenant_id": "tap_batch_t1", "queue": "tap_batch_q", "payload": {"i": 3}, "timeout": 30,
      "backoff": {"strategy": "fixed", "base": "10 seconds", "jitter": false}},
     {"tenant_id": "tap_batch_t1", "queue": "tap_batch_q", "payload": {"i": 4}, "timeout": "2 minutes",
@@ -48,7 +48,7 @@ select results_eq(
 );
 select results_eq(
     $$select run_at from v_mixed where ord = 3$$,
-    $$values ('2999-01-01T00:00:00Z'::timestamptz)$$,
+    $$values ('2030-01-01T00:00:00Z'::timestamptz)$$,
     'run_at is parsed from ISO 8601'
 );
 select results_eq(
@@ -245,17 +245,70 @@ select results_eq(
 -- values that parse but make no sense: a job that is never due, a JSON null payload
 select throws_ok(
     $$select * from jobctl.submit_jobs('[{"tenant_id": "tap_sj_inf", "queue": "q", "payload": {}, "run_at": "infinity"}]')$$,
-    'JC001', 'jobs[0].run_at must be a finite time, not infinity', 'run_at infinity: JC001'
+    'JC001', 'jobs[0].run_at must be from 1970-01-01 to 10 years from now', 'run_at infinity: JC001'
 );
 select throws_ok(
     $$select * from jobctl.submit_job('tap_sj_inf', 'q', '{}', run_at => '-infinity')$$,
-    'JC001', 'run_at must be a finite time, not infinity', 'submit_job run_at -infinity: JC001'
+    'JC001', 'run_at must be from 1970-01-01 to 10 years from now', 'submit_job run_at -infinity: JC001'
 );
 select throws_ok(
     $$select * from jobctl.submit_jobs('[{"tenant_id": "tap_sj_inf", "queue": "q", "payload": null}]')$$,
     'JC001', 'jobs[0].payload must not be NULL (use {} for none)', 'a JSON null payload: JC001'
 );
 select is(pg_temp.n_jobs('tap_sj_inf'), 0::bigint, 'nothing was written by the refused submits');
+
+-- the bounds of issue 19 (docs/security.md, Bounds), at the bound and one past it
+select lives_ok(
+    $$select * from jobctl.submit_job('tap_sj_bound', 'q', (repeat('[', 100) || repeat(']', 100))::jsonb)$$,
+    'a payload 100 levels deep is taken'
+);
+select throws_ok(
+    $$select * from jobctl.submit_job('tap_sj_bound', 'q', (repeat('[', 101) || repeat(']', 101))::jsonb)$$,
+    'JC001', 'payload is nested more than 100 levels deep', 'one 101 levels deep is not'
+);
+select throws_ok(
+    $$select * from jobctl.submit_jobs(jsonb_build_array(jsonb_build_object('tenant_id', 'tap_sj_bound', 'queue', 'q',
+        'payload', (repeat('{"a":', 2999) || '{}' || repeat('}', 2999))::jsonb)))$$,
+    'JC001', 'jobs[0].payload is nested more than 100 levels deep', 'nor an object 3,000 deep in a batch'
+);
+select throws_ok(
+    $$select * from jobctl.submit_job('tap_sj_bound', 'q', '{}', run_at => '294276-01-01')$$,
+    'JC001', 'run_at must be from 1970-01-01 to 10 years from now', 'run_at in year 294276: JC001'
+);
+select throws_ok(
+    $$select * from jobctl.submit_job('tap_sj_bound', 'q', '{}', run_at => '4713-01-01 BC')$$,
+    'JC001', 'run_at must be from 1970-01-01 to 10 years from now', 'run_at in 4713 BC: JC001'
+);
+select lives_ok(
+    $$select * from jobctl.submit_job('tap_sj_bound', 'q', '{}', run_at => now() + interval '10 years' - interval '1 minute')$$,
+    'run_at just within 10 years is taken'
+);
+select throws_ok(
+    $$select * from jobctl.submit_jobs((select jsonb_agg(jsonb_build_object('tenant_id', 'tap_sj_bound', 'queue', 'q',
+        'payload', '{}'::jsonb)) from generate_series(1, 10001)))$$,
+    'JC001', 'jobs holds 10001 jobs; at most 10000 may be submitted at once', 'a batch of 10,001: JC001'
+);
+select throws_ok(
+    $$select * from jobctl.submit_jobs('[{"tenant_id": {"a": 1}, "queue": "q", "payload": {}}]')$$,
+    'JC001', 'jobs[0].tenant_id must be a string', 'a tenant_id that is an object: JC001'
+);
+select throws_ok(
+    $$select * from jobctl.submit_jobs('[{"tenant_id": "tap_sj_bound", "queue": "q", "payload": {}, "concurrency_key": 7}]')$$,
+    'JC001', 'jobs[0].concurrency_key must be a string', 'a concurrency_key that is a number: JC001'
+);
+select throws_ok(
+    $$select * from jobctl.submit_job('tap_sj_bound', E'q\x1b[31m', '{}')$$,
+    'JC001', 'queue must not contain control characters', 'a queue with an escape sequence: JC001'
+);
+select throws_ok(
+    $$select * from jobctl.submit_job(E'tap_sj_bound\u202e', 'q', '{}')$$,
+    'JC001', 'tenant_id must not contain control characters', 'a tenant with a bidirectional override: JC001'
+);
+select throws_ok(
+    $$select * from jobctl.submit_job('tap_sj_bound', 'q', '{}', dedup_key => E'a\nb')$$,
+    'JC001', 'dedup_key must not contain control characters', 'a dedup_key with a newline: JC001'
+);
+select is(pg_temp.n_jobs('tap_sj_bound'), 2::bigint, 'only the two jobs within the bounds were written');
 
 select isnt(obj_description('jobctl.submit_jobs(jsonb)'::regprocedure), null, 'submit_jobs has a comment');
 

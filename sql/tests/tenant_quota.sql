@@ -3,7 +3,7 @@
 -- cancelling or killing a job frees room; retrying a finished one takes room; tick's recount fixes
 -- drift. Tenants tap_quota_*.
 begin;
-select plan(13);
+select plan(14);
 
 create function pg_temp.submit(p_n integer)
 returns bigint
@@ -59,7 +59,7 @@ select is((
 ), true, 'one is completed');
 select is(pg_temp.submit(1), 1::bigint, 'a completed job frees its room');
 
--- cancelling frees room, retrying a cancelled job takes it again
+-- cancelling frees room, retrying a cancelled job would take it again
 select is(jobctl.cancel_job((
     select max(job_id) from jobctl.job
     where tenant_id = 'tap_quota_a'
@@ -71,11 +71,15 @@ language sql as $$
     select coalesce(pg_sequence_last_value(admitted), 0) - coalesce(pg_sequence_last_value(finished), 0) + pending_offset
     from jobctl.tenant where tenant_id = 'tap_quota_a'
 $$;
-select jobctl.retry_job((
-    select job_id from jobctl.job
-    where tenant_id = 'tap_quota_a' and state = 'cancelled'
-));
-select is(pg_temp.counted(), 4::bigint, 'a retried cancelled job counts again (an operator may go over the limit)');
+select throws_ok(
+    format('select jobctl.retry_job(%s)', (
+        select job_id from jobctl.job
+        where tenant_id = 'tap_quota_a' and state = 'cancelled'
+    )),
+    'JC004', 'tenant tap_quota_a is over its max_pending (3 unfinished + 1 retried > 3)',
+    'retrying a cancelled job needs room too: the tenant is at its limit'
+);
+select is(pg_temp.counted(), 3::bigint, 'and the refused retry took none');
 
 -- drift (a counter off by 5) is fixed by tick's recount
 select setval(
