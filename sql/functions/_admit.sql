@@ -19,10 +19,7 @@ declare
     v_queues text[];
     v_n integer;
 begin
-    perform jobctl._wait_lock('key', array(
-        select u.tenant_id || chr(31) || u.concurrency_key from unnest(p_tenants, p_keys) as u (tenant_id, concurrency_key)
-        where u.concurrency_key is not null
-    ));
+    perform jobctl._wait_lock('key', p_tenants, p_keys);
     with k as (
         select distinct u.tenant_id, u.concurrency_key from unnest(p_tenants, p_keys) as u (tenant_id, concurrency_key)
         where u.concurrency_key is not null

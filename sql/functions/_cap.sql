@@ -1,6 +1,6 @@
 -- jobctl._cap: the "cap" step of jobctl.claim_job: the jobs each picked lane may give, under its
 -- tenant's and its queue's max_running and claim rates. For each picked lane that is limited, a
--- try-lock (jobctl._try_lock: claim-tenant, claim-queue) on its limited tenant and on its limited queue (a lane whose tenant or
+-- try-lock on the row of its limited tenant and of its limited queue (FOR NO KEY UPDATE SKIP LOCKED) (a lane whose tenant or
 -- queue another claimer holds gives nothing this round); then, in a later statement, whose READ
 -- COMMITTED snapshot therefore sees every claim the locks' earlier holders committed, the room of
 -- each: the smaller of max_running less its running jobs and the tokens in its claim bucket
@@ -27,8 +27,10 @@ begin
         left join jobctl.queue as q
             on q.queue = p_queues[x.lane] and (q.max_running is not null or q.claim_bucket is not null)
         where p_limited[x.lane] and (
-            (t.tenant_id is not null and not jobctl._try_lock('claim-tenant', t.tenant_id))
-            or (q.queue is not null and not jobctl._try_lock('claim-queue', q.queue))
+            (t.tenant_id is not null and not exists (
+                select from jobctl.tenant as l where l.tenant_id = t.tenant_id for no key update skip locked))
+            or (q.queue is not null and not exists (
+                select from jobctl.queue as l where l.queue = q.queue for no key update skip locked))
         )
     );
     select array_agg(c.n order by c.ord), coalesce(bool_or(c.rated) filter (where c.n > 0), false)

@@ -1,6 +1,7 @@
--- jobctl._lock_bucket: the bucket of jobctl._lock that locks p_key under the lock p_name: a hash of
--- the key modulo the name's bucket count (the rows migration 0022 made; sql/tests/locks.sql checks
--- that the two agree), 0 for a singleton (p_key NULL). Immutable SQL: inlined where it is used.
+-- jobctl._lock_bucket: the bucket that locks p_key under the lock p_name: a hash of the key modulo
+-- the name's bucket count, 0 for a singleton (p_key NULL). In jobctl._lock, the rows migration 0022
+-- made (sql/tests/locks.sql checks that the two agree); in jobctl._tenant_lock (dedup, key), a
+-- tenant's, made on first use. Immutable SQL: inlined where it is used.
 create or replace function jobctl._lock_bucket(p_name text, p_key text)
 returns integer
 language sql
@@ -11,6 +12,6 @@ as $$
         when 'dedup' then 255
         when 'key' then 16383
         when 'lanes' then 1023
-        else 4095  -- claim-tenant, claim-queue, hint
+        else 4095  -- hint
     end end
 $$;

@@ -201,11 +201,10 @@ begin
                 hint = 'Submit jobs with a dedup_key outside REPEATABLE READ transactions.';
         end if;
         -- Submits sharing a key wait for each other here; the next statement then sees the winner's
-        -- committed job (READ COMMITTED takes a new snapshot per statement). Keys hash into 256
-        -- buckets, locked in order: two batches cannot deadlock.
-        perform jobctl._wait_lock('dedup', array(
-            select s.tenant_id || chr(31) || s.dedup_key from unnest(p_specs) as s where s.dedup_key is not null
-        ));
+        -- committed job (READ COMMITTED takes a new snapshot per statement). A tenant's keys hash
+        -- into 256 buckets, locked in order: two batches cannot deadlock.
+        perform jobctl._wait_lock('dedup',
+            array(select s.tenant_id from unnest(p_specs) as s), array(select s.dedup_key from unnest(p_specs) as s));
     end if;
 
     if v_has_keys then

@@ -1,23 +1,22 @@
--- jobctl's locks (migration 0022, jobctl._try_lock, jobctl._wait_lock): rows of jobctl._lock that
--- only the owner can lock, every bucket a key can hash to has its row, and no function of the
--- schema takes an advisory lock (any login can take those). That another login cannot hold them
+-- jobctl's locks (migrations 0022 and 0023, jobctl._try_lock, jobctl._wait_lock): rows of
+-- jobctl._lock and jobctl._tenant_lock that only the owner can lock, every bucket a key can hash to
+-- has its row, and no function of the schema takes an advisory lock (any login can take those). That another login cannot hold them
 -- up with its own locks: tests/test_hostile.py.
 begin;
-select plan(9);
+select plan(10);
 
 select results_eq(
     $$select l.name, count(*)::integer, min(l.bucket), max(l.bucket)
       from jobctl._lock as l group by l.name order by l.name$$,
-    $$values ('claim-queue', 4096, 0, 4095), ('claim-tenant', 4096, 0, 4095), ('dedup', 256, 0, 255),
-        ('hint', 4096, 0, 4095), ('hint-busy', 1, 0, 0), ('key', 16384, 0, 16383), ('lanes', 1024, 0, 1023),
+    $$values ('hint', 4096, 0, 4095), ('hint-busy', 1, 0, 0), ('lanes', 1024, 0, 1023),
         ('maintain', 1, 0, 0), ('reap', 1, 0, 0), ('rotate', 1, 0, 0)$$,
-    'each lock has its buckets, 0 to n - 1'
+    'each shared lock has its buckets, 0 to n - 1'
 );
 
 select is(
     (
         select count(*)::integer
-        from (values ('claim-queue'), ('claim-tenant'), ('dedup'), ('hint'), ('key'), ('lanes')) as n (name)
+        from (values ('hint'), ('lanes')) as n (name)
         cross join generate_series(1, 20000) as g (i)
         where not exists (
             select from jobctl._lock as l
@@ -41,7 +40,7 @@ select is(
 select is(
     (
         select count(*)::integer
-        from (values ('jobctl._lock'), ('jobctl._tick_lock'), ('jobctl._hint_key')) as t (tbl)
+        from (values ('jobctl._lock'), ('jobctl._tenant_lock'), ('jobctl._tick_lock'), ('jobctl._hint_key')) as t (tbl)
         cross join (
             values ('public'), ('jobctl_reader'), ('jobctl_writer'), ('jobctl_worker'), ('jobctl_api'),
             ('jobctl_admin')
@@ -52,11 +51,17 @@ select is(
     0, 'no role but the owner has a privilege on the lock tables or the hint secret'
 );
 
-select ok(jobctl._try_lock('claim-tenant', 'tap_locks_t'), 'a try-lock is taken');
-select ok(jobctl._try_lock('claim-tenant', 'tap_locks_t'), 'and taken again by the same transaction');
+select ok(jobctl._try_lock('hint', 'tap_locks_q'), 'a try-lock is taken');
+select ok(jobctl._try_lock('hint', 'tap_locks_q'), 'and taken again by the same transaction');
 select lives_ok(
-    $$select jobctl._wait_lock('key', array['tap_locks_a', 'tap_locks_b', 'tap_locks_a'])$$,
-    'a wait-lock takes several keys, repeats included'
+    $$select jobctl._wait_lock('key', array['tap_locks_t', 'tap_locks_t', 'tap_locks_t', 'tap_locks_u'],
+        array['a', 'b', 'a', null])$$,
+    'a wait-lock takes several keys, repeats and NULLs included'
+);
+select results_eq(
+    $$select tenant_id, count(*)::integer from jobctl._tenant_lock where tenant_id like 'tap_locks%' group by 1$$,
+    $$values ('tap_locks_t', 2)$$,
+    'its rows are the tenant''s, one a bucket, made on first use'
 );
 
 select isnt(
