@@ -52,9 +52,9 @@ begin
 
     -- One CASE per job finds its first failed condition (no per-job subquery); the message of the
     -- first failure is formatted once, below.
-    select x.ord, x.n, x.payload, x.priority, x.max_attempts into v_bad
+    select x.* into v_bad
     from (
-        select o.ord, o.payload, o.priority, o.max_attempts, case
+        select o.*, case
             when o.tenant_id is null or o.tenant_id = '' then 1
             when length(o.tenant_id) > 200 then 2
             when o.queue is null or o.queue = '' then 3
@@ -71,12 +71,9 @@ begin
             when o.concurrency_key = '' or length(o.concurrency_key) > 200 then 14
             when jobctl._too_deep(o.payload) then 15
             -- names an operator reads in a terminal or a page: no control or bidirectional-override
-            -- characters (docs/security.md, Bounds)
-            when o.tenant_id ~ jobctl._unprintable() then 16
-            when o.queue ~ jobctl._unprintable() then 17
-            when o.dedup_key ~ jobctl._unprintable() then 18
-            when o.subject_key ~ jobctl._unprintable() then 19
-            when o.concurrency_key ~ jobctl._unprintable() then 20
+            -- characters (docs/security.md, Bounds); one match a job, the field found below
+            when concat(o.tenant_id, o.queue, o.dedup_key, o.subject_key, o.concurrency_key) ~ jobctl._unprintable()
+                then 16
         end as n
         from unnest(p_specs) with ordinality as o (
             tenant_id, queue, payload, priority, run_at, dedup_key, max_attempts, backoff, timeout, subject_key, concurrency_key, ord
@@ -102,17 +99,21 @@ begin
             when 13 then 'payload must not have the key $jobctl_sealed: it marks encrypted payloads'
             when 14 then 'concurrency_key must be NULL or a string of 1 to 200 characters'
             when 15 then 'payload is nested more than 100 levels deep'
-            when 16 then 'tenant_id must not contain control characters'
-            when 17 then 'queue must not contain control characters'
-            when 18 then 'dedup_key must not contain control characters'
-            when 19 then 'subject_key must not contain control characters'
-            when 20 then 'concurrency_key must not contain control characters'
         end;
         v_field := (array[
             'tenant_id', 'tenant_id', 'queue', 'queue', 'payload', 'payload', 'priority', 'max_attempts', 'timeout',
-            'dedup_key', 'run_at', 'subject_key', 'payload', 'concurrency_key', 'payload', 'tenant_id', 'queue',
-            'dedup_key', 'subject_key', 'concurrency_key'
+            'dedup_key', 'run_at', 'subject_key', 'payload', 'concurrency_key', 'payload'
         ])[v_bad.n];
+        if v_bad.n = 16 then
+            v_field := case
+                when v_bad.tenant_id ~ jobctl._unprintable() then 'tenant_id'
+                when v_bad.queue ~ jobctl._unprintable() then 'queue'
+                when v_bad.dedup_key ~ jobctl._unprintable() then 'dedup_key'
+                when v_bad.subject_key ~ jobctl._unprintable() then 'subject_key'
+                else 'concurrency_key'
+            end;
+            v_msg := v_field || ' must not contain control characters';
+        end if;
         raise exception using
             errcode = case when v_bad.n = 6 then 'JC002' else 'JC001' end,
             message = case when p_batch then format('jobs[%s].%s', v_bad.ord - 1, v_msg) else v_msg end,
