@@ -1,6 +1,6 @@
 """Wake-up hints (jobctl._notify): one per queue in flight across sessions; while another is in
 flight, one per queue per half-second window in a session; none lost when alone, none when the
-setting jobctl.notify is off."""
+setting jobctl.notify is off; a hint names no queue."""
 
 from __future__ import annotations
 
@@ -9,6 +9,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 import psycopg
+import pytest
+from psycopg.conninfo import make_conninfo
 
 Conn = psycopg.Connection[tuple[object, ...]]
 SUBMIT = "select * from jobctl.submit_job(%s, %s, '{}')"
@@ -31,7 +33,10 @@ def another_hint_in_flight(dsn: str, name: str) -> Iterator[None]:
 
 
 def hints(listener: Conn, queue: str) -> int:
-    return sum(1 for n in listener.notifies(timeout=0.5) if n.payload == queue)
+    """The hints for `queue` the listener got (a hint carries the queue's tag, jobctl.hint_tags)."""
+    row = listener.execute("select (jobctl.hint_tags(array[%s]))[1]", (queue,)).fetchone()
+    assert row is not None
+    return sum(1 for n in listener.notifies(timeout=0.5) if n.payload == row[0])
 
 
 def test_concurrent_submitters_send_one_hint_and_a_lone_one_always_sends(dsn: str, name: str) -> None:
@@ -90,3 +95,25 @@ def test_no_hint_when_the_setting_is_off(dsn: str, name: str) -> None:
         producer.execute(SUBMIT, (name, name))
         producer.commit()
         assert hints(listener, name) == 1
+
+
+def test_a_login_with_no_jobctl_role_hears_no_queue_name(conn: Conn, dsn: str, name: str) -> None:
+    """Any login may LISTEN (issue 19: `LISTEN jobctl` as a role with no jobctl role received every
+    queue name): a hint carries the queue's tag, which names nothing, and only jobctl's roles may
+    ask for tags."""
+    role, queue = name + "_nobody", name + "_payroll-layoffs"
+    conn.execute(f'create role "{role}" login')
+    try:
+        with psycopg.connect(make_conninfo(dsn, user=role), autocommit=True) as nobody:
+            nobody.execute("listen jobctl")
+            conn.execute(SUBMIT, (name, queue))
+            heard = [n.payload for n in nobody.notifies(timeout=1.0)]
+            assert heard, "the hint was sent"
+            assert not any(queue in p or name in p for p in heard), heard
+            with pytest.raises(psycopg.errors.InsufficientPrivilege):
+                nobody.execute("select jobctl.hint_tags(array[%s])", (queue,))
+        row = conn.execute("select (jobctl.hint_tags(array[%s]))[1]", (queue,)).fetchone()
+        assert row is not None and row[0] in heard
+    finally:
+        conn.execute("select pg_terminate_backend(pid) from pg_stat_activity where usename = %s", (role,))
+        conn.execute(f'drop role "{role}"')

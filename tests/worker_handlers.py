@@ -6,6 +6,7 @@ Each reads what to do from the job's payload:
   fail_times: raise on attempts up to this one;  permanent: raise PermanentError instead;
   ledger: false to skip the ledger row;  tx_sleep: seconds to sleep inside the transaction;
   result: the result to store;  nest: return a list nested this deep (no JSON for it);
+  tx_nest: store such a list with job.transaction();  unserialisable: return an object json cannot encode;
   broken_mapping: return a mapping whose items() fails (an unexpected error in the worker's report);
   bad_str: raise an exception whose str() fails;  nul_error: raise one with a NUL in its message.
 Then it writes a row to public.worker_ledger inside job.transaction(), which completes the job.
@@ -81,6 +82,8 @@ async def handle(job: Job) -> Any:
     _maybe_fail(job)
     if job.payload.get("ledger", True):
         job.result = job.payload.get("result", {"job": job.job_id})
+        if "tx_nest" in job.payload:
+            job.result = _nested(int(job.payload["tx_nest"]))
         async with job.transaction() as conn:
             await conn.execute(LEDGER, (job.job_id, job.lease_epoch))
             await asyncio.sleep(float(job.payload.get("tx_sleep", 0)))
@@ -89,6 +92,8 @@ async def handle(job: Job) -> Any:
         return _nested(int(job.payload["nest"]))
     if job.payload.get("broken_mapping"):
         return BrokenMapping(a=1)
+    if job.payload.get("unserialisable"):
+        return {"at": object()}
     return job.payload.get("result")
 
 

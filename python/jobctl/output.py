@@ -1,18 +1,77 @@
-"""How the command line shows things: aligned text tables, key: value blocks, human ages, and JSON.
+r"""How the command line shows things: aligned text tables, key: value blocks, human ages, and JSON.
 
 Display only: nothing here decides anything. Times are shown in UTC; durations as "850ms", "4.2s",
 "12s", "3m", "2h", "5d". JSON is one document with ISO 8601 times, intervals in seconds and numerics
 as numbers.
+
+Tenants' strings (queue and schedule names, payloads, errors) reach an operator's terminal: every
+text cell, and every error line (`printable`), shows control characters (C0, DEL, C1) and the bidi
+overrides and isolates as visible escapes (`\x1b`, `\u202e`), never raw; JSON output spells the
+same characters as `\uXXXX` escapes. JSON nested deeper than MAX_JSON_DEPTH is not decoded
+(`load_json`): it is shown as its text (`RawJson`).
 """
 
 from __future__ import annotations
 
 import json
+import re
+import secrets
 from collections.abc import Iterable, Sequence
 from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal
+from itertools import accumulate
+from typing import Any
 
 MISSING = "-"
+
+# What a terminal would act on: C0 (newline and tab included), DEL and C1 controls, and the bidi
+# embeddings, overrides (U+202A-U+202E) and isolates (U+2066-U+2069) that reorder the text after them
+_UNSAFE = re.compile(r"[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+# json.dumps escapes C0 itself; the rest it leaves raw with ensure_ascii=False
+_JSON_UNSAFE = re.compile(r"[\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+
+# JSON nested deeper than this is shown as its text, not decoded: Python's decoder (and encoder)
+# recurse, and fail with RecursionError near 1,000 levels; the SQL layer refuses more than 100
+MAX_JSON_DEPTH = 200
+RAW_SHOWN = 200  # characters of such JSON that text output shows
+_JSON_STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
+
+
+_SHORT = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def _escape(m: re.Match[str]) -> str:
+    code = ord(m[0])
+    return _SHORT.get(m[0]) or (f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}")
+
+
+def printable(text: str) -> str:
+    r"""`text` with every character a terminal would act on shown as an escape: `\x1b`, `\u202e`."""
+    return _UNSAFE.sub(_escape, text)
+
+
+class RawJson:
+    """JSON text too deeply nested to decode: text output shows its start, JSON output all of it."""
+
+    __slots__ = ("text",)
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+
+def _depth(text: str) -> int:
+    """How deeply JSON text nests (strings skipped)."""
+    brackets = [1 if c in "[{" else -1 for c in _JSON_STRING.sub("", text) if c in "[]{}"]
+    return max(accumulate(brackets), default=0)
+
+
+def load_json(data: bytes | bytearray | memoryview | str) -> Any:
+    """The CLI's loader for json and jsonb columns: decoded, unless nested deeper than MAX_JSON_DEPTH
+    (then a RawJson). Counting brackets is cheap; only text with that many is scanned."""
+    text = data if isinstance(data, str) else bytes(data).decode()
+    if text.count("[") + text.count("{") > MAX_JSON_DEPTH and _depth(text) > MAX_JSON_DEPTH:
+        return RawJson(text)
+    return json.loads(text)
 
 
 def _default(value: object) -> object:
@@ -28,8 +87,22 @@ def _default(value: object) -> object:
 
 
 def to_json(doc: object) -> str:
-    """One JSON document, indented for people who read it and parseable by anything."""
-    return json.dumps(doc, default=_default, indent=2, ensure_ascii=False)
+    """One JSON document, indented for people who read it and parseable by anything. A RawJson is
+    spliced in as it is; DEL, C1 and the bidi controls are `\\uXXXX` escapes (they can only be inside
+    strings, where an escape means the same)."""
+    raws: list[str] = []
+    mark = secrets.token_hex(8)  # a placeholder no value holds: "\\u0000<mark>:<n>" once dumped
+
+    def default(value: object) -> object:
+        if isinstance(value, RawJson):
+            raws.append(value.text)
+            return f"\x00{mark}:{len(raws) - 1}"
+        return _default(value)
+
+    text = json.dumps(doc, default=default, indent=2, ensure_ascii=False)
+    if raws:
+        text = re.sub(rf'"\\u0000{mark}:(\d+)"', lambda m: raws[int(m[1])], text)
+    return _JSON_UNSAFE.sub(lambda m: f"\\u{ord(m[0]):04x}", text)
 
 
 def duration(seconds: float | None) -> str:
@@ -67,7 +140,14 @@ def truncate(text: str, width: int) -> str:
 
 
 def cell(value: object) -> str:
-    """The text of one value in a table or a key: value block."""
+    """The text of one value in a table or a key: value block, safe for a terminal (`printable`)."""
+    return printable(_cell(value))
+
+
+def _cell(value: object) -> str:
+    if isinstance(value, RawJson):
+        shown = value.text if len(value.text) <= RAW_SHOWN else value.text[:RAW_SHOWN] + "…"
+        return f"{shown} ({len(value.text):,} characters, nested too deeply to decode; --json shows it all)"
     if value is None:
         return MISSING
     if isinstance(value, bool):

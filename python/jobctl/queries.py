@@ -12,10 +12,11 @@ SUBMIT_JOB = """
 select job_id, duplicate from jobctl.submit_job(%(tenant_id)s::text, %(queue)s::text, %(payload)s::jsonb)
 """
 
-# --- the worker's side
+# --- the worker's side. Payloads come as text: the worker decodes each job's on its own (one that
+# cannot be decoded fails that job, not the claim)
 CLAIM_JOB = """
-select job_id, tenant_id, queue, payload, priority, attempt, max_attempts, lease_epoch, lease_expires_at,
-    extract(epoch from timeout)::float8 as timeout_s
+select job_id, tenant_id, queue, payload::text, priority, attempt, max_attempts, lease_epoch,
+    lease_expires_at, extract(epoch from timeout)::float8 as timeout_s
 from jobctl.claim_job(%(worker_id)s::text, %(queues)s::text[], %(max_jobs)s::int, %(lease)s::interval)
 """
 HEARTBEATS = """
@@ -32,6 +33,8 @@ select jobctl.fail_job(%(job_id)s::bigint, %(lease_epoch)s::bigint, %(error)s::t
 """
 RELEASE_JOB = "select jobctl.release_job(%(job_id)s::bigint, %(lease_epoch)s::bigint)"
 LISTEN = "listen jobctl"
+# a hint's payload is its queue's tag, not its name: a worker with a queue filter wakes on its queues' tags
+HINT_TAGS = "select jobctl.hint_tags(%(queues)s::text[]) as tags"
 TICK = "select jobctl.tick(false)"  # periodic work, a few times a second (one caller at a time does it)
 
 # --- operating. Each function acts only for the caller's tenants (with an API token: the token's

@@ -9,6 +9,7 @@ from typing import IO, Any
 import click
 import psycopg
 from psycopg.rows import dict_row
+from psycopg.types.json import set_json_loads
 
 from jobctl import db, errors, output
 from jobctl import migrate as mig
@@ -24,17 +25,21 @@ _NOT_INSTALLED = {"3F000", "42883", "42P01", "42703"}
 
 
 class CliError(click.ClickException):
-    """Shown as `jobctl: <one line>` on stderr, exit status 1."""
+    """Shown as `jobctl: <one line>` on stderr, exit status 1. The message may echo a tenant's
+    strings: control characters are shown as escapes (`output.printable`)."""
 
     exit_code = 1
 
     def show(self, file: IO[Any] | None = None) -> None:
-        click.echo(f"jobctl: {self.format_message()}", err=True)
+        click.echo(f"jobctl: {output.printable(self.format_message())}", err=True)
 
 
 def connect() -> Conn:
-    """An autocommit connection: each statement is its own transaction unless a command opens one."""
-    return db.connect(autocommit=True)
+    """An autocommit connection: each statement is its own transaction unless a command opens one.
+    JSON columns nested too deeply to decode come as `output.RawJson` (shown as text)."""
+    conn = db.connect(autocommit=True)
+    set_json_loads(output.load_json, conn)
+    return conn
 
 
 def fetch_all(conn: Conn, query: str, params: Mapping[str, Any] | None = None) -> list[Row]:

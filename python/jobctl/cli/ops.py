@@ -175,7 +175,7 @@ def doctor(ctx: click.Context, as_json: bool) -> None:
         if notes:
             click.echo()
         for r in notes:
-            click.echo(f"{r['check_name']} ({r['verdict']}): {r['detail']}")
+            click.echo(f"{r['check_name']} ({r['verdict']}): {output.cell(r['detail'])}")
         click.echo(f"\ndoctor: {summary(rows)}")
     if counts["fail"]:
         ctx.exit(1)

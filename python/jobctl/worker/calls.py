@@ -13,7 +13,6 @@ After `deadline` is set (shutdown), no call lasts beyond it: it raises GaveUp.
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import random
 import select
@@ -23,7 +22,6 @@ from typing import Any, TypeVar
 
 import psycopg
 from psycopg import pq
-from psycopg.types.json import set_json_loads
 from psycopg_pool import AsyncConnectionPool, ConnectionPool
 
 from jobctl.db import connection_kwargs
@@ -148,22 +146,7 @@ def _check_sync(conn: Conn) -> None:
         ConnectionPool.check_connection(conn)
 
 
-_json_decode = json.JSONDecoder().decode
-
-
-def _json_loads(data: str | bytes) -> Any:
-    """json.loads without its sniffing of the encoding (PostgreSQL's JSON text is UTF-8): a claim
-    loads a payload per job."""
-    return _json_decode(data if isinstance(data, str) else data.decode())
-
-
-async def _configure(conn: AsyncConn) -> None:
-    set_json_loads(_json_loads, conn)
-
-
-def async_pool(
-    dsn: str, name: str, min_size: int, max_size: int, *, decode_json: bool = False
-) -> AsyncConnectionPool[AsyncConn]:
+def async_pool(dsn: str, name: str, min_size: int, max_size: int) -> AsyncConnectionPool[AsyncConn]:
     """Autocommit connections, checked before each use so that dead ones are replaced."""
     return AsyncConnectionPool(
         dsn,
@@ -171,7 +154,6 @@ def async_pool(
         min_size=min_size,
         max_size=max_size,
         check=_check_async,
-        configure=_configure if decode_json else None,
         reconnect_timeout=POOL_RECONNECT,
         open=False,
         name=name,
@@ -197,7 +179,7 @@ class Database:
     handlers' transactions use other pools, so that they can never starve the heartbeat."""
 
     def __init__(self, dsn: str) -> None:
-        self.pool = async_pool(dsn, "jobctl-worker", 2, 6, decode_json=True)
+        self.pool = async_pool(dsn, "jobctl-worker", 2, 6)
         self.deadline: float | None = None  # time.monotonic() after which every call gives up (shutdown)
 
     async def open(self) -> None:

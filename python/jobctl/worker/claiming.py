@@ -10,7 +10,12 @@ lease expires.
 The listener is a dedicated connection running LISTEN jobctl; a hint for one of our queues wakes the
 claim loop, which then looks again every HINT_LOOK seconds for HINT_WINDOW (the submits whose hint
 jobctl._notify skipped); after it reconnects the claim loop polls at once (hints may have been
-missed).
+missed). A hint's payload is an opaque tag of its queue, not its name: a worker with a queue filter
+asks for its queues' tags (jobctl.hint_tags) each time it starts listening; one without a filter
+wakes on any hint.
+
+Payloads are claimed as text and decoded job by job: one that cannot be decoded fails that job for
+good, and the rest of the claim runs.
 
 At a stop, claiming ends at once: a claim still waiting for a connection or for its next try is
 dropped; one already sent gets CLAIM_ANSWER_WAIT to answer, and its jobs are given back unrun (no
@@ -40,8 +45,8 @@ from jobctl.worker.calls import (
     retryable,
     rows,
 )
-from jobctl.worker.job import AsyncConn
-from jobctl.worker.outbox import MAX_BATCH, Stats
+from jobctl.worker.job import AsyncConn, decode_payload
+from jobctl.worker.outbox import MAX_BATCH, Stats, ids
 from jobctl.worker.running import Running
 
 log = logging.getLogger("jobctl.worker")
@@ -164,16 +169,25 @@ class Claimer:
         claimed_at = asyncio.get_running_loop().time()
         log.debug("claimed", extra={"jobs": len(claimed), "asked": max_jobs})
         self.stats.claimed += len(claimed)
-        jobs = [self.running.job(row) for row in claimed]
+        jobs = []
+        for row in claimed:
+            job = self.running.job(row)
+            try:
+                job.payload = decode_payload(job.payload)
+            except ValueError as e:  # no attempt could decode it: this job alone fails, for good
+                log.error("job payload could not be decoded", extra={**ids(job), "error": str(e)})
+                self.running.track(self.running.outbox.fail(job, str(e), retryable=False))
+                continue
+            jobs.append(job)
         if self.stopping.is_set():
             if jobs:
                 log.info("jobs claimed as the worker stopped: giving them back", extra={"jobs": len(jobs)})
             for job in jobs:
                 self.running.track(self.running.outbox.release(job))
-            return len(jobs)
+            return len(claimed)
         for job in jobs:
             self.running.start(job, claimed_at)
-        return len(jobs)
+        return len(claimed)
 
     # --- wake-ups
 
@@ -187,12 +201,13 @@ class Claimer:
                     self.dsn, **connection_kwargs(self.dsn, APP_NAME, autocommit=True)
                 )
                 async with conn:
+                    tags = await self._hint_tags(conn)  # before LISTEN: its statement shows while it listens
                     await conn.execute(queries.LISTEN)
                     if not first:
                         log.info("listener reconnected; polling at once")
                         self._wake.set()
                     first, delay = False, BACKOFF_FIRST
-                    await self._receive(conn)
+                    await self._receive(conn, tags)
             except psycopg.Error as e:
                 if retryable(e):
                     pause = random.uniform(delay / 2, delay)
@@ -204,10 +219,23 @@ class Claimer:
                 log.warning(message, extra={**error_fields(e), "retry_in": round(pause, 2)})
                 await asyncio.sleep(pause)
 
-    async def _receive(self, conn: AsyncConn) -> None:
+    async def _hint_tags(self, conn: AsyncConn) -> frozenset[str] | None:
+        """The payloads of our queues' hints (None: no queue filter, any hint wakes us)."""
+        if self.queues is None:
+            return None
+        try:
+            cur = await conn.execute(queries.HINT_TAGS, {"queues": self.queues})
+        except psycopg.errors.UndefinedFunction:
+            # a schema from before hint tags (not migrated yet): its hints carry the queue's name
+            log.warning("jobctl.hint_tags is missing (run jobctl migrate); matching hints by queue name")
+            return frozenset(self.queues)
+        row = await cur.fetchone()
+        return frozenset(row[0] if row else ())
+
+    async def _receive(self, conn: AsyncConn, tags: frozenset[str] | None) -> None:
         while True:
             async for note in conn.notifies(timeout=LISTEN_CHECK):
-                if self.queues is None or note.payload in self.queues:
+                if tags is None or note.payload in tags:
                     self._hinted_until = time.monotonic() + HINT_WINDOW
                     self._wake.set()
             await conn.execute(queries.PING)  # an idle connection: prove it is still there

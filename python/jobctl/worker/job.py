@@ -1,4 +1,5 @@
-"""What a handler sees: the claimed `Job`, its exactly-once `transaction()`, and the two exceptions."""
+"""What a handler sees: the claimed `Job`, its exactly-once `transaction()`, and the exceptions; how a
+claimed payload is decoded and a result encoded."""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ import psycopg
 from psycopg_pool import AsyncConnectionPool, ConnectionPool
 
 from jobctl import queries
+from jobctl.errors import first_line
 
 Conn = psycopg.Connection[tuple[Any, ...]]
 AsyncConn = psycopg.AsyncConnection[tuple[Any, ...]]
@@ -34,6 +36,51 @@ class LeaseLost(Exception):
 
     Raised on leaving `job.transaction()`, whose writes are then rolled back. Let it propagate: the
     worker counts the job as fenced and reports nothing for it."""
+
+
+class ResultRefused(PermanentError):
+    """The result set in `job.transaction()` cannot be stored (not JSON-serialisable, or refused by
+    complete_job): the job is dead at once, as when a returned result is refused."""
+
+
+# SQLSTATEs by which complete_job refuses a job's result (a retry would be refused again): classes 22
+# and 54 (bad or too complex JSON), and jobctl's invalid_parameter and payload_too_large (e.g. a
+# result nested too deep: JC001 with DETAIL 'field: result')
+RESULT_REFUSED_CLASSES = ("22", "54")
+RESULT_REFUSED_STATES = frozenset({"JC001", "JC002"})
+
+
+def result_refused(exc: psycopg.Error) -> bool:
+    """True when a completion failed because of the job's result, not of the database."""
+    state = exc.sqlstate or ""
+    return state[:2] in RESULT_REFUSED_CLASSES or state in RESULT_REFUSED_STATES
+
+
+def rejection(exc: psycopg.Error) -> str:
+    """The last_error of a job whose result complete_job refused: one line, with SQLSTATE and field."""
+    diag = exc.diag
+    message = first_line(diag.message_primary or str(exc))
+    detail = first_line(diag.message_detail or "")
+    tags = ", ".join(t for t in (exc.sqlstate, detail if detail.startswith("field: ") else "") if t)
+    return f"result rejected: {message} [{tags}]" if tags else f"result rejected: {message}"
+
+
+_json_decode = json.JSONDecoder().decode  # json.loads without its sniffing of the encoding
+
+
+def decode_payload(text: str) -> Any:
+    """A claimed payload (jsonb as text) as the handler's `payload`. Claims fetch payloads as text and
+    decode them here, job by job, so that one the decoder refuses (Python's decoder recurses and
+    raises RecursionError past about 1,000 levels) fails that job alone instead of the whole claim.
+    Raises ValueError with the message the job's last_error gets."""
+    try:
+        return _json_decode(text)
+    except RecursionError:
+        raise ValueError(
+            "payload could not be decoded: nested too deep for the worker's JSON decoder"
+        ) from None
+    except ValueError as e:
+        raise ValueError(f"payload could not be decoded: {e}") from None
 
 
 def result_json(value: Any) -> str | None:
@@ -130,7 +177,11 @@ class Job:
         return JobTransaction(self)
 
     def _params(self) -> dict[str, Any]:
-        return {"job_id": self.job_id, "lease_epoch": self.lease_epoch, "result": result_json(self.result)}
+        try:
+            result = result_json(self.result)
+        except ValueError as e:
+            raise ResultRefused(str(e)) from None
+        return {"job_id": self.job_id, "lease_epoch": self.lease_epoch, "result": result}
 
     def _fenced(self) -> LeaseLost:
         return LeaseLost(f"job {self.job_id}: lease epoch {self.lease_epoch} is no longer current")
@@ -174,7 +225,13 @@ class JobTransaction:
 def _sync_transaction(job: Job, pool: ConnectionPool[Conn]) -> Iterator[Conn]:
     with pool.connection() as conn, conn.transaction():
         yield conn
-        row = conn.execute(queries.COMPLETE_JOB, job._params()).fetchone()
+        params = job._params()
+        try:
+            row = conn.execute(queries.COMPLETE_JOB, params).fetchone()
+        except psycopg.Error as e:
+            if result_refused(e):  # the transaction rolls back either way
+                raise ResultRefused(rejection(e)) from e
+            raise
         if not (row and row[0]):
             raise job._fenced()
     job._completed = True
@@ -184,7 +241,13 @@ def _sync_transaction(job: Job, pool: ConnectionPool[Conn]) -> Iterator[Conn]:
 async def _async_transaction(job: Job, pool: AsyncConnectionPool[AsyncConn]) -> AsyncIterator[AsyncConn]:
     async with pool.connection() as conn, conn.transaction():
         yield conn
-        cur = await conn.execute(queries.COMPLETE_JOB, job._params())
+        params = job._params()
+        try:
+            cur = await conn.execute(queries.COMPLETE_JOB, params)
+        except psycopg.Error as e:
+            if result_refused(e):  # the transaction rolls back either way
+                raise ResultRefused(rejection(e)) from e
+            raise
         row = await cur.fetchone()
         if not (row and row[0]):
             raise job._fenced()

@@ -4,10 +4,11 @@ give-backs one by one.
 Finished jobs wait in the outbox, which one task (`run`) sends with complete_jobs as soon as the
 previous batch has its answer: whatever accumulated meanwhile goes in the next batch (at most
 MAX_BATCH). A batch that fails with an error a retry cannot cure is sent again one job at a time; a
-job whose own completion fails is failed, for good when its result was refused (SQLSTATE class 22
-or 54), else with a retry. Completions are retried until they get an answer, never dropped; until
-a batch's statement is sent, the heartbeat extends its jobs' leases (`waiting`). A failed fail_job
-or release_job is logged with the job ids, and the job comes back when its lease expires.
+job whose own completion fails is failed, for good when its result was refused (`job.result_refused`:
+SQLSTATE class 22 or 54, JC001 or JC002, e.g. a result nested too deep), else with a retry.
+Completions are retried until they get an answer, never dropped; until a batch's statement is sent,
+the heartbeat extends its jobs' leases (`waiting`). A failed fail_job or release_job is logged with
+the job ids, and the job comes back when its lease expires.
 """
 
 from __future__ import annotations
@@ -22,12 +23,11 @@ import psycopg
 from jobctl import queries
 from jobctl.errors import first_line
 from jobctl.worker.calls import Database, GaveUp, Sending, bigint_array, describe, error_fields, rows, value
-from jobctl.worker.job import Job
+from jobctl.worker.job import Job, rejection, result_refused
 
 log = logging.getLogger("jobctl.worker")
 
 MAX_BATCH = 1000  # claim_job's and complete_jobs' cap
-RESULT_REFUSED = ("22", "54")  # SQLSTATE classes by which a completion refuses a job's result
 
 
 @dataclass
@@ -139,10 +139,11 @@ class Outbox:
             except GaveUp:
                 raise
             except psycopg.Error as e:
-                refused = (e.sqlstate or "")[:2] in RESULT_REFUSED  # the result: no retry would help
                 log.error("could not complete job", extra={**ids(job), **error_fields(e)})
-                what = "result rejected" if refused else "completion failed"
-                await self.fail(job, f"{what}: {describe(e, one_line=True)}", retryable=not refused)
+                if result_refused(e):  # the result itself: no retry would help
+                    await self.fail(job, rejection(e), retryable=False)
+                else:
+                    await self.fail(job, f"completion failed: {describe(e, one_line=True)}", retryable=True)
                 continue
             self._completed(job, bool(ok))
 

@@ -29,7 +29,7 @@ from typing import Any
 from psycopg_pool import AsyncConnectionPool, ConnectionPool
 
 from jobctl.worker.calls import async_pool, describe, sync_pool
-from jobctl.worker.job import AsyncConn, Conn, Job, LeaseLost, PermanentError, result_json
+from jobctl.worker.job import AsyncConn, Conn, Job, LeaseLost, PermanentError, ResultRefused, result_json
 from jobctl.worker.outbox import Outbox, Stats, ids
 
 log = logging.getLogger("jobctl.worker")
@@ -187,6 +187,8 @@ class Running:
             except ValueError as e:
                 return self.outbox.fail(job, str(e), retryable=False)
             self.outbox.add(job, result)
+        elif isinstance(error, ResultRefused):  # its transaction could not store the result
+            return self.outbox.fail(job, str(error), retryable=False)
         elif isinstance(error, LeaseLost):
             self.stats.fenced += 1
             log.warning("job fenced: its lease was lost before it completed", extra=ids(job))
