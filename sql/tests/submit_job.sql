@@ -246,7 +246,7 @@ select throws_ok(
 select throws_ok(
     $$select jobctl.submit_job('tap_submit_t1', 'tap_submit_q', '{}',
         backoff => '{"base": "10 seconds", "max": "5 seconds"}')$$,
-    'JC003', 'backoff.max must be at least backoff.base', 'backoff.max below base: JC003'
+    'JC003', 'backoff.max must be at least the base', 'backoff.max below base: JC003'
 );
 select throws_ok(
     $$select jobctl.submit_job('tap_submit_t1', 'tap_submit_q', '{}', backoff => '{"jitter": "yes"}')$$,

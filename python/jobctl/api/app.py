@@ -8,14 +8,20 @@ from typing import Any
 
 import psycopg
 from fastapi import FastAPI
+from psycopg.conninfo import conninfo_to_dict
 from psycopg_pool import AsyncConnectionPool
 
 from jobctl import __version__, db
 from jobctl.api import error_handlers, metrics, queue_routes, routes, schedule_routes
-from jobctl.api.limits import BodyLimit
+from jobctl.api.limits import BodyLimit, TenantSlots
 
 MAX_BODY_BYTES = 1024 * 1024  # larger request bodies are refused (413) before they are parsed
 APPLICATION_NAME = "jobctl-api"
+# Every statement of the API's sessions is bounded (docs/api.md, Bounds and timeouts): a runaway
+# list or a held lock answers 503 with Retry-After instead of holding a pooled connection
+STATEMENT_TIMEOUT = 5.0  # seconds
+LOCK_TIMEOUT = 1.0
+LIST_CONCURRENCY = 4  # list requests of one token's tenants running at once; more answer 429
 
 DESCRIPTION = """\
 The HTTP face of jobctl, a multi-tenant job scheduler that lives inside PostgreSQL. Every endpoint
@@ -37,20 +43,43 @@ docs/errors.md); request validation adds `errors`, a list of `{field, reason}`. 
 """
 
 
+def session_options(given: str, statement_timeout: float, lock_timeout: float) -> str:
+    """libpq `options` for the API's sessions: the given ones (the DSN's, JOBCTL_PAYLOAD_KEYS), then
+    the timeouts, in milliseconds (0: none, as in PostgreSQL); the later -c wins."""
+    timeouts = " ".join(
+        f"-c {name}={round(seconds * 1000)}"
+        for name, seconds in (("statement_timeout", statement_timeout), ("lock_timeout", lock_timeout))
+    )
+    return f"{given} {timeouts}" if given else timeouts
+
+
 def create_app(
-    dsn: str | None = None, *, pool_min: int = 1, pool_max: int = 10, pool_timeout: float = 5.0
+    dsn: str | None = None,
+    *,
+    pool_min: int = 1,
+    pool_max: int = 10,
+    pool_timeout: float = 5.0,
+    statement_timeout: float = STATEMENT_TIMEOUT,
+    lock_timeout: float = LOCK_TIMEOUT,
+    list_concurrency: int = LIST_CONCURRENCY,
 ) -> FastAPI:
     """The API app. dsn None: JOBCTL_DSN or the local cluster's, looked up when the app starts.
-    pool_timeout is how long a request waits for a connection before it answers 503."""
+    pool_timeout is how long a request waits for a connection before it answers 503;
+    statement_timeout and lock_timeout (seconds, 0: none) bound each statement and each lock wait
+    of its sessions (503 too); list_concurrency caps the list requests of one token's tenants (429)."""
     pool: AsyncConnectionPool[psycopg.AsyncConnection[Any]] | None = None
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         nonlocal pool
         conninfo = dsn if dsn is not None else db.dsn()
+        kwargs = db.connection_kwargs(conninfo, APPLICATION_NAME, autocommit=True)
+        # startup options, not a SET per connection: no extra round trip, and no session without them
+        given = str(kwargs.get("options") or conninfo_to_dict(conninfo).get("options") or "")
+        kwargs["options"] = session_options(given, statement_timeout, lock_timeout)
         pool = AsyncConnectionPool(
             conninfo,
-            kwargs=db.connection_kwargs(conninfo, APPLICATION_NAME, autocommit=True),
+            kwargs=kwargs,
             min_size=pool_min,
             max_size=pool_max,
             timeout=pool_timeout,
@@ -83,6 +112,7 @@ def create_app(
             {"name": "operations", "description": "For load balancers and monitoring; no token."},
         ],
     )
+    app.state.list_slots = TenantSlots(list_concurrency)
     app.add_middleware(BodyLimit, max_bytes=MAX_BODY_BYTES)  # innermost of ours: metrics count its 413s
     error_handlers.install(app)
     metrics.install(app, lambda: pool.get_stats() if pool is not None else None)

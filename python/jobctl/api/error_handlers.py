@@ -2,21 +2,26 @@
 
 Database errors are mapped by SQLSTATE (jobctl.errors.from_db), never by message text; a 429's
 Retry-After is the `retry_after: <seconds>` line of the error's DETAIL (structured, for machines). A
-database that cannot be reached answers 503 with Retry-After; anything unexpected answers a generic
-500 and is logged, with its traceback, on the server only.
+database that cannot be reached, or a statement cut short by the API's statement_timeout or
+lock_timeout, answers 503 with Retry-After; a request body nested too deeply for the parsers, the
+same 422 as the database's own depth bound; anything unexpected a generic 500, logged with its
+traceback on the server only.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import math
 import re
 from typing import Any
 
 import psycopg
+import pydantic
 from fastapi import FastAPI, Request
-from fastapi.exceptions import RequestValidationError
+from fastapi.exceptions import RequestValidationError, ResponseValidationError
 from fastapi.responses import JSONResponse
+from pydantic_core import PydanticSerializationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -54,6 +59,18 @@ CODE_BY_STATUS = {
 # Field names the SQL functions use, as this API spells them
 API_FIELD = {"job_id": "id", "state": "status", "before_id": "before", "max_rows": "limit"}
 _UNAVAILABLE_RETRY_AFTER = 2
+# A statement the API's own session settings cut short: the database is busy, not the request wrong
+BUSY = {
+    "57014": "the database did not answer within the API's statement_timeout; try again shortly",
+    "55P03": "a row or table this request needs is locked (the API's lock_timeout); try again shortly",
+}
+_BUSY_RETRY_AFTER = 1
+# jobctl._too_deep's bound (payloads and results). The database refuses a value deeper than this
+# (JC001, 422); the API's parsers give up deeper still (pydantic at 255 levels, Python's json near
+# 1,000), and those bodies get the database's very answer, so that every depth past the bound is
+# answered alike.
+MAX_JSON_DEPTH = 100
+_RECURSION_ERRORS = {"recursion_loop", "recursion_depth_exceeded"}  # pydantic's error types
 
 
 def body(
@@ -71,6 +88,8 @@ def retry_after(detail: str | None) -> int:
     """Whole seconds to wait: `retry_after: N` in the database error's DETAIL, rounded up; else 1."""
     found = _RETRY_AFTER.search(detail or "")
     return max(1, math.ceil(float(found.group(1)))) if found else 1
+
+
 
 
 def from_db(e: psycopg.Error) -> errors.JobctlError | None:
@@ -104,6 +123,37 @@ def error_response(err: errors.JobctlError, detail: str | None = None) -> JSONRe
     )
 
 
+def too_deep(field: str) -> JSONResponse:
+    """The answer to a request value nested too deeply to parse: the database's JC001 answer."""
+    message = f"{field} is nested more than {MAX_JSON_DEPTH} levels deep"
+    return JSONResponse(body("invalid_request", message, field, "JC001"), status_code=422)
+
+
+# The tokens of JSON text that matter for nesting: strings (a key when a colon follows) and brackets
+_JSON_TOKEN = re.compile(rb'"(?:[^"\\]|\\.)*"\s*:?|[\[\]{}]')
+
+
+def deepest_field(raw: bytes) -> str:
+    """The key of the top-level object whose value nests deepest in JSON text; "body" when there is
+    none. For a body whose parse ran out of stack, so no parsed value says where it is deep."""
+    depth = deepest = 0
+    key: str | None = None
+    field: str | None = None
+    for token in _JSON_TOKEN.findall(raw):
+        if token in (b"[", b"{"):
+            depth += 1
+            if depth > deepest:
+                deepest, field = depth, key
+        elif token in (b"]", b"}"):
+            depth -= 1
+        elif depth == 1 and token.endswith(b":"):
+            try:
+                key = str(json.loads(token[:-1]))
+            except ValueError:
+                key = None
+    return field or "body"
+
+
 def unavailable() -> JSONResponse:
     return JSONResponse(
         body("unavailable", "the database is unavailable; try again shortly"),
@@ -112,8 +162,8 @@ def unavailable() -> JSONResponse:
     )
 
 
-def internal_error() -> JSONResponse:
-    return JSONResponse(body("internal_error", "internal server error"), status_code=500)
+def internal_error(message: str = "internal server error") -> JSONResponse:
+    return JSONResponse(body("internal_error", message), status_code=500)
 
 
 def body_too_large(limit: int) -> JSONResponse:
@@ -139,6 +189,23 @@ async def _jobctl_error(request: Request, exc: Exception) -> JSONResponse:
 
 async def _db_error(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, psycopg.Error)
+    sqlstate = exc.diag.sqlstate or ""
+    if sqlstate in BUSY:
+        log.warning(
+            "%s %s: %s",
+            request.method,
+            request.url.path,
+            errors.first_line(str(exc)),
+            extra={"sqlstate": sqlstate},
+        )
+        return _answer(
+            request,
+            JSONResponse(
+                body("busy", BUSY[sqlstate], sqlstate=sqlstate),
+                status_code=503,
+                headers={"Retry-After": str(_BUSY_RETRY_AFTER)},
+            ),
+        )
     err = from_db(exc)
     if err is not None:
         return _known_error(request, err, exc.diag.message_detail)
@@ -168,6 +235,9 @@ def _reason(e: dict[str, Any]) -> str:
 async def _validation_error(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, RequestValidationError)
     found = list(exc.errors())
+    deep = next((e for e in found if e["type"] in _RECURSION_ERRORS), None)
+    if deep is not None:  # only the top-level field: the error's loc is one item per level
+        return _answer(request, too_deep(_field(tuple(deep["loc"])[:2])))
     bad_json = next((e for e in found if e["type"] == "json_invalid"), None)
     if bad_json is not None:
         where = bad_json["loc"][1] if len(bad_json["loc"]) > 1 else "?"
@@ -193,10 +263,29 @@ async def _validation_error(request: Request, exc: Exception) -> JSONResponse:
 
 async def _http_error(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, StarletteHTTPException)
+    if isinstance(exc.__cause__, RecursionError):  # FastAPI's 400 for a body json.loads ran out of stack on
+        try:
+            field = deepest_field(await request.body())  # the body FastAPI read, kept by the request
+        except RuntimeError:
+            field = "body"
+        return _answer(request, too_deep(field))
     code = CODE_BY_STATUS.get(exc.status_code, f"http_{exc.status_code}")
     message = "no such endpoint" if exc.status_code == 404 else str(exc.detail)
     return _answer(
         request, JSONResponse(body(code, message), status_code=exc.status_code, headers=exc.headers)
+    )
+
+
+async def _unserializable(request: Request, exc: Exception) -> JSONResponse:
+    """A response the API could not build or serialize: a value read from the database that its
+    models refuse or that nests too deeply for the serializer (pydantic stops at 255 levels). Not the
+    request's fault, so 500, but one that says what failed."""
+    log.error("%s %s: cannot serialize the response", request.method, request.url.path, exc_info=exc)
+    return _answer(
+        request,
+        internal_error(
+            "the response could not be serialized: a stored value is nested too deeply or not valid JSON"
+        ),
     )
 
 
@@ -231,4 +320,8 @@ def install(app: FastAPI) -> None:
     app.add_exception_handler(psycopg.Error, _db_error)
     app.add_exception_handler(RequestValidationError, _validation_error)
     app.add_exception_handler(StarletteHTTPException, _http_error)
+    # request bodies are never these (they are RequestValidationError, or an HTTPException above)
+    for response_error in (ResponseValidationError, pydantic.ValidationError, PydanticSerializationError):
+        app.add_exception_handler(response_error, _unserializable)
+    app.add_exception_handler(RecursionError, _unserializable)
     app.add_middleware(CatchAll)

@@ -1,12 +1,17 @@
-"""Request bodies over a limit are refused with 413 before they are parsed: at once when the
-Content-Length says so, else as soon as the bytes read pass the limit (a chunked body)."""
+"""Bounds on what one client may cost. Request bodies over a limit are refused with 413 before
+they are parsed: at once when the Content-Length says so, else as soon as the bytes read pass the
+limit (a chunked body). List requests run at most so many at once per token's tenants (429)."""
 
 from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 from starlette.datastructures import Headers
 from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from jobctl import errors
 from jobctl.api.error_handlers import body_too_large
 
 
@@ -40,3 +45,32 @@ class BodyLimit:
             return message
 
         await self.app(scope, receive_limited, send)
+
+
+class TenantSlots:
+    """At most `per_tenant` list requests of one token's tenants (a tenant token: its tenant; admin
+    tokens: one set, every tenant) run at once in this process; one more answers 429 with Retry-After
+    at once. No queue: a waiting request would hold its pooled connection, which is what the cap
+    saves for the other tenants. One event loop, so plain counters suffice."""
+
+    def __init__(self, per_tenant: int) -> None:
+        self.per_tenant = per_tenant
+        self.running: dict[str | None, int] = {}
+
+    @contextmanager
+    def slot(self, tenant_id: str | None) -> Iterator[None]:
+        running = self.running.get(tenant_id, 0)
+        if running >= self.per_tenant:
+            raise errors.OverLimit(
+                f"this tenant already has {running} list requests running, the most at once; "
+                "retry after the Retry-After seconds"
+            )
+        self.running[tenant_id] = running + 1
+        try:
+            yield
+        finally:
+            left = self.running[tenant_id] - 1
+            if left:
+                self.running[tenant_id] = left
+            else:
+                del self.running[tenant_id]  # no entry per tenant ever seen

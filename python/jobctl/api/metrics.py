@@ -1,5 +1,6 @@
 """Prometheus metrics, in a registry of the app's own: requests by method, route template and status,
-their latency, and the connection pool's gauges (read from pool.get_stats() at scrape time)."""
+their latency, and the connection pool's gauges (read from pool.get_stats() at scrape time). Every
+label takes a bounded set of values, so no client can grow the series."""
 
 from __future__ import annotations
 
@@ -16,6 +17,10 @@ from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 UNMATCHED = "<unmatched>"
+# Label values are bounded, whatever clients send: a method outside these (h11 passes any token,
+# 8 KB long too) counts as "other", a path no route matches as UNMATCHED
+METHODS = frozenset({"GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"})
+OTHER_METHOD = "other"
 
 
 class PoolCollector(Collector):
@@ -85,8 +90,9 @@ class MetricsMiddleware:
             await self.app(scope, receive, send_status)
         finally:
             route: Any = scope.get("route")
-            template = getattr(route, "path", None) or UNMATCHED
-            self.metrics.observe(scope["method"], template, status, time.perf_counter() - start)
+            template = getattr(route, "path", None) or UNMATCHED  # a route template, never the raw path
+            method = scope["method"] if scope["method"] in METHODS else OTHER_METHOD
+            self.metrics.observe(method, template, status, time.perf_counter() - start)
 
 
 def install(app: FastAPI, pool_stats: Callable[[], dict[str, int] | None]) -> Metrics:

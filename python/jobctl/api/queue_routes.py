@@ -12,7 +12,7 @@ from jobctl import errors, queries
 from jobctl.api import audit
 from jobctl.api.auth import Caller, caller_for
 from jobctl.api.models import Queue, QueueIn, QueueList, QueueOut
-from jobctl.api.routes import error_responses, fetch_all
+from jobctl.api.routes import TOO_MANY_LISTS, error_responses, fetch_all, list_slot
 
 Name = Annotated[str, Path(min_length=1, max_length=200, description="The queue.")]
 
@@ -28,12 +28,15 @@ async def _queue(caller: Caller, name: str) -> Queue:
     raise errors.NotFound(f"no queue {name}", field="queue")
 
 
-@router.get("/queues", summary="List queues", responses=error_responses(notes=ADMIN_ONLY))
-async def list_queues(caller: Annotated[Caller, caller_for("queues:read")]) -> QueueList:
+@router.get(
+    "/queues", summary="List queues", responses=error_responses(429, notes=ADMIN_ONLY | {429: TOO_MANY_LISTS})
+)
+async def list_queues(request: Request, caller: Annotated[Caller, caller_for("queues:read")]) -> QueueList:
     """Every queue with settings or jobs due or running, with its jobs due and running across tenants
     (scope `queues:read`, admin token)."""
-    rows = await fetch_all(caller, queries.LIST_QUEUES, {})
-    return QueueList(queues=[Queue(**r) for r in rows])
+    with list_slot(request, caller):
+        rows = await fetch_all(caller, queries.LIST_QUEUES, {})
+        return QueueList(queues=[Queue(**r) for r in rows])
 
 
 @router.put(

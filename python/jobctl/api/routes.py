@@ -18,6 +18,7 @@ connection auth lends for the endpoint function; it is back in the pool before t
 from __future__ import annotations
 
 import logging
+from contextlib import AbstractContextManager
 from typing import Annotated, Any
 
 import psycopg
@@ -29,6 +30,7 @@ from psycopg.types.json import Jsonb
 from jobctl import errors, queries
 from jobctl.api import audit
 from jobctl.api.auth import Caller, caller_for, pool_of
+from jobctl.api.limits import TenantSlots
 from jobctl.api.models import (
     JOB_ID_MAX,
     ErrorBody,
@@ -46,6 +48,10 @@ log = logging.getLogger("jobctl.api")
 
 HEALTH_TIMEOUT = 2.0  # seconds to wait for a pooled connection before answering 503
 LIST_CAP = 1000  # list_jobs returns at most this many rows (docs/errors.md: max_rows is capped)
+
+TOO_MANY_LISTS = (
+    "This token's tenants have too many list requests running: retry after `Retry-After` seconds."
+)
 
 NOT_YOURS = (
     "No such job, or it belongs to another tenant: a tenant token cannot see other tenants' jobs, "
@@ -76,6 +82,13 @@ def error_responses(*statuses: int, notes: dict[int, str] | None = None) -> dict
 JobId = Annotated[int, Path(alias="id", ge=1, le=JOB_ID_MAX, description="The job id.")]
 
 router = APIRouter(prefix="/api/v1")
+
+
+def list_slot(request: Request, caller: Caller) -> AbstractContextManager[None]:
+    """One of the few places a list request of the caller's tenants may take (limits.TenantSlots), held
+    while it queries and builds its page; 429 when they are all taken."""
+    slots: TenantSlots = request.app.state.list_slots
+    return slots.slot(caller.tenant_id)
 
 
 async def fetch_all(caller: Caller, query: str, params: dict[str, Any]) -> list[dict[str, Any]]:
@@ -205,13 +218,16 @@ async def retry_job(
     summary="List jobs",
     responses=error_responses(
         422,
+        429,
         notes={
             403: "The token lacks jobs:read, or `tenant` names another tenant.",
             422: "A bad filter or limit, or no `tenant` with an admin token.",
+            429: TOO_MANY_LISTS,
         },
     ),
 )
 async def list_jobs(
+    request: Request,
     caller: Annotated[Caller, caller_for("jobs:read")],
     tenant: Annotated[
         str | None, Query(description="The tenant; defaults to the token's. Required with an admin token.")
@@ -230,15 +246,23 @@ async def list_jobs(
     """A page of a tenant's jobs, newest first (scope `jobs:read`). Follow `next` (as `before`) until it
     is null."""
     tenant_id = caller.tenant_for(tenant, "tenant")
-    # one row more than the page tells whether another page follows
-    rows = await fetch_all(
-        caller,
-        queries.LIST_JOBS,
-        {"tenant_id": tenant_id, "state": status, "queue": queue, "before_id": before, "max_rows": limit + 1},
-    )
-    # at the cap, list_jobs cannot return the extra row: a full page then points on (maybe to an empty one)
-    more = len(rows) > limit or len(rows) == limit == LIST_CAP
-    jobs = [Job.from_row(r) for r in rows[:limit]]
+    with list_slot(request, caller):
+        # one row more than the page tells whether another page follows
+        rows = await fetch_all(
+            caller,
+            queries.LIST_JOBS,
+            {
+                "tenant_id": tenant_id,
+                "state": status,
+                "queue": queue,
+                "before_id": before,
+                "max_rows": limit + 1,
+            },
+        )
+        # at the cap, list_jobs cannot return the extra row: a full page then points on (maybe to an
+        # empty one)
+        more = len(rows) > limit or len(rows) == limit == LIST_CAP
+        jobs = [Job.from_row(r) for r in rows[:limit]]
     return JobPage(jobs=jobs, next=jobs[-1].job_id if more and jobs else None)
 
 

@@ -13,7 +13,7 @@ from jobctl import errors, queries
 from jobctl.api import audit
 from jobctl.api.auth import Caller, caller_for
 from jobctl.api.models import Dropped, Schedule, ScheduleIn, ScheduleList, ScheduleOut
-from jobctl.api.routes import error_responses, fetch_all
+from jobctl.api.routes import TOO_MANY_LISTS, error_responses, fetch_all, list_slot
 
 Name = Annotated[str, Path(min_length=1, max_length=200, description="The schedule's name.")]
 Tenant = Annotated[
@@ -50,13 +50,17 @@ async def put_schedule(
     return ScheduleOut(schedule=Schedule(**rows[0]))
 
 
-@router.get("/schedules", summary="List schedules", responses=error_responses(422))
+@router.get(
+    "/schedules", summary="List schedules", responses=error_responses(422, 429, notes={429: TOO_MANY_LISTS})
+)
 async def list_schedules(
-    caller: Annotated[Caller, caller_for("schedules:read")], tenant: Tenant = None
+    request: Request, caller: Annotated[Caller, caller_for("schedules:read")], tenant: Tenant = None
 ) -> ScheduleList:
     """A tenant's schedules with their next and last fire times (scope `schedules:read`)."""
-    rows = await fetch_all(caller, queries.LIST_SCHEDULES, {"tenant_id": caller.tenant_for(tenant, "tenant")})
-    return ScheduleList(schedules=[Schedule(**r) for r in rows])
+    tenant_id = caller.tenant_for(tenant, "tenant")
+    with list_slot(request, caller):
+        rows = await fetch_all(caller, queries.LIST_SCHEDULES, {"tenant_id": tenant_id})
+        return ScheduleList(schedules=[Schedule(**r) for r in rows])
 
 
 @router.delete("/schedules/{name}", summary="Drop a schedule", responses=error_responses(404, 422))

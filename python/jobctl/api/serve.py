@@ -10,8 +10,11 @@ import uvicorn
 from psycopg.conninfo import conninfo_to_dict
 
 from jobctl import db, logs
-from jobctl.api.app import create_app
+from jobctl.api import app
+from jobctl.api.protocol import HEAD_TIMEOUT, head_timeout_protocol
 from jobctl.errors import first_line
+
+KEEP_ALIVE_TIMEOUT = 5  # seconds an idle connection is kept between requests (uvicorn's default)
 
 
 def _drop_color_message(record: logging.LogRecord) -> bool:
@@ -40,7 +43,64 @@ def _drop_color_message(record: logging.LogRecord) -> bool:
     type=click.FloatRange(0.1, 600),
     help="Seconds a request waits for a database connection before it answers 503.",
 )
-def serve_command(host: str, port: int, log_format: str, pool_size: int, pool_timeout: float) -> None:
+@click.option(
+    "--statement-timeout",
+    default=app.STATEMENT_TIMEOUT,
+    show_default=True,
+    envvar="JOBCTL_API_STATEMENT_TIMEOUT",
+    show_envvar=True,
+    type=click.FloatRange(0, 3600),
+    help="Seconds a database statement may run before the request answers 503 (0: no limit).",
+)
+@click.option(
+    "--lock-timeout",
+    default=app.LOCK_TIMEOUT,
+    show_default=True,
+    envvar="JOBCTL_API_LOCK_TIMEOUT",
+    show_envvar=True,
+    type=click.FloatRange(0, 3600),
+    help="Seconds a statement waits for a lock before the request answers 503 (0: no limit).",
+)
+@click.option(
+    "--list-concurrency",
+    default=app.LIST_CONCURRENCY,
+    show_default=True,
+    envvar="JOBCTL_API_LIST_CONCURRENCY",
+    show_envvar=True,
+    type=click.IntRange(1, 1000),
+    help="List requests of one token's tenants running at once; more answer 429.",
+)
+@click.option(
+    "--header-timeout",
+    default=HEAD_TIMEOUT,
+    show_default=True,
+    envvar="JOBCTL_API_HEADER_TIMEOUT",
+    show_envvar=True,
+    type=click.FloatRange(0.1, 600),
+    help="Seconds a connection has to send a whole request head (from opening, or the previous "
+    "response); else 408 and closed.",
+)
+@click.option(
+    "--keep-alive-timeout",
+    default=KEEP_ALIVE_TIMEOUT,
+    show_default=True,
+    envvar="JOBCTL_API_KEEP_ALIVE_TIMEOUT",
+    show_envvar=True,
+    type=click.IntRange(1, 600),
+    help="Seconds an idle connection is kept open between requests.",
+)
+def serve_command(
+    host: str,
+    port: int,
+    log_format: str,
+    pool_size: int,
+    pool_timeout: float,
+    statement_timeout: float,
+    lock_timeout: float,
+    list_concurrency: int,
+    header_timeout: float,
+    keep_alive_timeout: int,
+) -> None:
     """Serve the HTTP API (/api/v1, OpenAPI at /api/v1/openapi.json, metrics at /metrics)."""
     logs.setup(json_logs=log_format == "json")
     for handler in logging.getLogger().handlers:
@@ -53,10 +113,23 @@ def serve_command(host: str, port: int, log_format: str, pool_size: int, pool_ti
         raise click.ClickException(str(e)) from None
     except psycopg.ProgrammingError as e:
         raise click.ClickException(f"invalid DSN: {first_line(str(e))}") from None
+    api = app.create_app(
+        dsn,
+        pool_max=pool_size,
+        pool_timeout=pool_timeout,
+        statement_timeout=statement_timeout,
+        lock_timeout=lock_timeout,
+        list_concurrency=list_concurrency,
+    )
     uvicorn.run(
-        create_app(dsn, pool_max=pool_size, pool_timeout=pool_timeout),
+        api,
         host=host,
         port=port,
+        # h11 (httptools is not a dependency) with a request-head timeout: protocol.py. uvicorn's
+        # limit_concurrency is not used: it counts open connections, slow ones too, and would
+        # answer real requests 503 while slowloris sockets are open
+        http=head_timeout_protocol(header_timeout),
+        timeout_keep_alive=keep_alive_timeout,
         lifespan="on",
         log_config=None,  # uvicorn's loggers propagate to the root handler logs.setup installed
         access_log=True,
