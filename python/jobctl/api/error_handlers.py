@@ -90,8 +90,6 @@ def retry_after(detail: str | None) -> int:
     return max(1, math.ceil(float(found.group(1)))) if found else 1
 
 
-
-
 def from_db(e: psycopg.Error) -> errors.JobctlError | None:
     """jobctl.errors.from_db, in the API's words. Any other data exception (SQLSTATE class 22, or a
     value psycopg refused to send, such as text with a NUL) is the request's fault too."""
