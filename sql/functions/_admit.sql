@@ -2,10 +2,10 @@
 -- arrays) while each key has room: its limit (jobctl.concurrency_limit, else the tenant's
 -- key_max_running; none: unlimited) less its due and running jobs (_ready and _running rows).
 -- The earliest waiting jobs (run_at, then job_id) move from _held to _ready, so a key with limit 1
--- runs its jobs one at a time in run_at order. Each key is locked first (a transaction advisory
--- row lock, jobctl._wait_lock: in bucket order, so two callers cannot deadlock), and counted in a later statement, whose READ
--- COMMITTED snapshot therefore sees what the lock's earlier holders committed: the limit holds
--- under any number of submitters, claimers and completers. Called wherever a keyed job becomes due
+-- runs its jobs one at a time in run_at order. Each key is locked first (the tenant's row lock,
+-- jobctl._wait_lock: in bucket order, so two callers cannot deadlock), and counted in a later
+-- statement, whose READ COMMITTED snapshot therefore sees what the lock's earlier holders
+-- committed: the limit holds under any number of submitters, claimers and completers. Called wherever a keyed job becomes due
 -- (it goes to _held first) or stops holding a place (completion, failure with a backoff, death,
 -- cancellation), and when a limit is raised. Returns the number admitted.
 -- Locks: the key lock on each key (jobctl._wait_lock). Writes: _held (delete), _ready (insert).

@@ -4,7 +4,7 @@
 -- has no limit. Taking is p_n nextval calls, each advancing the TAT by one token's cost (after a
 -- setval to now if the bucket had refilled). Concurrent takers read the room and then advance
 -- without a lock, so a bucket may run over by what others took between one's read and its
--- advance (claim_job takes under the tenant's advisory lock, so claims do not); tokens taken stay
+-- advance (claim_job takes under the tenant's row lock, so claims do not); tokens taken stay
 -- taken if the caller rolls back.
 create or replace function jobctl._take_tokens(p_bucket regclass, p_rate numeric, p_burst integer, p_n integer)
 returns float8

@@ -6,7 +6,7 @@
 -- the rest is spread again, at most three rounds. A claim that got nothing from a shared lane list
 -- that may be out of date lists the lanes afresh once. Periodic work (reaping, schedules, the
 -- slots' rotation) is jobctl.tick's: a claim never submits and takes no lock stronger than row
--- locks and transaction advisory locks.
+-- locks.
 -- Locks: _ready rows FOR UPDATE SKIP LOCKED, then the job rows. Writes: _ready (delete), job
 -- (update), _running (insert); through _promote_due _delayed and _ready; through _lanes
 -- _lane_cache.

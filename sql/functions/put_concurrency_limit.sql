@@ -3,7 +3,7 @@
 -- NULL: no limit of its own, so a key falls back to the tenant's, and the tenant's keys to none).
 -- A raised limit admits the waiting jobs it makes room for at once (jobctl._admit); a lowered one
 -- lets running jobs finish and admits no more until the key is under it.
--- Locks: the tenant row; through _admit advisory locks on keys. Writes: concurrency_limit or
+-- Locks: the tenant row; through _admit the tenant's key locks. Writes: concurrency_limit or
 -- tenant (key_max_running), audit_log, through _admit _held and _ready.
 create or replace function jobctl.put_concurrency_limit(
     tenant_id text, concurrency_key text, max_running integer

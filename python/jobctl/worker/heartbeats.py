@@ -6,8 +6,9 @@ heartbeat answers `cancelled` or `lost` is stopped and nothing is reported for i
 heartbeat is logged with the job count; the next one tries again.
 
 Every TICK_EVERY seconds the worker calls jobctl.tick(false): promotion, reaping, schedules, the
-queue tables' upkeep (one caller at a time per database does the work: a try-advisory-lock). A
-failed tick is logged and tried again TICK_ERROR_WAIT later; it never stops the worker.
+queue tables' upkeep (one caller at a time per database does the work: a lock on
+jobctl._tick_lock, tried without waiting). A failed tick is logged and tried again TICK_ERROR_WAIT
+later; it never stops the worker.
 """
 
 from __future__ import annotations
