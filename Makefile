@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 DSN = $${JOBCTL_DSN:-$$(cat .pg/dsn)}
 
 .DEFAULT_GOAL := help
-.PHONY: help setup db db-stop db-destroy migrate validate demo demo-stop test lint sqlfluff pgtap pytest bench-setup bench bench-quick bench-claim bench-tenants bench-retention bench-held bench-xids bench-notify bench-bloat bench-sealing bench-access bench-limits chaos failover psql clean
+.PHONY: help setup db db-stop db-destroy migrate validate demo demo-stop test lint sqlfluff pgtap pytest bench-setup bench bench-quick bench-claim bench-tenants bench-retention bench-held bench-xids bench-notify bench-bloat bench-sealing bench-access bench-limits chaos failover probe psql clean
 
 help: ## List the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -97,6 +97,9 @@ chaos: db ## Chaos runs on the local cluster: kill -9, 40 s SIGSTOP, termination
 
 failover: setup ## Failover drill on a primary + synchronous standby of its own (.failover/, ports 55460+): kill -9 of the primary under load, promotion; lost/duplicates, downtime per client (3 drills, about 8 minutes)
 	@$(BIN)/python benchmarks/failover.py --repeat $${DRILLS:-3}
+
+probe: db ## Issue 19's hostile probe: every hole replayed against the local cluster and its API, held/open per item and a second tenant's claim/submit p99 (about 5 minutes; QUICK=1: about 2)
+	@$(BIN)/python benchmarks/hostile.py $${QUICK:+--quick} $${ITEMS:+--items $$ITEMS}
 
 psql: db ## Open psql on the local database
 	@psql "$(DSN)"

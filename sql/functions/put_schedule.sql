@@ -28,6 +28,7 @@ declare
     v_skip_overlap boolean := coalesce(skip_overlap, false);
     v_field text;
     v_next timestamptz;
+    v_value text;
 begin
     perform jobctl._require_tenant(tenant_id, 'schedules:write');
     v_field := case
@@ -42,8 +43,14 @@ begin
         when v_catch_up not between 1 and 1000 then 'catch_up'
     end;
     if v_field is not null then
+        v_value := case v_field when 'tenant_id' then tenant_id when 'name' then name when 'queue' then queue end;
         raise exception using errcode = 'JC001',
-            message = format('%s is missing or out of range', v_field),
+            message = case
+                when v_field in ('tenant_id', 'name', 'queue') and v_value ~ jobctl._unprintable()
+                    then format('%s must not contain control characters', v_field)
+                when v_field = 'payload' and jobctl._too_deep(payload) then 'payload is nested more than 100 levels deep'
+                else format('%s is missing or out of range', v_field)
+            end,
             detail = format('field: %s', v_field),
             hint = 'tenant_id, name, queue: 1-200 characters, no control characters; cron: up to 200; '
                 'payload: JSON up to 64 KiB and 100 levels deep; priority -100..100; catch_up 1..1000.';

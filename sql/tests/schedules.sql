@@ -186,7 +186,7 @@ select lives_ok(
 );
 select throws_ok(
     $$select jobctl.put_schedule('tap_sched_b', E'two\nlines', '@every 1 hour', 'tap_sched_q', '{}')$$,
-    'JC001', 'name is missing or out of range', 'a schedule name with a newline: JC001'
+    'JC001', 'name must not contain control characters', 'a schedule name with a newline: JC001'
 );
 -- expansion goes tenant by tenant: a tenant's one due schedule is expanded in the same pass as
 -- the 1,000 due earlier of ten others (a pass takes 1,000)

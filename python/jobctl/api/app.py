@@ -21,7 +21,7 @@ APPLICATION_NAME = "jobctl-api"
 # list or a held lock answers 503 with Retry-After instead of holding a pooled connection
 STATEMENT_TIMEOUT = 5.0  # seconds
 LOCK_TIMEOUT = 1.0
-LIST_CONCURRENCY = 4  # list requests of one token's tenants running at once; more answer 429
+LIST_CONCURRENCY = 2  # list requests of one token's tenants running at once; more answer 429
 
 DESCRIPTION = """\
 The HTTP face of jobctl, a multi-tenant job scheduler that lives inside PostgreSQL. Every endpoint
