@@ -19,6 +19,7 @@ comment on table jobctl._tenant_lock is
 'A tenant''s lock rows (dedup and concurrency-key buckets), made on first use; only the schema owner has
 privileges on it (docs/security.md, Locks).';
 
-delete from jobctl._lock where name in ('dedup', 'key', 'claim-tenant', 'claim-queue');
+delete from jobctl._lock
+where name in ('dedup', 'key', 'claim-tenant', 'claim-queue');
 
 drop function if exists jobctl._wait_lock(text, text[]);
