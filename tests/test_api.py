@@ -543,7 +543,7 @@ def test_submit_defaults_come_from_sql(client: httpx.Client, make_token: MakeTok
         ({"queue": ""}, "queue", "JC001"),
         ({"queue": 5}, "queue", None),
         ({"dedup_key": ""}, "dedup_key", "JC001"),
-        ({"backoff": {"strategy": "random"}}, "backoff", "JC003"),
+        ({"backoff": {"strategy": "random"}}, "backoff.strategy", "JC003"),
         ({"backoff": "fast"}, "backoff", None),
         ({"payload": {"s": "nul \u0000"}}, None, "22P05"),  # jsonb takes no NUL
     ],

@@ -18,6 +18,7 @@ declare
     v_now timestamptz := clock_timestamp();
     v_missed_before timestamptz := clock_timestamp() - interval '90 seconds';
     v_s jobctl.schedule;
+    v_due record;
     v_fires timestamptz[];
     v_t timestamptz;
     v_busy boolean;
@@ -29,21 +30,24 @@ begin
     if pg_is_in_recovery() then
         return 0;
     end if;
-    for v_s in
-        select s.* from jobctl.schedule as s
-        inner join (
-            -- tenant by tenant: every tenant's earliest due schedule, then every tenant's second, ...
+    for v_due in
+        -- tenant by tenant: every tenant's earliest due schedule, then every tenant's second, ...
+        select d.tenant_id, d.name
+        from (
             select d.tenant_id, d.name, d.next_fire_at,
                 row_number() over (partition by d.tenant_id order by d.next_fire_at, d.name) as turn
             from jobctl.schedule as d
             where d.next_fire_at <= v_now
-            order by turn, d.next_fire_at
-            limit 1000
-        ) as due on due.tenant_id = s.tenant_id and due.name = s.name
-        where s.next_fire_at <= v_now
-        order by due.turn, due.next_fire_at
-        for update of s skip locked
+        ) as d
+        order by d.turn, d.next_fire_at
+        limit 1000
     loop
+        -- locked in a statement of its own, whose snapshot sees what a racing expander committed:
+        -- a schedule it moved on is no longer due, one it holds is skipped
+        select * into v_s from jobctl.schedule as s
+        where s.tenant_id = v_due.tenant_id and s.name = v_due.name and s.next_fire_at <= v_now
+        for update skip locked;
+        continue when not found;
         -- the latest catch_up missed fire times (walking back from the cut-off), oldest first
         v_fires := '{}';
         v_t := v_missed_before;
