@@ -82,7 +82,7 @@ begin
             and c.relname in (
                 'job', 'job_archive', 'tenant', 'schedule', 'audit_log', '_ready', '_running', '_delayed',
                 '_event', '_event_archive', '_api_token', '_role_tenant', '_held', 'concurrency_limit', 'queue',
-                '_lock', '_tenant_lock', '_tick_lock', '_hint_key'
+                '_lock', '_tenant_lock', '_hint_key'
             )
     loop
         if not v_grant.secured then

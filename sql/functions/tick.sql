@@ -1,5 +1,5 @@
 -- jobctl.tick: one pass of periodic work, one caller at a time per database (a lock on
--- jobctl._tick_lock, which takes no transaction id: another caller returns 0 at once): promote due
+-- jobctl_owner._tick_lock, which takes no transaction id: another caller returns 0 at once): promote due
 -- delayed jobs, reap expired leases, expand due schedules; while the xmin horizon is held back
 -- (jobctl._horizon_held), rotate the slot partitions of _ready, _running and _lane_cache
 -- (truncations, under ACCESS EXCLUSIVE locks held only by this short transaction), and otherwise
@@ -29,7 +29,7 @@ begin
         perform jobctl._recount_pending(null);
     end if;
     begin
-        lock table jobctl._tick_lock in exclusive mode nowait;
+        lock table jobctl_owner._tick_lock in exclusive mode nowait;
     exception when lock_not_available then
         return 0;
     end;

@@ -3,7 +3,7 @@
 -- has its row, and no function of the schema takes an advisory lock (any login can take those).
 -- That another login cannot hold them up with its own locks: tests/test_hostile.py.
 begin;
-select plan(10);
+select plan(11);
 
 select results_eq(
     $$select l.name, count(*)::integer, min(l.bucket), max(l.bucket)
@@ -40,7 +40,7 @@ select is(
 select is(
     (
         select count(*)::integer
-        from (values ('jobctl._lock'), ('jobctl._tenant_lock'), ('jobctl._tick_lock'), ('jobctl._hint_key')) as t (tbl)
+        from (values ('jobctl._lock'), ('jobctl._tenant_lock'), ('jobctl_owner._tick_lock'), ('jobctl._hint_key')) as t (tbl)
         cross join (
             values ('public'), ('jobctl_reader'), ('jobctl_writer'), ('jobctl_worker'), ('jobctl_api'),
             ('jobctl_admin')
@@ -49,6 +49,17 @@ select is(
         where has_table_privilege(r.role, t.tbl, v.priv)
     ),
     0, 'no role but the owner has a privilege on the lock tables or the hint secret'
+);
+select is(
+    (
+        select count(*)::integer
+        from (
+            values ('public'), ('jobctl_reader'), ('jobctl_writer'), ('jobctl_worker'), ('jobctl_api'),
+            ('jobctl_admin')
+        ) as r (role)
+        where has_schema_privilege(r.role, 'jobctl_owner', 'USAGE')
+    ),
+    0, 'no role but the owner may use schema jobctl_owner (a parsed query locks tables before its privilege check)'
 );
 
 select ok(jobctl._try_lock('hint', 'tap_locks_q'), 'a try-lock is taken');

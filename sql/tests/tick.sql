@@ -66,7 +66,7 @@ select is(
         select count(*)::integer
         from pg_locks
         where
-            locktype = 'relation' and relation = 'jobctl._tick_lock'::regclass
+            locktype = 'relation' and relation = 'jobctl_owner._tick_lock'::regclass
             and granted and pid <> pg_backend_pid()
     ),
     0, 'no other tick runs now (the try-lock below is this session''s)'

@@ -7,7 +7,7 @@ heartbeat is logged with the job count; the next one tries again.
 
 Every TICK_EVERY seconds the worker calls jobctl.tick(false): promotion, reaping, schedules, the
 queue tables' upkeep (one caller at a time per database does the work: a lock on
-jobctl._tick_lock, tried without waiting). A failed tick is logged and tried again TICK_ERROR_WAIT
+jobctl_owner._tick_lock, tried without waiting). A failed tick is logged and tried again TICK_ERROR_WAIT
 later; it never stops the worker.
 """
 
