@@ -1,8 +1,9 @@
 -- jobctl._recount_pending: set each max_pending tenant's pending_offset (one tenant, or NULL: all)
 -- so that admitted - finished + offset is its exact number of unfinished jobs: the rows it has in
 -- _ready, _delayed and _running, counted in one pass. Transactions in flight while it counts may
--- leave the result off by their jobs until the next recount (tick: every minute). Writes: tenant
--- (one row per limited tenant, at most once a minute from tick).
+-- leave the result off by their jobs until the next recount (tick: every minute). Writes: tenant,
+-- only the rows whose offset changed (a tenant row it updates stays locked until the caller commits,
+-- and jobctl._cap skips a locked tenant row: tick recounts last, just before it commits).
 create or replace function jobctl._recount_pending(p_tenant_id text)
 returns void
 language plpgsql
@@ -26,10 +27,18 @@ begin
         ) as x
         where x.tenant_id in (select l.tenant_id from limited as l)
         group by x.tenant_id
+    ),
+    recounted as (
+        select t.tenant_id,
+            coalesce((select u.n from unfinished as u where u.tenant_id = t.tenant_id), 0)
+            - (coalesce(pg_sequence_last_value(t.admitted), 0) - coalesce(pg_sequence_last_value(t.finished), 0))
+            as pending_offset
+        from jobctl.tenant as t
+        where t.tenant_id in (select l.tenant_id from limited as l)
     )
     update jobctl.tenant as t
-    set pending_offset = coalesce((select u.n from unfinished as u where u.tenant_id = t.tenant_id), 0)
-        - (coalesce(pg_sequence_last_value(t.admitted), 0) - coalesce(pg_sequence_last_value(t.finished), 0))
-    where t.tenant_id in (select l.tenant_id from limited as l);
+    set pending_offset = r.pending_offset
+    from recounted as r
+    where t.tenant_id = r.tenant_id and t.pending_offset is distinct from r.pending_offset;
 end
 $$;

@@ -4,8 +4,9 @@
 -- (jobctl._horizon_held), rotate the slot partitions of _ready, _running and _lane_cache
 -- (truncations, under ACCESS EXCLUSIVE locks held only by this short transaction), and otherwise
 -- delete the lane-cache rows newer ones superseded and those of filters no claim used for a
--- minute (VACUUM can then remove them). With p_full, also recount the unfinished jobs of
--- max_pending tenants (a scan of the queue tables: once a minute).
+-- minute (VACUUM can then remove them). With p_full, last, also recount the unfinished jobs of
+-- max_pending tenants (a scan of the queue tables: once a minute; last, because a tenant row whose
+-- offset it changes stays locked until commit, and claims skip a locked tenant row meanwhile).
 -- Workers call tick(false) a few times a second (jobctl worker: every 0.25 s), so orphans come back
 -- and schedules fire within about a second of their time while any worker runs; pg_cron calls
 -- tick() every minute as the backstop and for the recount (its own 1.4 has no sub-minute schedule,
@@ -25,12 +26,12 @@ begin
     if pg_is_in_recovery() then
         return 0;
     end if;
-    if p_full then
-        perform jobctl._recount_pending(null);
-    end if;
     begin
         lock table jobctl_owner._tick_lock in exclusive mode nowait;
     exception when lock_not_available then
+        if p_full then
+            perform jobctl._recount_pending(null);  -- the recount needs no tick lock: pg_cron's must not be lost
+        end if;
         return 0;
     end;
     if exists (select from jobctl._delayed as d where d.run_at <= v_now) then
@@ -49,6 +50,9 @@ begin
         where c.fresh_until < v_now - interval '1 second'
             and (c.fresh_until < v_now - interval '1 minute'  -- a filter no claim used for a minute
                  or exists (select from jobctl._lane_cache as n where n.queues_key = c.queues_key and n.fresh_until > c.fresh_until));
+    end if;
+    if p_full then
+        perform jobctl._recount_pending(null);
     end if;
     return v_n;
 end

@@ -3,7 +3,7 @@
 -- cancelling or killing a job frees room; retrying a finished one takes room; tick's recount fixes
 -- drift. Tenants tap_quota_*.
 begin;
-select plan(14);
+select plan(15);
 
 create function pg_temp.submit(p_n integer)
 returns bigint
@@ -100,6 +100,21 @@ select is(
         where tenant_id = 'tap_quota_a' and state in ('pending', 'failed', 'running')
     ),
     'after tick the count is exact again'
+);
+
+-- a recount that changes nothing writes nothing: a tenant row tick updates stays locked until it
+-- commits, and claims skip a locked tenant row
+create temp table quota_row as
+select ctid as row_version from jobctl.tenant
+where tenant_id = 'tap_quota_a';
+select jobctl.tick();
+select is(
+    (
+        select ctid from jobctl.tenant
+        where tenant_id = 'tap_quota_a'
+    ),
+    (select row_version from quota_row),
+    'a recount with nothing to fix leaves the tenant row as it was'
 );
 
 select * from finish();
