@@ -1,7 +1,7 @@
 -- jobctl.complete_job: true and completed under the current epoch; false (fenced) and nothing
 -- changed otherwise. Tenant tap_complete_t, queues tap_complete_*; every claim names its queue.
 begin;
-select plan(34);
+select plan(35);
 -- the tests join temp tables that have no statistics: keep JIT from compiling those plans
 set local jit = off;
 \ir helpers.psql
@@ -152,6 +152,14 @@ select throws_ok(
     ),
     'JC001', format('the result of job %s is nested more than 100 levels deep', (select job_id from c_deep)),
     'a result 300 levels deep: JC001'
+);
+select throws_ok(
+    format(
+        'select jobctl.complete_job(%s, %s, %L::jsonb)', (select job_id from c_deep), (select lease_epoch from c_deep),
+        repeat('{"a": ', 101) || '1' || repeat('}', 101)
+    ),
+    'JC001', format('the result of job %s is nested more than 100 levels deep', (select job_id from c_deep)),
+    'an object 101 levels deep: JC001 (the bound, from above)'
 );
 select ok(
     jobctl.complete_job(

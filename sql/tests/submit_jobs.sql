@@ -1,7 +1,7 @@
 -- jobctl.submit_jobs: a JSON array of jobs, all or nothing, rows in input order, errors naming
 -- jobs[i].field, in-batch dedup. Tenants tap_batch_*, queues tap_batch_*.
 begin;
-select plan(60);
+select plan(62);
 -- the tests join temp tables that have no statistics: keep JIT from compiling those plans
 set local jit = off;
 \ir helpers.psql
@@ -266,6 +266,14 @@ select throws_ok(
     $$select * from jobctl.submit_job('tap_sj_bound', 'q', (repeat('[', 101) || repeat(']', 101))::jsonb)$$,
     'JC001', 'payload is nested more than 100 levels deep', 'one 101 levels deep is not'
 );
+select lives_ok(
+    $$select * from jobctl.submit_job('tap_sj_bound', 'q', (repeat('{"a": ', 99) || '{}' || repeat('}', 99))::jsonb)$$,
+    'an object 100 levels deep is taken'
+);
+select throws_ok(
+    $$select * from jobctl.submit_job('tap_sj_bound', 'q', (repeat('{"a": ', 100) || '{}' || repeat('}', 100))::jsonb)$$,
+    'JC001', 'payload is nested more than 100 levels deep', 'an object 101 levels deep is not'
+);
 select throws_ok(
     $$select * from jobctl.submit_jobs(jsonb_build_array(jsonb_build_object('tenant_id', 'tap_sj_bound', 'queue', 'q',
         'payload', (repeat('{"a":', 2999) || '{}' || repeat('}', 2999))::jsonb)))$$,
@@ -308,7 +316,7 @@ select throws_ok(
     $$select * from jobctl.submit_job('tap_sj_bound', 'q', '{}', dedup_key => E'a\nb')$$,
     'JC001', 'dedup_key must not contain control characters', 'a dedup_key with a newline: JC001'
 );
-select is(pg_temp.n_jobs('tap_sj_bound'), 2::bigint, 'only the two jobs within the bounds were written');
+select is(pg_temp.n_jobs('tap_sj_bound'), 3::bigint, 'only the three jobs within the bounds were written');
 
 select isnt(obj_description('jobctl.submit_jobs(jsonb)'::regprocedure), null, 'submit_jobs has a comment');
 
