@@ -3,9 +3,12 @@ SHELL := /bin/bash
 VENV := .venv
 BIN := $(VENV)/bin
 DSN = $${JOBCTL_DSN:-$$(cat .pg/dsn)}
+# the suites' own cluster and database: `make test` never reads or writes the one `make db` gives you
+TEST_ENV := JOBCTL_PGNAME=.test-pg JOBCTL_PG_DB=jobctl_test JOBCTL_PG_PORT=55442
+TEST_DSN = $$(cat .test-pg/dsn)
 
 .DEFAULT_GOAL := help
-.PHONY: help setup db db-stop db-destroy migrate validate demo demo-stop test lint sqlfluff pgtap pytest bench-setup bench bench-quick bench-claim bench-tenants bench-retention bench-held bench-xids bench-notify bench-bloat bench-sealing bench-access bench-limits chaos failover probe psql clean
+.PHONY: help setup db db-stop db-destroy migrate validate demo demo-stop test test-db test-quick lint sqlfluff pgtap pytest bench-setup bench bench-quick bench-claim bench-tenants bench-retention bench-held bench-xids bench-notify bench-bloat bench-sealing bench-access bench-limits chaos failover probe sql-reference psql clean
 
 help: ## List the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -34,7 +37,10 @@ demo: db ## Start a worker and the API (background, logs in .demo/), run sample 
 demo-stop: ## Stop the demo's worker and API
 	@bin/demo stop
 
-test: db lint pgtap pytest ## Run sqlfluff, ruff, mypy, pgTAP (pg_prove) and pytest against the local cluster
+test-db: setup ## A fresh test database on the tests' own cluster (.test-pg/, port 55442 up): dropped and made anew (about 10 s)
+	@$(TEST_ENV) bin/db fresh
+
+test: lint test-db pgtap pytest ## Run sqlfluff, ruff, mypy, pgTAP (pg_prove) and pytest in a fresh test database on .test-pg/ (about 15 minutes)
 
 lint: setup sqlfluff ## Run sqlfluff, ruff and mypy
 	@$(BIN)/ruff check python tests benchmarks
@@ -44,13 +50,17 @@ lint: setup sqlfluff ## Run sqlfluff, ruff and mypy
 sqlfluff: setup ## Lint the SQL files
 	@$(BIN)/sqlfluff lint --processes 2 migrations sql
 
-pgtap: db ## Run the pgTAP suites with pg_prove
-	@psql "$(DSN)" -qX -v ON_ERROR_STOP=1 -c 'create extension if not exists pgtap'
-	@set -o pipefail; PGOPTIONS='--client-min-messages=warning' pg_prove --dbname "$$(echo "$(DSN)" | sed 's/=/\\=/g')" --ext .sql sql/tests/ | tee .pg/pg_prove.log
-	@grep -q '^Result: PASS' .pg/pg_prove.log
+pgtap: test-db ## Run the pgTAP suites with pg_prove in the test database (about 20 s)
+	@psql "$(TEST_DSN)" -qX -v ON_ERROR_STOP=1 -c 'create extension if not exists pgtap'
+	@psql "$(TEST_DSN)" -qX -v ON_ERROR_STOP=1 -o /dev/null -f sql/tests/neighbours.psql
+	@set -o pipefail; PGOPTIONS='--client-min-messages=warning' pg_prove --dbname "$$(echo "$(TEST_DSN)" | sed 's/=/\\=/g')" --ext .sql sql/tests/ | tee .test-pg/pg_prove.log
+	@grep -q '^Result: PASS' .test-pg/pg_prove.log
 
-pytest: db ## Run the pytest suites (real concurrency, real processes)
-	@$(BIN)/pytest -q
+test-quick: pgtap ## The edit-run loop: pgTAP and the pytest suites not marked slow (no drills, builds or benchmark smokes), stopping at the first failure (about 3 minutes)
+	@$(TEST_ENV) $(BIN)/pytest -x -m "not slow"
+
+pytest: test-db ## Run the pytest suites in the test database (real concurrency, real processes; about 13 minutes)
+	@$(TEST_ENV) $(BIN)/pytest
 
 bench-setup: setup ## Install the peers for the benchmarks (npm: graphile-worker, pg-boss; a venv: pgqueuer, procrastinate)
 	@bin/bench-setup
@@ -100,6 +110,9 @@ failover: setup ## Failover drill on a primary + synchronous standby of its own 
 
 probe: db ## Issue 19's hostile probe: every hole replayed against the local cluster and its API, held/open per item and a second tenant's claim/submit p99 (about 5 minutes; QUICK=1: about 2)
 	@$(BIN)/python benchmarks/hostile.py $${QUICK:+--quick} $${ITEMS:+--items $$ITEMS}
+
+sql-reference: db ## Regenerate docs/sql-reference.md from the database's COMMENT ON texts (tests/test_sql_reference.py checks it is current; seconds)
+	@$(BIN)/python -m jobctl.reference --dsn "$(DSN)" > docs/sql-reference.md.tmp && mv docs/sql-reference.md.tmp docs/sql-reference.md
 
 psql: db ## Open psql on the local database
 	@psql "$(DSN)"

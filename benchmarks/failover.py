@@ -41,9 +41,11 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import hashlib
 import itertools
 import json
 import os
+import pwd
 import shutil
 import signal
 import statistics
@@ -93,6 +95,30 @@ MAINTENANCE = ("tick", "maintain_partitions", "reap_expired_leases", "expand_sch
 def as_pg(cmd: list[str]) -> list[str]:
     """PostgreSQL refuses to run as root: as root, run server commands as the OS user postgres."""
     return ["runuser", "-u", "postgres", "--", *cmd] if os.getuid() == 0 else cmd
+
+
+def reachable_by_postgres(link: Path) -> Path:
+    """The directory `link`, made where the OS user postgres can reach it: as root, when postgres cannot
+    enter the checkout (a clone under a 0700 home or a mktemp -d folder), `link` becomes a link to a
+    directory under postgres's home, as bin/lib.sh does for bin/db's clusters."""
+    if os.getuid() == 0 and not link.exists():
+        enter = subprocess.run(["runuser", "-u", "postgres", "--", "test", "-x", str(ROOT)], check=False)
+        if enter.returncode != 0:
+            tag = hashlib.md5(str(link).encode()).hexdigest()[:12]
+            far = Path(pwd.getpwnam("postgres").pw_dir) / f"jobctl-{tag}"
+            far.mkdir(parents=True, exist_ok=True)
+            shutil.chown(far, "postgres", "postgres")
+            link.symlink_to(far)
+    link.mkdir(parents=True, exist_ok=True)
+    return link
+
+
+def remove_run(base: Path) -> None:
+    """A drill's directory, and the far directory bin/db may have linked its primary to."""
+    primary = base / "primary"
+    if primary.is_symlink():
+        shutil.rmtree(primary.resolve(), ignore_errors=True)
+    shutil.rmtree(base, ignore_errors=True)
 
 
 def pg_bin() -> Path:
@@ -166,11 +192,12 @@ def build(base: Path) -> tuple[Cluster, Cluster]:
     env = {**os.environ, "JOBCTL_PGNAME": primary_name, "JOBCTL_PG_PORT": str(port)}
     env["JOBCTL_PG_EXTRA_CONF"] = PRIMARY_CONF
     subprocess.run([str(ROOT / "bin" / "db")], env=env, check=True, capture_output=True, timeout=300)
-    primary = Cluster(base / "primary", int((base / "primary" / "port").read_text()))
+    # the server's commands get real paths: a link under the checkout may be one postgres cannot follow
+    primary = Cluster((base / "primary").resolve(), int((base / "primary" / "port").read_text()))
     standby_port = primary.port + 1
     while not port_free(standby_port):
         standby_port += 1
-    standby = Cluster(base / "standby", standby_port)
+    standby = Cluster((base / "standby").resolve(), standby_port)
     standby.path.mkdir(parents=True)
     if os.getuid() == 0:
         shutil.chown(standby.path, "postgres", "postgres")
@@ -454,7 +481,7 @@ def drill(size_name: str, base: Path, outage: float) -> dict[str, Any]:
 
 def stop_clusters(base: Path) -> None:
     for name in ("primary", "standby"):
-        c = Cluster(base / name, 0)
+        c = Cluster((base / name).resolve(), 0)
         if (c.data / "postmaster.pid").exists():
             try:
                 c.ctl("-m", "immediate", "stop", timeout=60)
@@ -478,17 +505,17 @@ def main() -> None:
     size_name = "small" if args.small else "full"
     results = []
     for i in range(args.repeat):
-        base = ROOT / ".failover" / f"run-{os.getpid()}-{i}"
+        base = reachable_by_postgres(ROOT / ".failover") / f"run-{os.getpid()}-{i}"
         if base.exists():
             stop_clusters(base)
-            shutil.rmtree(base)
+            remove_run(base)
         base.mkdir(parents=True)
         try:
             r = drill(size_name, base, args.outage)
         finally:
             stop_clusters(base)
             if not args.keep:
-                shutil.rmtree(base, ignore_errors=True)
+                remove_run(base)
         print(json.dumps(r), flush=True)
         print_table(r)
         if not args.small:

@@ -1,7 +1,9 @@
-"""Fixtures for tests against the real local cluster (`make db`) or JOBCTL_DSN."""
+"""Fixtures for tests against the real test cluster: the database `make test-db` makes afresh on
+.test-pg/ (or JOBCTL_TEST_DSN), never the one `make db` gives the user."""
 
 from __future__ import annotations
 
+import os
 import uuid
 from collections.abc import Iterator
 
@@ -10,13 +12,33 @@ import pytest
 from jobctl import db
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
+# the cluster bin/db keeps for the tests (Makefile: TEST_ENV); what the tests start (bin/demo, the CLI,
+# workers) inherits it, so nothing they run reaches the user's database
+TEST_CLUSTER = {"JOBCTL_PGNAME": ".test-pg", "JOBCTL_PG_DB": "jobctl_test", "JOBCTL_PG_PORT": "55442"}
+
+
+def find_test_dsn() -> str:
+    given = os.environ.get("JOBCTL_TEST_DSN")
+    if given:
+        return given
+    path = db.ROOT / ".test-pg" / "dsn"
+    if not path.is_file():
+        pytest.exit("no test database: run `make test-db` (or set JOBCTL_TEST_DSN)", returncode=2)
+    return path.read_text().strip()
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    value = find_test_dsn()
+    user = db.ROOT / ".pg" / "dsn"
+    if user.is_file() and user.read_text().strip() == value:
+        pytest.exit("the test database is the one `make db` gives the user: refusing", returncode=2)
+    os.environ["JOBCTL_DSN"] = value
+    os.environ.update(TEST_CLUSTER)
+
 
 @pytest.fixture(scope="session")
 def dsn() -> str:
-    try:
-        return db.dsn()
-    except db.NoDsnError as e:
-        pytest.exit(str(e), returncode=2)
+    return os.environ["JOBCTL_DSN"]
 
 
 @pytest.fixture

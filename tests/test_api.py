@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -151,8 +152,10 @@ def assert_error(
     r: httpx.Response, status: int, error: str, field: str | None = None, sqlstate: str | None = None
 ) -> None:
     assert r.status_code == status, r.text
+    assert r.headers["content-type"] == "application/json", r.headers
     body = r.json()
-    assert set(body) >= {"error", "message", "field", "sqlstate"}, body
+    # every field docs/api.md documents, always present; `errors` with request validation only
+    assert set(body) - {"errors"} == {"error", "message", "field", "sqlstate"}, body
     assert body["error"] == error, body
     assert body["message"] and "\n" not in body["message"], body
     assert body["field"] == field, body
@@ -186,7 +189,37 @@ def test_health_openapi_and_docs(client: httpx.Client) -> None:
     assert doc["components"]["securitySchemes"]["bearer"]["scheme"] == "bearer"
     assert paths["/api/v1/jobs"]["post"]["security"] == [{"bearer": []}]
     assert doc["components"]["schemas"]["JobSubmit"]["additionalProperties"] is False
-    assert client.get("/api/v1/docs").status_code == 200
+
+
+ASSET_TYPES = {
+    ".css": {"text/css"},
+    ".js": {"text/javascript", "application/javascript"},
+    ".png": {"image/png"},
+}
+
+
+def test_docs_page_loads_nothing_from_outside(client: httpx.Client) -> None:
+    """The Swagger UI page names only paths of this server (no CDN: it works offline), and each of them
+    answers with its asset."""
+    r = client.get("/api/v1/docs")
+    assert r.status_code == 200 and r.headers["content-type"].startswith("text/html"), r.text
+    assert "://" not in r.text, r.text  # no address with a scheme, anywhere in the page
+    urls = re.findall(r"""(?:src|href)\s*=\s*["']([^"']*)["']""", r.text)
+    # the page's script, style sheet and icon; then the OpenAPI document the script loads
+    assert len(urls) == 3, urls
+    urls += re.findall(r"""url:\s*'([^']*)'""", r.text)
+    assert urls[-1] == "/api/v1/openapi.json", r.text
+    for url in urls:
+        assert not url.startswith("//"), url  # a path of this server, not //host/...
+        assert url.startswith("/api/v1/docs/assets/") or url == "/api/v1/openapi.json", url
+        asset = client.get(url)
+        assert asset.status_code == 200, (url, asset.text[:200])
+        kind = asset.headers["content-type"].split(";")[0]
+        assert kind in ASSET_TYPES.get(Path(url).suffix, {"application/json"}), (url, kind)
+        assert len(asset.content) > 1000, url
+    assert "SwaggerUIBundle" in client.get("/api/v1/docs/assets/swagger-ui-bundle.js").text
+    assert "content-security-policy" not in r.headers  # none sent, so none to widen for local assets
+    assert_error(client.get("/api/v1/docs/assets/nothing.js"), 404, "not_found")
 
 
 def test_metrics(client: httpx.Client) -> None:
@@ -242,10 +275,10 @@ def test_database_down_is_503(dsn: str, make_token: MakeToken, name: str) -> Non
             r = c.get("/api/v1/health")
             assert (r.status_code, r.json()) == (503, {"status": "unavailable"})
             r = c.get("/api/v1/jobs", headers=auth(token))
-            assert_error(r, 503, "unavailable")
+            assert_error(r, 503, "unavailable", sqlstate="08006")  # no server sent a code of its own
             assert int(r.headers["Retry-After"]) >= 1
-            # no header: 401 without touching the database
-            assert_error(c.get("/api/v1/jobs"), 401, "unauthorized")
+            # no header: 401 without touching the database, with the code it gives an unknown token
+            assert_error(c.get("/api/v1/jobs"), 401, "unauthorized", sqlstate="JC020")
     finally:
         srv.stop()
 
@@ -354,11 +387,11 @@ def test_over_limit_answer_has_retry_after(admin_db: Conn) -> None:
 
 def test_missing_and_malformed_authorization(client: httpx.Client, server: Server) -> None:
     r = client.get("/api/v1/jobs")
-    assert_error(r, 401, "unauthorized")
-    assert r.headers["WWW-Authenticate"].startswith("Bearer")
+    assert_error(r, 401, "unauthorized", sqlstate="JC020")
+    assert r.headers["WWW-Authenticate"] == "Bearer"  # no credentials: no error code (RFC 6750, 3.1)
     for header in ("Basic dXNlcjpwdw==", "Bearer", "Bearer a b", "jct_1_abc"):
         r = client.get("/api/v1/jobs/1", headers={"Authorization": header})
-        assert_error(r, 401, "unauthorized")
+        assert_error(r, 401, "unauthorized", sqlstate="JC020")
         assert "malformed" in r.json()["message"]
     failures = [r for r in server.records() if r["msg"].startswith("authentication failed")]
     assert failures and all(
@@ -446,16 +479,16 @@ def test_scopes(client: httpx.Client, make_token: MakeToken, name: str) -> None:
 def test_another_tenants_job_is_invisible(client: httpx.Client, make_token: MakeToken, name: str) -> None:
     mine, theirs = make_token(f"{name}a"), make_token(f"{name}b")
     job = job_id_of(submit(client, mine))
-    assert_error(client.get(f"/api/v1/jobs/{job}", headers=auth(theirs)), 404, "not_found", "id")
+    assert_error(client.get(f"/api/v1/jobs/{job}", headers=auth(theirs)), 404, "not_found", "id", "P0002")
     # cancel_job and retry_job answer another tenant's job as they answer an unknown id
     for r in (
         client.delete(f"/api/v1/jobs/{job}", headers=auth(theirs)),
         client.post(f"/api/v1/jobs/{job}/retry", headers=auth(theirs)),
     ):
         assert_error(r, 404, "not_found", "id", "P0002")
-    assert_error(submit(client, theirs, tenant_id=f"{name}a"), 403, "forbidden", "tenant_id")
+    assert_error(submit(client, theirs, tenant_id=f"{name}a"), 403, "forbidden", "tenant_id", "42501")
     r = client.get("/api/v1/jobs", params={"tenant": f"{name}a"}, headers=auth(theirs))
-    assert_error(r, 403, "forbidden", "tenant")
+    assert_error(r, 403, "forbidden", "tenant", "42501")
     # the job is untouched, and its own tenant may name itself
     r = client.get(f"/api/v1/jobs/{job}", headers=auth(mine))
     assert r.json()["job"]["state"] == "pending"
@@ -470,8 +503,10 @@ def test_admin_token_spans_tenants(client: httpx.Client, make_token: MakeToken, 
     assert client.get(f"/api/v1/jobs/{job}", headers=auth(admin)).json()["job"]["tenant_id"] == name
     r = client.get("/api/v1/jobs", params={"tenant": name}, headers=auth(admin))
     assert [j["job_id"] for j in r.json()["jobs"]] == [job]
-    assert_error(client.get("/api/v1/jobs", headers=auth(admin)), 422, "invalid_request", "tenant")
-    assert_error(submit(client, admin), 422, "invalid_request", "tenant_id")
+    r = client.get("/api/v1/jobs", headers=auth(admin))
+    assert_error(r, 422, "invalid_request", "tenant", "JC001")
+    assert r.json()["message"] == "tenant is required with an admin token"
+    assert_error(submit(client, admin), 422, "invalid_request", "tenant_id", "JC001")
     other = submit(client, admin, tenant_id=f"{name}x")
     assert other.status_code == 201 and other.json()["job"]["tenant_id"] == f"{name}x"
     r = client.delete(f"/api/v1/jobs/{job}", headers=auth(admin))
@@ -528,23 +563,23 @@ def test_submit_defaults_come_from_sql(client: httpx.Client, make_token: MakeTok
 @pytest.mark.parametrize(
     ("job", "field", "sqlstate"),
     [
-        ({"colour": "red"}, "colour", None),
-        ({"priority": "high"}, "priority", None),
-        ({"priority": 1.5}, "priority", None),
+        ({"colour": "red"}, "colour", "JC001"),
+        ({"priority": "high"}, "priority", "JC001"),
+        ({"priority": 1.5}, "priority", "JC001"),
         ({"priority": 500}, "priority", "JC001"),
-        ({"priority": 2**40}, "priority", None),
+        ({"priority": 2**40}, "priority", "JC001"),
         ({"max_attempts": 0}, "max_attempts", "JC001"),
-        ({"run_at": "next tuesday"}, "run_at", None),
-        ({"run_at": "2031-05-01T09:30:00"}, "run_at", None),  # no time zone
-        ({"run_at": 1900000000}, "run_at", None),
-        ({"timeout": "30"}, "timeout", None),
+        ({"run_at": "next tuesday"}, "run_at", "JC001"),
+        ({"run_at": "2031-05-01T09:30:00"}, "run_at", "JC001"),  # no time zone
+        ({"run_at": 1900000000}, "run_at", "JC001"),
+        ({"timeout": "30"}, "timeout", "JC001"),
         ({"timeout": 0}, "timeout", "JC001"),
         ({"timeout": 10**9}, "timeout", "JC001"),
         ({"queue": ""}, "queue", "JC001"),
-        ({"queue": 5}, "queue", None),
+        ({"queue": 5}, "queue", "JC001"),
         ({"dedup_key": ""}, "dedup_key", "JC001"),
         ({"backoff": {"strategy": "random"}}, "backoff.strategy", "JC003"),
-        ({"backoff": "fast"}, "backoff", None),
+        ({"backoff": "fast"}, "backoff", "JC003"),  # refused by pydantic, with the database's code
         ({"payload": {"s": "nul \u0000"}}, None, "22P05"),  # jsonb takes no NUL
     ],
 )
@@ -560,22 +595,24 @@ def test_submit_invalid(
     code = "invalid_backoff" if sqlstate == "JC003" else "invalid_request"
     assert_error(r, 422, code, field, sqlstate)
     assert not r.json()["message"].startswith("jobs[0]")
-    if sqlstate is None:
+    assert field is None or r.json()["message"].startswith(field)  # the field as the body names it
+    if "errors" in r.json():  # refused before the database
         assert r.json()["errors"][0]["field"] == field
 
 
 def test_submit_missing_fields_and_bad_bodies(client: httpx.Client, make_token: MakeToken, name: str) -> None:
     token = make_token(name)
     r = client.post("/api/v1/jobs", json={"queue": "q"}, headers=auth(token))
-    assert_error(r, 422, "invalid_request", "payload")
+    assert_error(r, 422, "invalid_request", "payload", "JC001")
     assert r.json()["errors"] == [{"field": "payload", "reason": "required"}]
     r = client.post("/api/v1/jobs", json={}, headers=auth(token))
     assert {e["field"] for e in r.json()["errors"]} == {"queue", "payload"}
     r = client.post(
         "/api/v1/jobs", content=b'{"queue": "q",', headers=auth(token) | {"content-type": "application/json"}
     )
-    assert_error(r, 400, "invalid_json", "body")
-    assert_error(client.post("/api/v1/jobs", json=[1], headers=auth(token)), 422, "invalid_request", "body")
+    assert_error(r, 400, "invalid_json", "body", "22P02")  # the database's code for JSON that does not parse
+    r = client.post("/api/v1/jobs", json=[1], headers=auth(token))
+    assert_error(r, 422, "invalid_request", "body", "JC001")
 
 
 def test_payload_limits(client: httpx.Client, make_token: MakeToken, name: str) -> None:
@@ -583,17 +620,17 @@ def test_payload_limits(client: httpx.Client, make_token: MakeToken, name: str) 
     r = submit(client, token, payload={"s": "x" * 70_000})
     assert_error(r, 413, "payload_too_large", "payload", "JC002")
     r = submit(client, token, payload={"s": "x" * (1024 * 1024)})
-    assert_error(r, 413, "payload_too_large")
+    assert_error(r, 413, "payload_too_large", "body", "JC002")
     # refused before the token is even looked at
     big = json.dumps({"queue": "q", "payload": "x" * (1024 * 1024)}).encode()
     r = client.post("/api/v1/jobs", content=big, headers={"content-type": "application/json"})
-    assert_error(r, 413, "payload_too_large")
+    assert_error(r, 413, "payload_too_large", "body", "JC002")
     # a chunked body (no Content-Length) is cut off once it passes the limit
     chunks = (big[i : i + 65536] for i in range(0, len(big), 65536))
     r = client.post(
         "/api/v1/jobs", content=chunks, headers=auth(token) | {"content-type": "application/json"}
     )
-    assert_error(r, 413, "payload_too_large")
+    assert_error(r, 413, "payload_too_large", "body", "JC002")
 
 
 # --- reading, cancelling, retrying ------------------------------------------------------------------
@@ -651,17 +688,17 @@ def test_unknown_and_malformed_ids(client: httpx.Client, make_token: MakeToken, 
     token = make_token(name)
     for path in ("/api/v1/jobs/{}", "/api/v1/jobs/{}/retry"):
         method = "GET" if not path.endswith("retry") else "POST"
-        # get_job answers no row; retry_job (and cancel_job) raise P0002
-        sqlstate = None if method == "GET" else "P0002"
+        # get_job answers no row, retry_job (and cancel_job) raise P0002: the same 404, P0002 both
         assert_error(
-            client.request(method, path.format(2**62), headers=auth(token)), 404, "not_found", "id", sqlstate
+            client.request(method, path.format(2**62), headers=auth(token)), 404, "not_found", "id", "P0002"
         )
         for bad in ("abc", "0", "-3", "1.5", str(2**63)):
-            assert_error(
-                client.request(method, path.format(bad), headers=auth(token)), 422, "invalid_request", "id"
-            )
+            r = client.request(method, path.format(bad), headers=auth(token))
+            assert_error(r, 422, "invalid_request", "id", "JC001")
     assert_error(client.delete(f"/api/v1/jobs/{2**62}", headers=auth(token)), 404, "not_found", "id", "P0002")
-    assert_error(client.delete("/api/v1/jobs/abc", headers=auth(token)), 422, "invalid_request", "id")
+    assert_error(
+        client.delete("/api/v1/jobs/abc", headers=auth(token)), 422, "invalid_request", "id", "JC001"
+    )
     assert_error(client.put("/api/v1/jobs/1", headers=auth(token)), 405, "method_not_allowed")
 
 
@@ -705,17 +742,56 @@ def test_list_invalid(client: httpx.Client, make_token: MakeToken, name: str) ->
     token = make_token(name)
     r = client.get("/api/v1/jobs", params={"status": "sleeping"}, headers=auth(token))
     assert_error(r, 422, "invalid_request", "status", sqlstate="JC001")
+    # list_jobs names its parameter `state`; the client sent `status`
+    assert r.json()["message"].startswith("status must be one of pending, running"), r.json()
     for limit in ("0", "1001", "ten"):
         r = client.get("/api/v1/jobs", params={"limit": limit}, headers=auth(token))
-        assert_error(r, 422, "invalid_request", "limit")
+        assert_error(r, 422, "invalid_request", "limit", "JC001")
+    # psycopg will not send text with a NUL: answered as the database answers a control character
     r = client.get("/api/v1/jobs", params={"queue": "nul \u0000"}, headers=auth(token))
-    assert_error(r, 422, "invalid_request")  # psycopg will not send text with a NUL
+    assert_error(r, 422, "invalid_request", "queue", "JC001")
+    assert r.json()["message"] == "queue must not contain a NUL character"
+    r = client.get("/api/v1/jobs", params={"status": "nul \u0000"}, headers=auth(token))
+    assert_error(r, 422, "invalid_request", "status", "JC001")
+    assert r.json()["message"] == "status must not contain a NUL character"
     assert_error(
         client.get("/api/v1/jobs", params={"before": "x"}, headers=auth(token)),
         422,
         "invalid_request",
         "before",
+        "JC001",
     )
+
+
+def test_fields_are_named_as_the_client_sent_them(
+    client: httpx.Client, make_token: MakeToken, name: str
+) -> None:
+    """Each field at fault is named, in `field` and in the message, by the query parameter, path
+    parameter or JSON key the request used, never by the SQL function's parameter name."""
+    admin, token = make_token(None), make_token(name)
+    nul = "a\u0000b"
+    for path in ("/api/v1/jobs", "/api/v1/schedules"):  # list_jobs' and list_schedules' tenant_id
+        r = client.get(path, params={"tenant": nul}, headers=auth(admin))
+        assert_error(r, 422, "invalid_request", "tenant", "JC001")
+        assert r.json()["message"] == "tenant must not contain a NUL character"
+    r = client.delete("/api/v1/schedules/x", params={"tenant": nul}, headers=auth(admin))
+    assert_error(r, 422, "invalid_request", "tenant", "JC001")
+    # the path's {queue} and {name}; the body's keys
+    r = client.post("/api/v1/queues/a%00b/pause", headers=auth(admin))
+    assert_error(r, 422, "invalid_request", "queue", "JC001")
+    r = client.put(
+        "/api/v1/schedules/a%00b", json={"cron": "@hourly", "queue": "q", "payload": {}}, headers=auth(token)
+    )
+    assert_error(r, 422, "invalid_request", "name", "JC001")
+    r = submit(client, token, backoff={"strategy": "random"})
+    assert_error(r, 422, "invalid_backoff", "backoff.strategy", "JC003")
+    assert r.json()["message"].startswith("backoff.strategy must be"), r.json()
+    r = client.put(f"/api/v1/queues/{name}", json={"max_running": -1}, headers=auth(admin))
+    assert_error(r, 422, "invalid_request", "max_running", "JC001")
+    r = client.put("/api/v1/queues/" + "q" * 201, json={}, headers=auth(admin))
+    assert_error(r, 422, "invalid_request", "queue", "JC001")  # the path parameter is {queue}
+    doc = client.get("/api/v1/openapi.json").json()
+    assert "/api/v1/queues/{queue}" in doc["paths"] and "/api/v1/queues/{name}" not in doc["paths"]
 
 
 def test_schedules_put_list_drop(client: httpx.Client, make_token: MakeToken, name: str) -> None:
@@ -747,12 +823,14 @@ def test_schedules_put_list_drop(client: httpx.Client, make_token: MakeToken, na
         403,
         "forbidden",
         "tenant_id",
+        "42501",
     )
     reader = make_token(name, ["schedules:read"])
     r = client.delete("/api/v1/schedules/ping", headers=auth(reader))
     assert_error(r, 403, "insufficient_scope", sqlstate="JC021")
     assert client.delete("/api/v1/schedules/ping", headers=auth(token)).json() == {"dropped": True}
-    assert_error(client.delete("/api/v1/schedules/ping", headers=auth(token)), 404, "not_found", "name")
+    r = client.delete("/api/v1/schedules/ping", headers=auth(token))
+    assert_error(r, 404, "not_found", "name", "P0002")
 
 
 def test_queues_put_pause_resume_and_list_with_an_admin_token_only(

@@ -9,8 +9,11 @@ import sys
 from typing import Any
 from urllib.parse import quote
 
+import pytest
 from jobctl import db
 from psycopg.conninfo import conninfo_to_dict
+
+pytestmark = pytest.mark.slow  # left out by make test-quick
 
 
 def bench(dsn: str, script: str, *args: str) -> tuple[list[dict[str, Any]], str]:

@@ -10,7 +10,10 @@ import subprocess
 import sys
 from typing import Any
 
+import pytest
 from jobctl import db
+
+pytestmark = pytest.mark.slow  # left out by make test-quick
 
 INVARIANTS = ("lost", "unfinished", "duplicates", "missing", "stray", "overlaps")
 

@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
+import pty
+import re
 import socket
+import struct
 import subprocess
 import sys
+import termios
 from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +33,7 @@ def cli(dsn: str) -> Cli:
     runner = CliRunner()
 
     def invoke(*args: str, input: str | None = None) -> Result:
-        return runner.invoke(main, list(args), env={"JOBCTL_DSN": dsn}, input=input)
+        return runner.invoke(main, list(args), env={"JOBCTL_DSN": dsn}, input=input, prog_name="jobctl")
 
     return invoke
 
@@ -194,12 +200,18 @@ def test_tenant_put_and_list(cli: Cli, name: str) -> None:
     assert "weight:           3" in shown and "max_running:      unlimited" in shown
     row = next(t for t in ok_json(cli("tenant", "list", "--json")) if t["tenant_id"] == name)
     assert (row["weight"], row["max_pending"], row["claim_rate"], row["max_running"]) == (3, 100, 2.5, None)
-    listed = next(line for line in ok(cli("tenant", "list")).splitlines() if line.startswith(name + " "))
+    table = ok(cli("tenant", "list")).splitlines()
+    headers = re.split(r"\s{2,}", table[0].strip())
+    assert headers[4:8] == ["SUBMIT/S", "SUBMIT BURST", "CLAIM/S", "CLAIM BURST"]
+    assert len(set(headers)) == len(headers), "every header names one column"
+    listed = next(line for line in table if line.startswith(name + " "))
     assert listed.split()[1:4] == ["3", "100", "-"]
 
     reset = ok_json(cli("tenant", "put", name, "--json"))  # every field is set: omitted ones to defaults
     assert (reset["weight"], reset["max_pending"], reset["claim_rate"]) == (1, None, None)
-    assert "[JC001, field: weight]" in failed(cli("tenant", "put", name, "--weight", "0"))
+    # the database's HINT is shown, on the same line: here the ranges
+    assert "[JC001, field: weight] hint: " in (error := failed(cli("tenant", "put", name, "--weight", "0")))
+    assert "weight: 1..10000" in error
 
     assert ok(cli("tenant", "pause", name)).strip() == f"tenant {name} paused"
     assert ok(cli("tenant", "pause", name)).strip() == f"tenant {name} was already paused"
@@ -226,8 +238,12 @@ def test_schedule_put_list_next_drop(cli: Cli, name: str) -> None:
     listed = ok_json(cli("schedule", "list", name, "--json"))
     assert [s["name"] for s in listed] == ["nightly"]
     assert any(line.startswith(f"{name} ") for line in ok(cli("schedule", "list")).splitlines())
-    times = ok(cli("schedule", "next", "*/15 * * * *", "--count", "3")).split()
-    assert len(times) == 3 and all(t[14:16] in ("00", "15", "30", "45") for t in times), times
+    times = ok(cli("schedule", "next", "*/15 * * * *", "--count", "3")).splitlines()
+    # the one text format of times, as every command shows them (--json: ISO 8601)
+    assert len(times) == 3 and all(
+        re.fullmatch(r"\d{4}-\d\d-\d\d \d\d:(00|15|30|45):00Z", t) for t in times
+    ), times
+    assert all(t.endswith("+00:00") for t in ok_json(cli("schedule", "next", "@hourly", "--json")))
     assert "[JC001, field: cron]" in failed(cli("schedule", "put", name, "bad", "0 25 * * *", "q"))
     assert "cron hour field '25' is invalid" in failed(cli("schedule", "next", "0 25 * * *"))
     assert "dropped" in ok(cli("schedule", "drop", name, "nightly"))
@@ -398,3 +414,126 @@ def test_errors_are_one_line_without_traceback(dsn: str, name: str, args: list[s
     assert out.stdout == "" and "Traceback" not in out.stderr
     lines = out.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("jobctl: ") and expect in lines[0], out.stderr
+
+
+# --- every error is one line, with the exit status docs/cli.md documents: 2 for a command line that
+# does not parse (before any database call), 1 for anything else
+
+BAD_INVOCATIONS = [
+    (["get", "abc"], 2, "Invalid value for 'ID'"),
+    (["get", "99999999999999999999999"], 2, "'99999999999999999999999' is not an id"),
+    (["get", "0"], 2, "is not an id"),
+    (["history", "-5"], 2, ""),
+    (["cancel", "9223372036854775808"], 2, "is not an id"),
+    (["list", "--tenant", "{name}", "--before", "1e3"], 2, "Invalid value for '--before'"),
+    (["list"], 2, "Missing option '--tenant'"),
+    (["submit", "{name}", "q", "--priority", "1e9"], 2, "'--priority'"),
+    (["submit", "{name}", "q", "--run-at", "tomorrow"], 2, "'--run-at'"),
+    (["submit", "{name}", "q", "--run-at", "epoch"], 2, "'--run-at'"),
+    (["submit", "{name}", "q", "--run-at", "2026-12-02T02:00:00"], 2, "with a zone"),
+    (["submit", "{name}", "q", "--run-at", "+5x"], 2, "+30s, +5m, +2h, +1d"),
+    (["submit", "{name}", "q", "--run-at", "+5m", "--delay", "3"], 2, "not both"),
+    (["submit"], 2, "give TENANT and QUEUE"),
+    (["nosuch"], 2, "No such command 'nosuch'"),
+    (["--bogus"], 2, "No such option '--bogus'"),
+    (["tenant", "put"], 2, "Missing argument 'TENANT'"),
+    (["tenant", "put", "{name}", "--weight", "x"], 2, "'--weight'"),
+    (["token", "create"], 2, "exactly one of --tenant TENANT or --admin"),
+    (["token", "revoke", "99999999999999999999"], 2, "is not an id"),
+    (["submit", "--file", "/nonexistent/jobs.jsonl"], 2, "'--file'"),
+    (["key", "put", "{name}"], 2, "give KEY MAX_RUNNING"),
+    (["get", "987654321987"], 1, "jobctl: no job 987654321987"),
+    (
+        ["submit", "{name}", "q", "--priority", "999"],
+        1,
+        "[JC001, field: priority] hint: Nothing was submitted.",
+    ),
+    (["submit", "{name}", "q", "{oops"], 1, "PAYLOAD_JSON is not valid JSON"),
+    (["tenant", "put", "{name}", "--weight", "0"], 1, "hint: "),
+    (["tenant", "pause", "{name}-none"], 1, "[P0002, field: tenant_id]"),
+    (["schedule", "next", "0 25 * * *"], 1, "[JC001, field: cron]"),
+    (["schedule", "drop", "{name}", "none"], 1, "no schedule none"),
+]
+
+
+def test_every_error_is_one_line_with_its_documented_exit_status(dsn: str, name: str) -> None:
+    env = {**os.environ, "JOBCTL_DSN": dsn}
+    for args, status, expect in BAD_INVOCATIONS:
+        argv = [a.replace("{name}", name) for a in args]
+        out = subprocess.run([*JOBCTL, *argv], env=env, capture_output=True, text=True, timeout=30)
+        lines = out.stderr.splitlines()
+        assert (out.returncode, out.stdout) == (status, ""), (argv, out)
+        assert len(lines) == 1 and lines[0].startswith("jobctl: ") and expect in lines[0], (argv, out.stderr)
+        if status == 2:
+            assert lines[0].endswith("--help')"), "a usage error points at the command's help"
+
+
+def test_run_at_takes_iso_8601_with_a_zone_or_a_time_from_now(cli: Cli, name: str) -> None:
+    def run_at(*options: str) -> datetime:
+        made = ok_json(cli("submit", name, "q", "--json", *options))
+        return datetime.fromisoformat(ok_json(cli("get", str(made["job_id"]), "--json"))["run_at"])
+
+    exact = datetime(2030, 1, 2, 3, 4, 5, tzinfo=UTC)
+    assert run_at("--run-at", "2030-01-02T03:04:05Z") == exact
+    assert run_at("--run-at", "2030-01-02 05:04:05+02:00") == exact  # the form the CLI prints, any zone
+    now = datetime.now(UTC)
+    for text, seconds in [("+30s", 30), ("+5m", 300), ("+2h", 7200), ("+1d", 86400), ("+1.5h", 5400)]:
+        due = run_at("--run-at", text) - now
+        assert timedelta(seconds=seconds - 60) < due < timedelta(seconds=seconds + 60), (text, due)
+
+
+def test_ids_are_checked_before_the_database_is_asked(cli: Cli) -> None:
+    result = cli("get", "99999999999999999999999")
+    assert result.exit_code == 2
+    assert result.stderr == (
+        "jobctl: Invalid value for 'ID': '99999999999999999999999' is not an id: a whole number from 1 to "
+        "9223372036854775807 (see 'jobctl get --help')\n"
+    )
+    biggest = str(2**63 - 1)  # an id, if no job has it
+    assert failed(cli("get", biggest)) == f"jobctl: no job {biggest}"
+
+
+def run_in_terminal(argv: list[str], env: dict[str, str], columns: int, lines: int) -> str:
+    """What a command writes to a terminal of that size (a pseudo-terminal), until it exits."""
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", lines, columns, 0, 0))
+    env = {k: v for k, v in env.items() if k not in ("COLUMNS", "LINES")}
+    proc = subprocess.Popen(argv, env=env, stdin=slave, stdout=slave, stderr=slave)
+    os.close(slave)
+    chunks = []
+    while True:
+        try:
+            data = os.read(master, 65536)
+        except OSError:  # EIO: the command exited and closed the terminal
+            break
+        if not data:
+            break
+        chunks.append(data)
+    os.close(master)
+    assert proc.wait(timeout=30) == 0, b"".join(chunks)
+    return b"".join(chunks).decode()
+
+
+def test_top_fits_an_80_by_24_terminal(dsn: str, cli: Cli, name: str) -> None:
+    long_queue = "q" * 60  # a long name is cut, not wrapped
+    for i in range(30):  # more rows than 24 lines hold
+        ok(cli("submit", f"{name}-{i:02}", long_queue if i == 0 else f"queue-{i}"))
+    env = {**os.environ, "JOBCTL_DSN": dsn}
+    screen = run_in_terminal([*JOBCTL, "top", "--iterations", "1"], env, 80, 24)
+    text = re.sub(r"\x1b\[[0-9;]*[A-Za-z]", "", screen)  # click.clear()'s escapes
+    rows = [line for line in text.replace("\r\n", "\n").split("\n") if line]
+    assert len(rows) <= 23, rows  # header lines, the table, "... and N more": one line each
+    assert all(len(line) <= 80 for line in rows), [len(line) for line in rows]
+    table = rows[rows.index(next(r for r in rows if r.startswith("TENANT"))) :]
+    assert table[0].split()[:4] == ["TENANT", "QUEUE", "PEND", "RUN"]
+    assert table[-1].startswith("... and ") and "more" in table[-1]
+
+    # wide enough: the full headers, every column
+    wide = ok(cli("top", "--tenant", f"{name}-01", "--iterations", "1"))  # 80 columns off a terminal
+    assert "PENDING" not in wide and "PEND" in wide
+    full = CliRunner().invoke(
+        main,
+        ["top", "--tenant", f"{name}-01", "--iterations", "1"],
+        env={"JOBCTL_DSN": dsn, "COLUMNS": "200"},
+    )
+    assert full.exit_code == 0 and "PENDING  RUNNING  COMPLETED  FAILED  DEAD  CANCELLED" in full.stdout

@@ -12,7 +12,7 @@ import sys
 import psycopg
 import pytest
 from click.testing import CliRunner, Result
-from jobctl import output
+from jobctl import client, output
 from jobctl.cli import main
 
 Conn = psycopg.Connection[tuple[object, ...]]
@@ -60,13 +60,13 @@ def test_json_output_escapes_them_too_and_round_trips() -> None:
 
 
 def test_json_nested_too_deeply_is_kept_as_its_text() -> None:
-    raw = output.load_json(DEEP_JSON.encode())
-    assert isinstance(raw, output.RawJson) and raw.text == DEEP_JSON
-    assert output.load_json(b'{"a": "[[[[", "b": [1]}') == {"a": "[[[[", "b": [1]}
+    raw = client.load_json(DEEP_JSON.encode())
+    assert isinstance(raw, client.RawJson) and raw.text == DEEP_JSON
+    assert client.load_json(b'{"a": "[[[[", "b": [1]}') == {"a": "[[[[", "b": [1]}
     shallow = "[" * 150 + "]" * 150  # within MAX_JSON_DEPTH: decoded
-    assert not isinstance(output.load_json(shallow), output.RawJson)
+    assert not isinstance(client.load_json(shallow), client.RawJson)
     wide = json.dumps([[i] for i in range(1000)])  # many brackets, shallow: decoded
-    assert output.load_json(wide) == [[i] for i in range(1000)]
+    assert client.load_json(wide) == [[i] for i in range(1000)]
     shown = output.cell(raw)
     assert shown.startswith("[" * output.RAW_SHOWN + "…") and "6,000 characters" in shown
     text = output.to_json({"payload": raw, "job_id": 1})

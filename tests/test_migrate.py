@@ -2,17 +2,22 @@
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import os
 import shutil
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import psycopg
+import pytest
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 JOBCTL = [sys.executable, "-m", "jobctl.cli"]
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def run(dsn: str, *args: str) -> subprocess.CompletedProcess[str]:
@@ -31,6 +36,21 @@ def schema_dump(dsn: str) -> str:
     ).stdout
     volatile = ("-- Dumped", "\\restrict", "\\unrestrict")  # versions and pg_dump's random per-run token
     return "\n".join(line for line in out.splitlines() if not line.startswith(volatile))
+
+
+@contextlib.contextmanager
+def fresh_database(dsn: str, name: str = "") -> Iterator[str]:
+    """A new, empty database beside the one of dsn, dropped at the end."""
+    params = conninfo_to_dict(dsn)
+    name = name or f"jobctl_fresh_{os.getpid()}"
+    with psycopg.connect(dsn, autocommit=True) as c:
+        c.execute(f'drop database if exists "{name}" with (force)')
+        c.execute(f'create database "{name}"')
+    try:
+        yield make_conninfo(**{**params, "dbname": name})
+    finally:
+        with psycopg.connect(dsn, autocommit=True) as c:
+            c.execute(f'drop database "{name}" with (force)')
 
 
 def state_rows(dsn: str) -> list[tuple[object, ...]]:
@@ -71,15 +91,10 @@ def test_rerun_on_the_cron_database_keeps_cron_jobs(dsn: str) -> None:
     assert cron_jobs() == before_cron
 
 
-def test_validate_and_print(scratch_dsn: str) -> None:
+def test_validate(scratch_dsn: str) -> None:
     behind = run(scratch_dsn, "validate")
     assert behind.returncode == 1
     assert "migration 0001_core.sql is not applied" in behind.stderr
-
-    printed = run(scratch_dsn, "migrate", "--print")
-    assert printed.returncode == 0
-    assert "pg_advisory_xact_lock" in printed.stdout and "create table jobctl.job" in printed.stdout
-    assert run(scratch_dsn, "validate").returncode == 1, "--print must not change the database"
 
     assert run(scratch_dsn, "migrate").returncode == 0
     ok = run(scratch_dsn, "validate")
@@ -93,6 +108,47 @@ def test_validate_and_print(scratch_dsn: str) -> None:
     assert refused.returncode == 1
     assert refused.stderr.startswith("jobctl: migration 0001_core.sql changed")
     assert "Traceback" not in refused.stderr
+
+
+def psql_file(dsn: str, path: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        ["psql", "-X", "-q", "-d", dsn, "-f", str(path)], capture_output=True, text=True, timeout=120
+    )
+
+
+def test_printed_script_installs_and_upgrades_with_psql_alone(
+    dsn: str, scratch_dsn: str, tmp_path: Path
+) -> None:
+    """`migrate --print` needs no database; psql running its script installs the schema migrate
+    installs, a second run changes nothing, and an edited migration stops it with nothing applied."""
+    printed = run("host=/nonexistent port=1 dbname=x connect_timeout=1", "migrate", "--print")
+    assert printed.returncode == 0, printed.stderr
+    script = tmp_path / "jobctl.sql"
+    script.write_text(printed.stdout)
+
+    first = psql_file(scratch_dsn, script)
+    assert first.returncode == 0 and first.stdout == "", first.stdout + first.stderr
+    ok = run(scratch_dsn, "validate")
+    assert ok.returncode == 0, ok.stderr
+    with fresh_database(dsn) as fresh:
+        assert run(fresh, "migrate").returncode == 0
+        assert schema_dump(scratch_dsn) == schema_dump(fresh)
+    before = state_rows(scratch_dsn)
+    again = psql_file(scratch_dsn, script)
+    assert again.returncode == 0, again.stderr
+    assert [r for r in state_rows(scratch_dsn) if r[0] == "migration"] == [
+        r for r in before if r[0] == "migration"
+    ]
+
+    with psycopg.connect(scratch_dsn, autocommit=True) as c:
+        c.execute("update jobctl._applied set checksum = 'edited' where name = '0003_job_fillfactor.sql'")
+        c.execute("delete from jobctl._applied where name = '0024_tick_lock_schema.sql'")
+    refused = psql_file(scratch_dsn, script)
+    assert refused.returncode == 3
+    assert "migration 0003_job_fillfactor.sql changed after it was applied" in refused.stderr
+    with psycopg.connect(scratch_dsn) as c:
+        kept = c.execute("select count(*) from jobctl._applied where name = '0024_tick_lock_schema.sql'")
+        assert kept.fetchone() == (0,), "the refused run applied nothing"
 
 
 def test_cli_error_is_one_line_without_traceback() -> None:
@@ -119,16 +175,32 @@ def test_concurrent_migrations_serialise(scratch_dsn: str) -> None:
 
 
 def test_migration_files_are_named_and_ordered() -> None:
-    root = Path(__file__).resolve().parents[1]
-    names = sorted(p.name for p in (root / "migrations").glob("*.sql"))
+    names = sorted(p.name for p in (ROOT / "migrations").glob("*.sql"))
     assert names and names[0] == "0001_core.sql"
     listed = [
         line.strip()
-        for line in (root / "sql" / "functions.list").read_text().splitlines()
+        for line in (ROOT / "sql" / "functions.list").read_text().splitlines()
         if line.strip() and not line.startswith("#")
     ]
-    on_disk = sorted(p.name for p in (root / "sql" / "functions").glob("*.sql"))
+    on_disk = sorted(p.name for p in (ROOT / "sql" / "functions").glob("*.sql"))
     assert sorted(listed) == on_disk, "every function file is listed exactly once in sql/functions.list"
+
+
+def test_landed_migrations_are_unchanged() -> None:
+    """migrations/SHA256SUMS holds the checksum of every landed migration (`sha256sum -c` checks it
+    too): editing one fails here before any database sees it; a new one lands with its line."""
+    sums = {}
+    for line in (ROOT / "migrations" / "SHA256SUMS").read_text().splitlines():
+        digest, name = line.split(maxsplit=1)
+        sums[name] = digest
+    files = {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in (ROOT / "migrations").glob("*.sql")}
+    changed = sorted(n for n in sums if n in files and files[n] != sums[n])
+    assert not changed, f"landed migrations are immutable; edited: {changed} (write a new migration instead)"
+    missing = sorted(set(sums) - set(files))
+    assert not missing, f"landed migrations are gone: {missing}"
+    unlisted = sorted(set(files) - set(sums))
+    assert not unlisted, f"add a line to migrations/SHA256SUMS for each new migration: {unlisted}"
+    assert list(sums) == sorted(sums), "SHA256SUMS lists the migrations in order"
 
 
 def test_manual_mode_without_pg_cron(scratch_dsn: str) -> None:
@@ -171,16 +243,8 @@ def test_upgrade_from_four_slots_keeps_the_rows_and_matches_a_fresh_install(
     """0011 folds _ready's and _running's four slot partitions into two and 0012 rebuilds the lane
     cache: an install stopped at 0010 holding rows in every slot upgrades to the schema of a fresh
     install, every waiting job and lease kept (in a slot the new default could have given it)."""
-    from jobctl import migrate
-
+    stop_after(scratch_dsn, "0010_running_slots.sql")
     with psycopg.connect(scratch_dsn) as c:
-        c.execute(migrate.BOOTSTRAP)
-        for m in migrate.migrations():
-            if m.name >= "0011":
-                break
-            c.execute(m.sql.encode())
-            c.execute("insert into jobctl._applied (kind, name, checksum) values ('migration', %s, %s)",
-                      (m.name, m.checksum))  # fmt: skip
         c.execute(
             """insert into jobctl._ready (queue, tenant_id, priority, run_at, job_id, created_at, slot)
                select 'q', 't', 0, now(), s, now(), s from generate_series(0, 3) as s"""
@@ -201,13 +265,40 @@ def test_upgrade_from_four_slots_keeps_the_rows_and_matches_a_fresh_install(
     assert ready == [(s, s % 2, f"jobctl._ready_s{s % 2}") for s in range(4)], ready
     assert running == [(10 + s, s % 2) for s in range(4)], running
 
-    name = f"{conninfo_to_dict(scratch_dsn)['dbname']}_fresh"
-    fresh = make_conninfo(**{**conninfo_to_dict(scratch_dsn), "dbname": name})
-    with psycopg.connect(dsn, autocommit=True) as c:
-        c.execute(f'create database "{name}"')
-    try:
+    with fresh_database(dsn) as fresh:
         assert run(fresh, "migrate").returncode == 0
         assert schema_dump(scratch_dsn) == schema_dump(fresh)
-    finally:
-        with psycopg.connect(dsn, autocommit=True) as c:
-            c.execute(f'drop database "{name}" with (force)')
+
+
+def stop_after(dsn: str, last: str) -> None:
+    """An install whose last migration is `last`: the schema of an earlier release (its functions
+    then are not in the tree; the upgrade re-applies today's)."""
+    from jobctl import migrate
+
+    with psycopg.connect(dsn) as c:
+        c.execute(migrate.BOOTSTRAP)
+        for m in migrate.migrations():
+            if m.name > last:
+                break
+            c.execute(m.sql.encode())
+            c.execute("insert into jobctl._applied (kind, name, checksum) values ('migration', %s, %s)",
+                      (m.name, m.checksum))  # fmt: skip
+
+
+@pytest.mark.slow
+def test_upgrade_from_every_earlier_migration_matches_a_fresh_install(dsn: str) -> None:
+    from jobctl import migrate
+
+    with fresh_database(dsn, "jobctl_upgrade_fresh") as fresh:
+        assert run(fresh, "migrate").returncode == 0
+        want = schema_dump(fresh)
+    names = [m.name for m in migrate.migrations()][:-1]
+    differ = []
+    for last in names:
+        with fresh_database(dsn, "jobctl_upgrade_from") as db:
+            stop_after(db, last)
+            with psycopg.connect(db) as c:
+                migrate.migrate(c)
+            if schema_dump(db) != want:
+                differ.append(last)
+    assert not differ, f"upgrading from these gives another schema than a fresh install: {differ}"

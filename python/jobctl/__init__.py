@@ -1,3 +1,31 @@
-"""jobctl: a multi-tenant job scheduler that lives inside PostgreSQL."""
+"""jobctl: a multi-tenant job scheduler that lives inside PostgreSQL.
+
+`jobctl.Client` and `jobctl.AsyncClient` call its SQL functions from Python (docs/client.md); their
+errors are `jobctl.errors` classes, all of them `JobctlError`s.
+"""
+
+from jobctl.client import (
+    AsyncClient,
+    Client,
+    HistoryEntry,
+    JobInfo,
+    JobSpec,
+    Schedule,
+    Submitted,
+    Tenant,
+)
+from jobctl.errors import JobctlError
 
 __version__ = "0.1.0"
+
+__all__ = [
+    "AsyncClient",
+    "Client",
+    "HistoryEntry",
+    "JobInfo",
+    "JobSpec",
+    "JobctlError",
+    "Schedule",
+    "Submitted",
+    "Tenant",
+]

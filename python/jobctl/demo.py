@@ -1,7 +1,7 @@
 """`make demo`: a sample handler, and a walk through the API that prints jobs as they change.
 
 Run by bin/demo once the database, a worker (`--handler jobctl.demo:handle`) and the API are up.
-It talks to the API over HTTP like any client would, and reads histories with SQL.
+It talks to the API over HTTP like any client would, and reads jobs and histories with jobctl.Client.
 """
 
 from __future__ import annotations
@@ -15,9 +15,8 @@ import urllib.request
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-import psycopg
-
 from jobctl import contract, db, queries
+from jobctl.client import Client
 
 TENANTS = ("acme", "globex", "initech")
 FINAL = {"completed", "dead", "cancelled"}
@@ -63,15 +62,18 @@ def submit(api: Api, label: str, body: dict[str, Any]) -> int:
 
 
 def main(base: str) -> None:
+    tokens: dict[str, str] = {}
     with db.connect_dicts(autocommit=True) as conn:
-        tokens: dict[str, str] = {}
         for t in TENANTS:
-            scopes = list(contract.SCOPES)
             row = conn.execute(
-                queries.CREATE_API_TOKEN, {"tenant_id": t, "scopes": scopes, "label": "demo"}
+                queries.CREATE_API_TOKEN, {"tenant_id": t, "scopes": list(contract.SCOPES), "label": "demo"}
             ).fetchone()
             assert row is not None
             tokens[t] = row["token"]
+        # the scopes as the database stored them, as `jobctl token list` shows them
+        listed = conn.execute(queries.LIST_API_TOKENS, {"tenant_id": "acme"}).fetchall()
+        scopes = next(t["scopes"] for t in listed if tokens["acme"].startswith(f"jct_{t['token_id']}_"))
+    with Client() as client:
         acme, globex, initech = (Api(base, tokens[t]) for t in TENANTS)
         soon = (datetime.now(UTC) + timedelta(seconds=6)).isoformat()
         dedup = f"order-{int(time.time())}"
@@ -101,16 +103,16 @@ def main(base: str) -> None:
             globex, "globex: same dedup key", {"queue": "demo", "payload": {"sleep": 1}, "dedup_key": dedup}
         )
         long_id = next(i for i, label in jobs.items() if label == "acme cancelled")
-        watch(conn, jobs, acme, long_id)
+        watch(client, jobs, acme, long_id)
         for job_id, label in jobs.items():
             print(f"\nhistory of job {job_id} ({label}):")
-            for h in conn.execute(queries.JOB_HISTORY, {"job_id": job_id}):
-                epoch = h["lease_epoch"] or "-"
+            for h in client.job_history(job_id):
+                epoch = h.lease_epoch or "-"
                 print(
-                    f"  {h['at']:%H:%M:%S}  {h['event']:<10} attempt {h['attempt']}  epoch {epoch:<6}"
-                    f" {h['worker_id'] or ''} {h['detail'] or ''}".rstrip()
+                    f"  {h.at:%H:%M:%S}  {h.event:<10} attempt {h.attempt}  epoch {epoch:<6}"
+                    f" {h.worker_id or ''} {h.detail or ''}".rstrip()
                 )
-    print(f"\nThe API is at {base}. A token for tenant acme (scopes read, submit, cancel, retry):\n")
+    print(f"\nThe API is at {base}. A token for tenant acme (scopes {', '.join(scopes)}):\n")
     print(f"  export TOKEN={tokens['acme']}\n")
     print("Try it:")
     print(
@@ -122,28 +124,21 @@ def main(base: str) -> None:
     print(f"  open {base}/api/v1/docs for the OpenAPI page; make demo-stop stops the worker and the API.")
 
 
-def watch(
-    conn: psycopg.Connection[dict[str, Any]],
-    jobs: dict[int, str],
-    acme: Api,
-    long_id: int,
-    limit_s: float = 60,
-) -> None:
+def watch(client: Client, jobs: dict[int, str], acme: Api, long_id: int, limit_s: float = 60) -> None:
     """Print each state change until every job is final; cancel the long job once it runs."""
     seen: dict[int, str] = {}
     cancelled = False
     deadline = time.monotonic() + limit_s
     while time.monotonic() < deadline:
         for job_id, label in jobs.items():
-            row = conn.execute(queries.GET_JOB, {"job_id": job_id}).fetchone()
-            assert row is not None
-            state, attempt = row["state"], row["attempt"]
-            if seen.get(job_id) != f"{state}/{attempt}":
-                seen[job_id] = f"{state}/{attempt}"
-                extra = f" attempt {attempt}" if state in ("running", "failed") else ""
-                err = f" ({row['last_error']})" if state == "failed" and row["last_error"] else ""
-                say(f"job {job_id:<6} {label:<17} {state}{extra}{err}")
-            if job_id == long_id and state == "running" and not cancelled:
+            job = client.get_job(job_id)
+            assert job is not None
+            if seen.get(job_id) != f"{job.state}/{job.attempt}":
+                seen[job_id] = f"{job.state}/{job.attempt}"
+                extra = f" attempt {job.attempt}" if job.state in ("running", "failed") else ""
+                err = f" ({job.last_error})" if job.state == "failed" and job.last_error else ""
+                say(f"job {job_id:<6} {label:<17} {job.state}{extra}{err}")
+            if job_id == long_id and job.state == "running" and not cancelled:
                 status, _ = acme.call("DELETE", f"/api/v1/jobs/{job_id}")
                 say(f"DELETE /api/v1/jobs/{job_id} (cancel while running) -> {status}")
                 cancelled = True

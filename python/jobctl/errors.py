@@ -9,7 +9,9 @@ import psycopg
 
 
 class JobctlError(Exception):
-    """An error a jobctl function raised on purpose; `str()` is one readable line."""
+    """An error a jobctl function raised on purpose; `str()` is one readable line. `sqlstate`,
+    `field` (the parameter at fault), `detail` and `hint` come from the database's error (DETAIL and
+    HINT); `index`: which element of a submit_jobs batch, when the error is about one."""
 
     sqlstate = ""
     http_status = 400
@@ -20,14 +22,16 @@ class JobctlError(Exception):
         *,
         sqlstate: str = "",
         field: str | None = None,
+        detail: str | None = None,
         hint: str | None = None,
         index: int | None = None,
     ) -> None:
         super().__init__(message)
         self.sqlstate = sqlstate or self.sqlstate
         self.field = field
+        self.detail = detail
         self.hint = hint
-        self.index = index  # which element of a submit_jobs batch, when the error is about one
+        self.index = index
 
 
 class InvalidInput(JobctlError):
@@ -116,10 +120,18 @@ def from_db(e: psycopg.Error) -> JobctlError | None:
         return None
     message = first_line(diag.message_primary or str(e))
     detail = diag.message_detail or ""
-    field = detail.removeprefix("field: ").strip() if detail.startswith("field: ") else None
+    # DETAIL's first line names the field; later lines carry figures (`pending: 5`, `retry_after: 1`)
+    field = first_line(detail).removeprefix("field: ").strip() if detail.startswith("field: ") else None
     index = None
     if m := _BATCH_INDEX.match(message):
         index, message = int(m[1]), message[m.end() :]
     if field:
         field = _BATCH_INDEX.sub("", field)
-    return cls(message, sqlstate=diag.sqlstate or "", field=field, hint=diag.message_hint, index=index)
+    return cls(
+        message,
+        sqlstate=diag.sqlstate or "",
+        field=field,
+        detail=diag.message_detail,
+        hint=diag.message_hint,
+        index=index,
+    )

@@ -1,9 +1,12 @@
 """Apply the schema: numbered migrations once each, then every function file, in one transaction.
 
-Migrations (`migrations/NNNN_slug.sql`) are immutable once landed: their checksum is recorded and a
-changed file is refused. Function files (`sql/functions/*.sql`, in the order of `sql/functions.list`)
-are CREATE OR REPLACE and are re-applied on every run. The whole run holds a transaction-level
-advisory lock, so two concurrent runs serialise instead of interleaving.
+Migrations (`migrations/NNNN_slug.sql`) hold tables, types and data moves, and are immutable once
+landed: their checksums are committed (`migrations/SHA256SUMS`, tests/test_migrate.py), recorded
+when applied, and a changed file is refused. The re-applied layer (`sql/functions/*.sql`: functions
+and views, CREATE OR REPLACE, in the order of `sql/functions.list`, then `sql/grants.sql`) is applied
+on every run. The whole run holds a transaction-level advisory lock, so two concurrent runs
+serialise instead of interleaving. Both directories ship inside the package (jobctl.migrations,
+jobctl.sql: pyproject.toml), so an installed wheel migrates a database as a checkout does.
 """
 
 from __future__ import annotations
@@ -11,13 +14,13 @@ from __future__ import annotations
 import hashlib
 import re
 from dataclasses import dataclass
+from importlib.resources import files
+from importlib.resources.abc import Traversable
 
 import psycopg
 
-from jobctl.db import ROOT
-
-SQL_DIR = ROOT / "sql"
-MIGRATIONS_DIR = ROOT / "migrations"
+SQL_DIR: Traversable = files("jobctl.sql")
+MIGRATIONS_DIR: Traversable = files("jobctl.migrations")
 LOCK_KEY = "jobctl.migrate"
 BOOTSTRAP = """
 create schema if not exists jobctl;
@@ -47,11 +50,11 @@ class MigrationError(RuntimeError):
 
 
 def migrations() -> list[Script]:
-    files = sorted(p for p in MIGRATIONS_DIR.glob("*.sql"))
-    bad = [p.name for p in files if not _MIGRATION_NAME.match(p.name)]
+    found = sorted((p for p in MIGRATIONS_DIR.iterdir() if p.name.endswith(".sql")), key=lambda p: p.name)
+    bad = [p.name for p in found if not _MIGRATION_NAME.match(p.name)]
     if bad:
         raise MigrationError(f"migration file names must look like NNNN_slug.sql: {', '.join(bad)}")
-    return [Script(p.name, p.read_text()) for p in files]
+    return [Script(p.name, p.read_text()) for p in found]
 
 
 def functions() -> Script:
@@ -102,13 +105,45 @@ def plan(conn: psycopg.Connection[tuple[object, ...]]) -> Plan:
     return Plan(pending, fn, current, problems)
 
 
-def script(p: Plan) -> str:
-    """The SQL a run would execute, for a DBA to review."""
-    out = ["begin;", f"select pg_advisory_xact_lock(hashtext('{LOCK_KEY}'));", BOOTSTRAP.strip()]
-    for m in p.pending:
-        out += [f"-- migration {m.name}", m.sql]
-    out += ["-- functions (re-applied on every run)", p.functions.sql, "commit;"]
-    return "\n".join(out)
+def script() -> str:
+    """The whole schema as one psql script that installs or upgrades any database, for a DBA who runs
+    psql only (`jobctl migrate --print`): what `migrate` does, in one transaction under the same lock,
+    each migration guarded by psql's \\if on jobctl._applied and refused when an applied one changed."""
+    out = [
+        "-- jobctl: install or upgrade the schema (jobctl migrate --print). Run with:",
+        "--   psql -X -v ON_ERROR_STOP=1 -d <database> -f <this file>",
+        "\\set ON_ERROR_STOP on",
+        "begin;",
+        f"select pg_advisory_xact_lock(hashtext('{LOCK_KEY}')) is not null as locked \\gset",
+        "set local client_min_messages = warning;",
+        BOOTSTRAP.strip(),
+    ]
+    for m in migrations():
+        out += [
+            f"-- migration {m.name}",
+            "select coalesce((select a.checksum from jobctl._applied as a"
+            f" where a.kind = 'migration' and a.name = '{m.name}'), '') as applied \\gset",
+            f"select :'applied' not in ('', '{m.checksum}') as changed, :'applied' = '' as pending \\gset",
+            "\\if :changed",
+            f"do $$ begin raise exception 'migration {m.name} changed after it was applied"
+            " (migrations are immutable)'; end $$;",
+            "\\endif",
+            "\\if :pending",
+            m.sql.rstrip(),
+            "insert into jobctl._applied (kind, name, checksum)"
+            f" values ('migration', '{m.name}', '{m.checksum}');",
+            "\\endif",
+        ]
+    fn = functions()
+    out += [
+        "-- the re-applied layer: functions, views, grants",
+        fn.sql.rstrip(),
+        "insert into jobctl._applied (kind, name, checksum)"
+        f" values ('functions', '{fn.name}', '{fn.checksum}')",
+        "on conflict (kind, name) do update set checksum = excluded.checksum, applied_at = now();",
+        "commit;",
+    ]
+    return "\n".join(out) + "\n"
 
 
 def migrate(conn: psycopg.Connection[tuple[object, ...]]) -> list[str]:

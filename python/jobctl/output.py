@@ -7,20 +7,21 @@ as numbers.
 Tenants' strings (queue and schedule names, payloads, errors) reach an operator's terminal: every
 text cell, and every error line (`printable`), shows control characters (C0, DEL, C1) and the bidi
 overrides and isolates as visible escapes (`\x1b`, `\u202e`), never raw; JSON output spells the
-same characters as `\uXXXX` escapes. JSON nested deeper than MAX_JSON_DEPTH is not decoded
-(`load_json`): it is shown as its text (`RawJson`).
+same characters as `\uXXXX` escapes. JSON nested too deeply to decode comes from the client as a
+`RawJson`: text output shows its start, JSON output all of it.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 import secrets
 from collections.abc import Iterable, Sequence
 from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal
-from itertools import accumulate
-from typing import Any
+
+from jobctl.client import RawJson
 
 MISSING = "-"
 
@@ -30,11 +31,7 @@ _UNSAFE = re.compile(r"[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 # json.dumps escapes C0 itself; the rest it leaves raw with ensure_ascii=False
 _JSON_UNSAFE = re.compile(r"[\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 
-# JSON nested deeper than this is shown as its text, not decoded: Python's decoder (and encoder)
-# recurse, and fail with RecursionError near 1,000 levels; the SQL layer refuses more than 100
-MAX_JSON_DEPTH = 200
-RAW_SHOWN = 200  # characters of such JSON that text output shows
-_JSON_STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
+RAW_SHOWN = 200  # characters of JSON too deeply nested to decode (client.RawJson) that text output shows
 
 
 _SHORT = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
@@ -50,31 +47,15 @@ def printable(text: str) -> str:
     return _UNSAFE.sub(_escape, text)
 
 
-class RawJson:
-    """JSON text too deeply nested to decode: text output shows its start, JSON output all of it."""
-
-    __slots__ = ("text",)
-
-    def __init__(self, text: str) -> None:
-        self.text = text
-
-
-def _depth(text: str) -> int:
-    """How deeply JSON text nests (strings skipped)."""
-    brackets = [1 if c in "[{" else -1 for c in _JSON_STRING.sub("", text) if c in "[]{}"]
-    return max(accumulate(brackets), default=0)
-
-
-def load_json(data: bytes | bytearray | memoryview | str) -> Any:
-    """The CLI's loader for json and jsonb columns: decoded, unless nested deeper than MAX_JSON_DEPTH
-    (then a RawJson). Counting brackets is cheap; only text with that many is scanned."""
-    text = data if isinstance(data, str) else bytes(data).decode()
-    if text.count("[") + text.count("{") > MAX_JSON_DEPTH and _depth(text) > MAX_JSON_DEPTH:
-        return RawJson(text)
-    return json.loads(text)
+def record(value: object) -> list[tuple[str, object]]:
+    """A dataclass's fields as (name, value) pairs, in their order (a row of the client's)."""
+    assert dataclasses.is_dataclass(value) and not isinstance(value, type)
+    return [(f.name, getattr(value, f.name)) for f in dataclasses.fields(value)]
 
 
 def _default(value: object) -> object:
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return dict(record(value))
     if isinstance(value, datetime | date):
         return value.isoformat()
     if isinstance(value, timedelta):
@@ -135,8 +116,12 @@ def timestamp(value: datetime | None) -> str:
 
 def truncate(text: str, width: int) -> str:
     """One line of at most `width` characters (newlines become spaces; an ellipsis marks a cut)."""
-    flat = " ".join(text.split())
-    return flat if len(flat) <= width else flat[: max(width - 1, 0)] + "…"
+    return clip(" ".join(text.split()), width)
+
+
+def clip(line: str, width: int | None) -> str:
+    """A line cut to at most `width` characters, an ellipsis marking the cut (None: as it is)."""
+    return line if width is None or len(line) <= width else line[: max(width - 1, 0)] + "…"
 
 
 def cell(value: object) -> str:
@@ -204,3 +189,55 @@ def key_values(pairs: Iterable[tuple[str, object]]) -> str:
     items = [(k, cell(v)) for k, v in pairs]
     width = max((len(k) for k, _ in items), default=0) + 1
     return "\n".join(f"{(k + ':').ljust(width)} {v}".rstrip() for k, v in items)
+
+
+@dataclasses.dataclass(frozen=True)
+class Column:
+    """A column of `fitted_table`: its header, a shorter one for a narrow terminal, whether its cells
+    are right-aligned (figures), and `drop`: when the table is still too wide, columns go in this
+    order (1 first, then 2, ...; 0: never). Left-aligned columns that stay are cut instead."""
+
+    header: str
+    short: str
+    right: bool = False
+    drop: int = 0
+
+
+NAME_ROOM = 16  # a left-aligned cell of a fitted table is cut to this before columns are dropped
+
+
+def fitted_table(
+    columns: Sequence[Column], rows: Iterable[Sequence[object]], width: int | None = None
+) -> str:
+    """`table` at most `width` characters wide (None: as wide as it takes). In turn, until it fits:
+    the short headers; left-aligned cells (names) cut to NAME_ROOM characters; fewer columns (by
+    `drop`); the names cut to share what room is left (at least 4 characters; an ellipsis marks a
+    cut)."""
+    text = [[cell(v) for v in r] for r in rows]
+    heads = [c.header for c in columns]
+    keep = list(range(len(columns)))
+    names = [i for i, c in enumerate(columns) if not c.right]
+
+    def widths() -> dict[int, int]:
+        return {i: max([len(heads[i])] + [len(r[i]) for r in text]) for i in keep}
+
+    def fits() -> bool:
+        return width is None or sum(widths().values()) + 2 * (len(keep) - 1) <= width
+
+    def cut(room: int) -> None:
+        nonlocal text
+        text = [[clip(v, room) if i in names else v for i, v in enumerate(r)] for r in text]
+
+    if not fits():
+        heads = [c.short for c in columns]
+    if not fits():
+        cut(NAME_ROOM)
+    for i in sorted((i for i, c in enumerate(columns) if c.drop), key=lambda i: columns[i].drop):
+        if fits():
+            break
+        keep.remove(i)
+    if not fits() and width is not None and names:
+        fixed = sum(w for i, w in widths().items() if i not in names) + 2 * (len(keep) - 1)
+        cut(max((width - fixed) // len(names), 4))
+    right = [n for n, i in enumerate(keep) if columns[i].right]
+    return table([heads[i] for i in keep], [[r[i] for i in keep] for r in text], right=right)

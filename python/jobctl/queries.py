@@ -1,13 +1,20 @@
 """Every SQL statement the Python shell runs, by name: each is one call of a jobctl function.
 
 Statements are static text (their plans are cached per session) with explicit casts, and use
-named parameters. The CLI, the worker and the HTTP API import them from here and nowhere else.
+named parameters. The client (jobctl.client, which the CLI calls), the worker and the HTTP API import
+them from here and nowhere else.
 """
 
 from __future__ import annotations
 
 # --- submitting: submit_jobs handles absent keys as the contract's defaults
 SUBMIT_JOBS = "select job_id, duplicate from jobctl.submit_jobs(%(jobs)s::jsonb)"
+# one job (a submit_jobs element) due `seconds` from now by the database clock
+SUBMIT_JOB_AFTER = """
+select job_id, duplicate from jobctl.submit_jobs(jsonb_build_array(
+    %(job)s::jsonb || jsonb_build_object('run_at', now() + make_interval(secs => %(seconds)s::float8))
+))
+"""
 SUBMIT_JOB = """
 select job_id, duplicate from jobctl.submit_job(%(tenant_id)s::text, %(queue)s::text, %(payload)s::jsonb)
 """
@@ -106,7 +113,5 @@ select * from jobctl.claim_metrics(%(window)s::interval, %(tenant_id)s::text, %(
 HEALTH_CHECKS = "select * from jobctl.health_checks()"
 PING = "select 1"
 
-# --- the database clock: `jobctl submit --delay` (a run_at that many seconds from now), and the ages
-# `jobctl stats` and `jobctl top` show
-RUN_AT_AFTER = "select now() + make_interval(secs => %(seconds)s::float8) as run_at"
+# --- the database clock: the ages `jobctl stats` and `jobctl top` show
 NOW = "select now() as now"

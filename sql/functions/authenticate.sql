@@ -18,6 +18,13 @@ end
 $$;
 
 comment on function jobctl.authenticate(text, text) is
-'The token id, tenant (NULL: admin) and scopes of an API bearer token allowed to perform scope; until the transaction
-ends, every jobctl function then acts for that token''s tenant and scopes only. Errors: JC020 unknown or revoked
-token, JC021 the token lacks the scope.';
+'Check an API bearer token for one scope and act as it for the rest of the transaction. Returns
+the token''s id, tenant (NULL: an admin token) and scopes; until the transaction ends, every jobctl function acts
+for that tenant and those scopes only, re-checking the token on each call. The HTTP API calls it first in each
+request''s transaction.
+Errors: JC020 the token is unknown or revoked, JC021 the token lacks the scope.
+Example:
+begin;
+select * from jobctl.authenticate(''jct_1_...'', ''jobs:submit'');
+select * from jobctl.submit_job(''acme'', ''email'', ''{"to": "a@example.com"}'');
+commit;';

@@ -53,5 +53,9 @@ end
 $$;
 
 comment on function jobctl.cancel_job(bigint) is
-'Cancel a pending, failed or running job (a running job''s lease is revoked: its heartbeat answers cancelled and its
-completion is fenced). Returns cancelled. Errors: P0002 unknown job, JC010 job already completed, dead or cancelled.';
+'Cancel a pending, failed or running job. A running job''s lease is revoked: its heartbeat answers
+cancelled and its completion is fenced. Returns cancelled.
+Errors: P0002 no job has this id (or it is another tenant''s), JC010 the job is already completed, dead or cancelled,
+or in the archive, 40001 the job changed state five times while the call tried (retry the call).
+Example:
+select jobctl.cancel_job(42);';

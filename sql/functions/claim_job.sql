@@ -83,10 +83,14 @@ end
 $$;
 
 comment on function jobctl.claim_job(text, text[], integer, interval) is
-'Claim up to max_jobs (1..1000) due jobs from the given queues (NULL: all) under a lease; each comes back running
-with attempt + 1 and a new lease_epoch (fencing token) greater than any before. Never hands one job to two callers.
-Across tenants, claims are shared by weight (a tenant''s weight is split evenly over its queues in the filter);
-within a tenant''s queue, higher priority first, then earlier run_at. Paused tenants and queues are skipped; a
-tenant''s and a queue''s max_running and claim_rate (with its burst) hold under concurrent claimers, which then take
-fewer jobs. Needs READ COMMITTED.
-Errors: JC001 bad argument, JC007 other isolation level.';
+'Claim up to max_jobs (1..1000) due jobs from the given queues (NULL: all) under a lease. Each comes
+back running with attempt + 1 and a new lease_epoch (fencing token) greater than any before. Never hands one job
+to two callers. Across tenants, claims are shared by weight (a tenant''s weight is split evenly over its queues in
+the filter); within a tenant''s queue, higher priority first, then earlier run_at. Paused tenants and queues are
+skipped; a tenant''s and a queue''s max_running and claim_rate (with its burst) hold under concurrent claimers, which
+then take fewer jobs. A sealed payload the session has no key for comes back as its envelope. Needs READ COMMITTED.
+Errors: JC001 a bad argument (worker_id, max_jobs, lease over 1 day, queues with NULL or over 1,000 names),
+JC007 called under REPEATABLE READ or SERIALIZABLE, JC008 jobctl.payload_keys is not JSON.
+Example:
+select job_id, lease_epoch, payload
+from jobctl.claim_job(''worker-1'', array[''email''], max_jobs => 10, lease => ''1 minute'');';

@@ -39,7 +39,10 @@ end
 $$;
 
 comment on function jobctl.claim_metrics(interval, text, text) is
-'Per tenant and queue (optionally only_tenant and/or only_queue), the jobs whose latest attempt was claimed in
-the last window_length: how many, the rate per second, and the p50 / p99 wait in seconds from due (run_at) to claimed (over jobs whose run_at is still that
-attempt''s due time: not failed, released or retried since). Scans the hot job partitions. Errors: JC001
-bad window_length.';
+'Claims per tenant and queue over the last window_length: how many jobs had their latest attempt
+claimed, the rate per second, and the p50 / p99 wait in seconds from due (run_at) to claimed (over jobs whose run_at
+is still that attempt''s due time: not failed, released or retried since). Optionally only_tenant and/or only_queue.
+Scans the hot job partitions: for an operator, not for a scraper every second.
+Errors: JC001 window_length not positive or over 1 day.
+Example:
+select * from jobctl.claim_metrics(''5 minutes'', only_tenant => ''acme'');';

@@ -14,5 +14,12 @@ end
 $$;
 
 comment on function jobctl.complete_job(bigint, bigint, jsonb) is
-'Complete a job running under lease_epoch, storing result. true: now completed. false: fenced (not running under
-that epoch; nothing changed). Call it in the same transaction as the job''s own writes to make them exactly-once.';
+'Complete a job running under lease_epoch, storing result. true: now completed. false: fenced
+(not running under that epoch; nothing changed). Call it in the same transaction as the job''s own writes to make
+them exactly-once: roll back when it returns false.
+Errors: JC001 NULL job_id or lease_epoch, or a result over 1 MiB or nested over 100 levels.
+Example:
+begin;
+insert into app.sent_mail (job_id) values (42);
+select jobctl.complete_job(42, 7, ''{"ok": true}'');  -- commit only if true
+commit;';

@@ -13,6 +13,8 @@ end
 $$;
 
 comment on function jobctl.complete_jobs(bigint[], bigint[], jsonb[]) is
-'Complete a batch: job_ids[i] under lease_epochs[i], keeping results[i] as its result (results NULL: none). One row
-per input in input order; completed = false where fenced. Errors: JC001 when the arrays are NULL or differ in
-length.';
+'Complete a batch: job_ids[i] under lease_epochs[i], keeping results[i] as its result (results
+NULL: none). One row per input in input order; completed = false where fenced.
+Errors: JC001 the arrays are NULL or differ in length, or a result over 1 MiB or nested over 100 levels.
+Example:
+select * from jobctl.complete_jobs(array[42, 43], array[7, 8]);';

@@ -40,6 +40,10 @@ end
 $$;
 
 comment on function jobctl.create_api_token(text, text[], text) is
-'Create a bearer token for the HTTP API, scoped to tenant_id (NULL: an admin token for every tenant) and to the
-given scopes (jobs:read, jobs:submit, jobs:cancel, jobs:retry). Returns the token; only its SHA-256 is stored, so it
-cannot be shown again. Errors: JC001 bad tenant_id, scopes or label (over 200 characters).';
+'Create a bearer token for the HTTP API, scoped to tenant_id (NULL: an admin token for every
+tenant) and to the given scopes (jobs:read, jobs:submit, jobs:cancel, jobs:retry, schedules:read, schedules:write,
+queues:read, queues:write).
+Returns the token; only its SHA-256 is stored, so it cannot be shown again. Audited.
+Errors: JC001 a bad tenant_id, an empty or unknown scope, or a label over 200 characters.
+Example:
+select jobctl.create_api_token(''acme'', array[''jobs:read'', ''jobs:submit''], label => ''billing'');';

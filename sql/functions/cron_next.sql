@@ -13,7 +13,10 @@ end
 $$;
 
 comment on function jobctl.cron_next(text, timestamptz) is
-'The first fire time of a schedule expression strictly after `after` (UTC): 5 fields (minute hour
-day-of-month month day-of-week; *, lists, ranges, steps, n/step, names jan-dec and sun-sat, 7 = Sunday; when
-both day fields are restricted a day matches if either does) or @every <interval> (multiples of the period
-since the epoch), @hourly, @daily, @weekly, @monthly, @yearly. Errors: JC001 naming the bad field.';
+'The first fire time of a schedule expression strictly after `after` (UTC). The expression is 5
+fields (minute hour day-of-month month day-of-week; *, lists, ranges, steps, n/step, names jan-dec and sun-sat,
+7 = Sunday; when both day fields are restricted a day matches if either does) or @every <interval> (multiples of
+the period since the epoch), @hourly, @daily, @weekly, @monthly, @yearly.
+Errors: JC001 naming the bad field.
+Example:
+select jobctl.cron_next(''0 2 * * mon-fri'', ''2026-12-04 12:00:00+00'');  -- 2026-12-07 02:00:00+00';

@@ -13,4 +13,8 @@ end
 $$;
 
 comment on function jobctl.drop_schedule(text, text) is
-'Remove a schedule; true if it existed. Runs already enqueued are kept.';
+'Remove a schedule; true if it existed. Runs already enqueued are kept. Only for the caller''s
+tenants.
+Errors: 42501 the caller may not write the tenant''s schedules.
+Example:
+select jobctl.drop_schedule(''acme'', ''nightly-report'');';

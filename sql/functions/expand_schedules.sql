@@ -109,6 +109,11 @@ end
 $$;
 
 comment on function jobctl.expand_schedules() is
-'Enqueue the due runs of every due schedule (each fire time once, however many callers race); returns how many.
-Workers call it a few times a second and pg_cron every minute, through tick. A fire time over 90 s old was
-missed: only the schedule''s latest catch_up missed runs are enqueued. Does nothing on a standby.';
+'Enqueue the due runs of every due schedule, each fire time once however many callers
+race; returns how many. Workers call it a few times a second and pg_cron every minute, through tick. A fire time
+over 90 s old was missed: only the schedule''s latest catch_up missed runs are enqueued. A run that cannot be
+enqueued (over its tenant''s submit rate, or any other error) stays due for the next call; errors other than the
+rate go to the server log. Does nothing on a standby.
+Errors: none.
+Example:
+select jobctl.expand_schedules();';

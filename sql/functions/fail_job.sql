@@ -35,6 +35,10 @@ end
 $$;
 
 comment on function jobctl.fail_job(bigint, bigint, text, boolean) is
-'Fail the attempt of a job running under lease_epoch. Returns failed (a retry is scheduled after the job''s
-backoff), dead (no attempts left, or retryable = false) or NULL when fenced (not running under that epoch:
-nothing changed). error is kept as last_error (truncated to 10,000 characters).';
+'Fail the attempt of a job running under lease_epoch. Returns failed (a retry is scheduled after
+the job''s backoff), dead (no attempts left, or retryable = false) or NULL when fenced (not running under that
+epoch: nothing changed). error is kept as last_error (truncated to 10,000 characters).
+Errors: JC001 NULL job_id, lease_epoch or retryable.
+Example:
+select jobctl.fail_job(42, 7, ''smtp: connection refused'');
+select jobctl.fail_job(43, 8, ''no recipient'', retryable => false);  -- dead at once';

@@ -68,7 +68,9 @@ end
 $$;
 
 comment on function jobctl.forget_subject(text, text) is
-'Erase every job submitted with this subject_key for tenant_id, in hot and archive storage: active ones are
-cancelled (a worker running one is fenced), then all are deleted with their history. Returns how many were
-cancelled and deleted; audited (the counts only). Only for the caller''s tenants. Errors: JC001 bad
-argument, 42501 another tenant.';
+'Erase every job submitted with this subject_key for tenant_id, in hot and archive storage:
+active ones are cancelled (a worker running one is fenced), then all are deleted with their history. Returns how
+many were cancelled and deleted; audited (the counts only). Only for the caller''s tenants.
+Errors: JC001 a bad tenant_id or subject_key, 42501 another tenant.
+Example:
+select * from jobctl.forget_subject(''acme'', ''user-1234'');';

@@ -21,4 +21,8 @@ as $$
 $$;
 
 comment on function jobctl.get_job(bigint) is
-'The job with this id as jobctl.job_info (state, attempts, lease, result, last error, ...); zero rows if unknown.';
+'The job with this id as jobctl.job_info (state, attempts, lease, result, last error, ...), from hot
+storage or the archive; zero rows if unknown or another tenant''s.
+Errors: JC008 jobctl.payload_keys is not JSON.
+Example:
+select job_id, state, attempt, last_error from jobctl.get_job(42);';

@@ -32,5 +32,9 @@ end
 $$;
 
 comment on function jobctl.grant_tenant(text, text) is
-'Let role_name (and its members) act for tenant_id (NULL: every tenant) through jobctl''s functions and see its rows.
-True if granted now, false if it already was. Audited. Errors: JC001 unknown role or bad tenant_id.';
+'Let role_name (and its members) act for tenant_id (NULL: every tenant) through jobctl''s
+functions and see its rows. True if granted now, false if it already was. The grant follows the role (by OID), not
+its name. Audited.
+Errors: JC001 an unknown role or a bad tenant_id.
+Example:
+select jobctl.grant_tenant(''billing_svc'', ''acme'');';

@@ -56,7 +56,7 @@ begin
             observed := case
                 when v_active is null then 'missing'
                 when not v_active then 'inactive'
-                else coalesce(v_last_status || ' ' || to_char(v_last_end, 'YYYY-MM-DD HH24:MI:SS TZ'), 'not run yet')
+                else coalesce(v_last_status || ' ' || to_char(v_last_end at time zone 'UTC', 'YYYY-MM-DD HH24:MI:SS"Z"'), 'not run yet')
             end;
             verdict := case
                 when v_active is null or not v_active or v_last_status = 'failed' then 'fail'
@@ -119,13 +119,20 @@ begin
         end;
         detail := case when verdict <> 'ok' then format(
             'autovacuum last ran %s; an old snapshot (see below) keeps dead rows from being removed',
-            coalesce(to_char(r.vacuumed, 'YYYY-MM-DD HH24:MI:SS TZ'), 'never')
+            coalesce(to_char(r.vacuumed at time zone 'UTC', 'YYYY-MM-DD HH24:MI:SS"Z"'), 'never')
         ) end;
         return next;
 
         check_name := 'bloat ' || r.relname;
-        observed := format('heap %s for %s of live rows (estimate)', pg_catalog.pg_size_pretty(r.heap_bytes),
-            coalesce(pg_catalog.pg_size_pretty(r.needed_bytes::bigint), 'unknown: not analyzed yet'));
+        observed := case
+            when r.needed_bytes is null then format(
+                'heap %s; live rows not measured yet (table not analyzed)', pg_catalog.pg_size_pretty(r.heap_bytes)
+            )
+            else format(
+                'heap %s for %s of live rows (estimate)', pg_catalog.pg_size_pretty(r.heap_bytes),
+                pg_catalog.pg_size_pretty(r.needed_bytes::bigint)
+            )
+        end;
         verdict := case
             when r.heap_bytes > 8388608 and r.heap_bytes > 10 * greatest(coalesce(r.needed_bytes, 0), 1048576) then 'warn'
             else 'ok'
@@ -226,6 +233,10 @@ end
 $$;
 
 comment on function jobctl.health_checks() is
-'Health of the scheduler, one row per check with verdict ok, warn or fail: extensions, pg_cron jobs and their last
-run, reaper lag, dead tuples and bloat (estimated) of the queue tables, transaction-ID age, the oldest snapshot, partitions made ahead,
-rows in the default partition, the NOTIFY queue, privileges (docs/security.md). What jobctl doctor prints.';
+'Health of the scheduler, one row per check with verdict ok, warn or fail: extensions, pg_cron
+jobs and their last run, reaper lag, dead tuples and bloat (estimated) of the queue tables, transaction-ID age, the
+oldest snapshot, partitions made ahead, rows in the default partition, the NOTIFY queue, privileges
+(docs/security.md). What jobctl doctor prints.
+Errors: none.
+Example:
+select check_name, verdict, observed from jobctl.health_checks() where verdict <> ''ok'';';

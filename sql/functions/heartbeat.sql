@@ -36,6 +36,9 @@ end
 $$;
 
 comment on function jobctl.heartbeat(bigint, bigint, interval) is
-'Extend the lease of a running job held under lease_epoch by extend (from now, database clock). Returns ok,
-cancelled (the job was cancelled while running under this epoch: stop) or lost (the epoch is no longer current:
-stop and do not complete). Errors: JC001 bad argument.';
+'Extend the lease of a running job held under lease_epoch by extend (from now, database clock).
+Returns ok, cancelled (the job was cancelled while running under this epoch: stop) or lost (the epoch is no longer
+current: stop and do not complete).
+Errors: JC001 NULL job_id or lease_epoch, or extend not positive or over 1 day.
+Example:
+select jobctl.heartbeat(42, 7, ''1 minute'');';

@@ -12,5 +12,10 @@ as $$
 $$;
 
 comment on function jobctl.hint_tags(text[]) is
-'The tags that wake-up hints on channel jobctl carry for the given queues, in input order: a hint''s payload is its
-queue''s tag, not its name (any login may LISTEN). A worker with a queue filter wakes on its queues'' tags.';
+'The tags that wake-up hints on channel jobctl carry for the given queues, in input order. A hint''s
+payload is its queue''s tag, not its name (any login may LISTEN); a worker with a queue filter wakes on its queues''
+tags.
+Errors: none.
+Example:
+listen jobctl;
+select jobctl.hint_tags(array[''email'', ''reports'']);';

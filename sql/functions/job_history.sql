@@ -39,5 +39,9 @@ as $$
 $$;
 
 comment on function jobctl.job_history(bigint) is
-'Every transition of a job, oldest first: submitted, then claimed / completed / failed / dead / cancelled / retried /
-released events with the attempt, lease epoch and worker of each. Zero rows for an unknown id.';
+'Every transition of a job, oldest first: submitted, then claimed / completed / failed / dead /
+cancelled / retried / released events with the attempt, lease epoch and worker of each. Zero rows for an unknown
+id or another tenant''s job.
+Errors: none.
+Example:
+select at, event, attempt, worker_id, detail from jobctl.job_history(42);';

@@ -13,4 +13,8 @@ as $$
 $$;
 
 comment on function jobctl.list_api_tokens(text) is
-'API tokens, optionally of one tenant: id, tenant (NULL: admin), scopes, label, created_at, revoked_at.';
+'API tokens, optionally of one tenant: id, tenant (NULL: admin), scopes, label, created_at,
+revoked_at. Never the token itself.
+Errors: none.
+Example:
+select * from jobctl.list_api_tokens(''acme'');';

@@ -31,5 +31,9 @@ end
 $$;
 
 comment on function jobctl.list_concurrency_limits(text) is
-'The concurrency limits of a tenant: its default for keys without their own (concurrency_key NULL; active NULL,
-waiting: the jobs of such keys waiting) and each key''s own, with its jobs running or due (active) and waiting.';
+'The concurrency limits of a tenant: its default for keys without their own
+(concurrency_key NULL; active NULL, waiting: the jobs of such keys waiting) and each key''s own, with its jobs
+running or due (active) and waiting.
+Errors: 42501 another tenant.
+Example:
+select * from jobctl.list_concurrency_limits(''acme'');';

@@ -49,5 +49,9 @@ end
 $$;
 
 comment on function jobctl.list_jobs(text, text, text, bigint, integer) is
-'A tenant''s jobs as jobctl.job_info, newest first (job_id descending), optionally filtered by state and queue.
-Pass the last job_id seen as before_id for the next page. max_rows is capped at 1,000. Errors: JC001 bad argument.';
+'A tenant''s jobs as jobctl.job_info, newest first (job_id descending), optionally filtered by state
+and queue. Pass the last job_id seen as before_id for the next page. max_rows is capped at 1,000.
+Errors: JC001 a bad state, queue or max_rows, 42501 another tenant, JC008 jobctl.payload_keys is not JSON.
+Example:
+select job_id, state, run_at from jobctl.list_jobs(''acme'', state => ''dead'', max_rows => 50);
+select job_id, state from jobctl.list_jobs(''acme'', before_id => 1001);  -- the next page';

@@ -26,5 +26,9 @@ end
 $$;
 
 comment on function jobctl.list_queues() is
-'Every queue with settings or jobs due or running: paused, max_running, claim_rate and claim_burst (NULL: no limit),
-and its due and running jobs across all tenants, ordered by name.';
+'Every queue with settings or jobs due or running: paused, max_running, claim_rate and
+claim_burst (NULL: no limit), and its due and running jobs across all tenants, ordered by name. Queues are shared by
+every tenant, so only a caller acting for every tenant may list them.
+Errors: 42501 the caller does not act for every tenant.
+Example:
+select queue, paused, due, running from jobctl.list_queues();';

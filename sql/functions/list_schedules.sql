@@ -20,4 +20,8 @@ as $$
 $$;
 
 comment on function jobctl.list_schedules(text) is
-'The schedules of a tenant (NULL: all), ordered by tenant_id and name, with their next and last fire times.';
+'The schedules of a tenant (NULL: all of the caller''s), ordered by tenant_id and name, with
+their next and last fire times.
+Errors: none.
+Example:
+select name, cron, next_fire_at from jobctl.list_schedules(''acme'');';

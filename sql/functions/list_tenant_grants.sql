@@ -14,4 +14,8 @@ as $$
 $$;
 
 comment on function jobctl.list_tenant_grants() is
-'The tenants each role acts for (tenant_id NULL: every tenant), with when and by whom granted; for administrators.';
+'The tenants each role acts for (tenant_id NULL: every tenant), with when and by whom
+granted; for administrators.
+Errors: none.
+Example:
+select * from jobctl.list_tenant_grants();';

@@ -19,5 +19,8 @@ as $$
 $$;
 
 comment on function jobctl.list_tenants() is
-'Every tenant of the caller with its settings (weight, limits, rates; NULL means unlimited; whether its payloads are
-encrypted), ordered by tenant_id.';
+'Every tenant of the caller with its settings (weight, limits, rates; NULL means unlimited;
+whether its payloads are encrypted), ordered by tenant_id.
+Errors: none.
+Example:
+select tenant_id, weight, max_running, paused from jobctl.list_tenants();';

@@ -85,9 +85,13 @@ end
 $$;
 
 comment on function jobctl.maintain_partitions() is
-'Partition maintenance, one step on hot tables a call, each lock request under a 50 ms lock_timeout: a day that is
-over sealed with a CHECK on its bounds; job and event partitions made ahead (pg_partman); partitions past the hot
-retention (jobctl.retention.hot, 7 days) moved to jobctl.job_archive / jobctl._event_archive with their unfinished
-jobs carried over; archive partitions past jobctl.retention.archive (90 days) dropped. A step that cannot get its
-locks is retried twice, then left to the next call. Returns 1 when every step it tried ran, else 0 (standby, another
-call in progress, a lock not granted in time, or an error logged as a warning).';
+'Partition maintenance, one step on hot tables a call, each lock request under a 50 ms
+lock_timeout: a day that is over sealed with a CHECK on its bounds; job and event partitions made ahead
+(pg_partman); partitions past the hot retention (jobctl.retention.hot, 7 days) moved to jobctl.job_archive /
+jobctl._event_archive with their unfinished jobs carried over; archive partitions past jobctl.retention.archive
+(90 days) dropped. A step that cannot get its locks is retried twice, then left to the next call. Returns 1 when
+every step it tried ran, else 0 (standby, another call in progress, a lock not granted in time, or an error logged
+as a warning).
+Errors: none.
+Example:
+select jobctl.maintain_partitions();';

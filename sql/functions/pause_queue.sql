@@ -35,5 +35,8 @@ end
 $$;
 
 comment on function jobctl.pause_queue(text, boolean) is
-'Pause (paused = true, the default) or resume (false) claims from a queue, for every tenant, at once; submits are
-still accepted. Returns whether the state changed. Errors: JC001 bad queue or NULL paused.';
+'Pause (paused = true, the default) or resume (false) claims from a queue, for every tenant, at
+once; submits are still accepted. Returns whether the state changed.
+Errors: JC001 a bad queue or NULL paused, 42501 the caller does not act for every tenant.
+Example:
+select jobctl.pause_queue(''email'');';

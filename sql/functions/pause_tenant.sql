@@ -27,5 +27,9 @@ end
 $$;
 
 comment on function jobctl.pause_tenant(text, boolean) is
-'Pause (paused = true, the default) or resume (false) claims of a tenant''s jobs, at once; submits are still
-accepted. Returns whether the state changed. Errors: P0002 unknown tenant, JC001 NULL paused.';
+'Pause (paused = true, the default) or resume (false) claims of a tenant''s jobs, at once;
+submits are still accepted. Returns whether the state changed. Audited.
+Errors: P0002 no tenant has this id, JC001 NULL paused.
+Example:
+select jobctl.pause_tenant(''acme'');
+select jobctl.pause_tenant(''acme'', false);  -- resume';

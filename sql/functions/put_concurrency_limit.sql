@@ -53,7 +53,11 @@ end
 $$;
 
 comment on function jobctl.put_concurrency_limit(text, text, integer) is
-'Set how many jobs of a tenant''s concurrency key may run at once (0..100000; 1 makes the key a mutex, its jobs run one
-at a time in run_at order). concurrency_key NULL: the limit of every key of the tenant without one of its own.
-max_running NULL: remove that limit. Waiting jobs a raised limit makes room for are admitted at once.
-Errors: JC001 bad field, P0002 unknown tenant.';
+'Set how many jobs of a tenant''s concurrency key may run at once (0..100000; 1 makes
+the key a mutex, its jobs run one at a time in run_at order). concurrency_key NULL: the limit of every key of the
+tenant without one of its own. max_running NULL: remove that limit. Waiting jobs a raised limit makes room for are
+admitted at once.
+Errors: JC001 naming the bad field, P0002 no tenant has this id.
+Example:
+select jobctl.put_concurrency_limit(''acme'', ''account-17'', 1);
+select jobctl.put_concurrency_limit(''acme'', null, 5);  -- the default for its other keys';

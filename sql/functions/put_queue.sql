@@ -53,6 +53,9 @@ end
 $$;
 
 comment on function jobctl.put_queue(text, integer, numeric, integer, boolean) is
-'Create or replace a queue''s settings (omitted: no limit, not paused): max_running caps its running jobs across all
-tenants, claim_rate (per second, with claim_burst) its claims; paused stops its claims at once (submits go on).
-Both limits hold under concurrent claimers. Errors: JC001 bad field.';
+'Create or replace a queue''s settings (omitted: no limit, not paused). max_running caps its
+running jobs across all tenants, claim_rate (per second, with claim_burst) its claims; paused stops its claims at
+once (submits go on). Both limits hold under concurrent claimers.
+Errors: JC001 naming the bad field, 42501 the caller does not act for every tenant.
+Example:
+select jobctl.put_queue(''email'', max_running => 50, claim_rate => 200, claim_burst => 20);';

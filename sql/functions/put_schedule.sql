@@ -89,7 +89,12 @@ end
 $$;
 
 comment on function jobctl.put_schedule(text, text, text, text, jsonb, integer, integer, boolean) is
-'Create or replace a recurring schedule: each fire time of `cron` (see cron_next) enqueues one job (queue, payload,
-priority; run_at = the fire time), exactly once however many expanders run. catch_up (1..1000, default 1): after
-downtime at most that many missed runs, the latest; skip_overlap: skip a run while the previous one is unfinished.
-NULL priority, catch_up or skip_overlap: the default. Errors: JC001 naming the field (for cron: the bad cron field).';
+'Create or replace a recurring schedule: each fire time of `cron` (see cron_next) enqueues one
+job (queue, payload, priority; run_at = the fire time), exactly once however many expanders run. catch_up
+(1..1000, default 1): after downtime at most that many missed runs, the latest; skip_overlap: skip a run while the
+previous one is unfinished. NULL priority, catch_up or skip_overlap: the default. A tenant holds at most 100
+schedules.
+Errors: JC001 naming the field (for cron: the bad cron field), 42501 another tenant.
+Example:
+select jobctl.put_schedule(''acme'', ''nightly-report'', ''0 2 * * *'', ''reports'', ''{"kind": "daily"}'');
+select jobctl.put_schedule(''acme'', ''poll-feed'', ''@every 15 seconds'', ''feeds'', ''{}'', skip_overlap => true);';

@@ -87,7 +87,10 @@ end
 $$;
 
 comment on function jobctl.put_tenant(text, integer, bigint, integer, numeric, integer, numeric, integer, boolean) is
-'Create or replace a tenant''s settings; every field is set, omitted ones to their defaults (NULL = unlimited).
-weight 1..10000 (share of claims), max_pending (unfinished jobs), max_running, submit/claim rate per second and
-burst; encrypt_payloads: payloads are sealed at submit with the key jobctl.payload_keys holds for the tenant now
-(submits must use the same one; docs/security.md). Audited. Errors: JC001 naming the field, JC008 no key.';
+'Create or replace a tenant''s settings; every field is set, omitted ones to their defaults (NULL
+= unlimited). weight 1..10000 (share of claims), max_pending (unfinished jobs), max_running, submit/claim rate per
+second and burst; encrypt_payloads: payloads are sealed at submit with the key jobctl.payload_keys holds for the
+tenant now (submits must use the same one; docs/security.md). Audited.
+Errors: JC001 naming the field, JC008 encrypt_payloads without a key for the tenant in jobctl.payload_keys.
+Example:
+select jobctl.put_tenant(''acme'', weight => 3, max_running => 10, submit_rate => 500, submit_burst => 1000);';

@@ -51,6 +51,10 @@ end
 $$;
 
 comment on function jobctl.reap_expired_leases() is
-'Return every running job whose lease expired to failed (due at once) or dead (no attempts left), revoking its
-epoch; a job past its timeout is failed with backoff even if its worker still heartbeats. Returns how many.
-Run by pg_cron through jobctl.tick(); safe to run by hand or concurrently (one run at a time does the work).';
+'Return every running job whose lease expired to failed (due at once) or dead (no
+attempts left), revoking its epoch; a job past its timeout is failed with backoff even if its worker still
+heartbeats. Returns how many. Run by pg_cron through jobctl.tick(); safe to run by hand or concurrently (one run
+at a time does the work).
+Errors: none.
+Example:
+select jobctl.reap_expired_leases();';

@@ -41,6 +41,9 @@ end
 $$;
 
 comment on function jobctl.release_job(bigint, bigint) is
-'Give back the lease of a job running under lease_epoch without finishing it (a worker shutting down): the job is
-pending again, due now, and the interrupted attempt does not count. Returns true, or false when fenced (not running
-under that epoch: nothing changed).';
+'Give back the lease of a job running under lease_epoch without finishing it (a worker shutting
+down): the job is pending again, due now, and the interrupted attempt does not count. Returns true, or false when
+fenced (not running under that epoch: nothing changed).
+Errors: JC001 NULL job_id or lease_epoch.
+Example:
+select jobctl.release_job(42, 7);';

@@ -11,4 +11,8 @@ end
 $$;
 
 comment on function jobctl.resume_queue(text) is
-'Resume claims from a paused queue, at once. Returns whether the state changed. Errors: JC001 bad queue.';
+'Resume claims from a paused queue, at once (pause_queue(queue, false)). Returns whether the
+state changed.
+Errors: JC001 a bad queue, 42501 the caller does not act for every tenant.
+Example:
+select jobctl.resume_queue(''email'');';

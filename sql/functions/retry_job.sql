@@ -80,6 +80,11 @@ end
 $$;
 
 comment on function jobctl.retry_job(bigint) is
-'Make a failed, dead or cancelled job pending and due now; attempt is kept and max_attempts raised to at least
-attempt + 1. Returns pending. A retry counts against the tenant''s max_pending and submit rate as a submit does.
-Errors: P0002 unknown job, JC010 job not failed, dead or cancelled, JC004 over max_pending, JC005 over the submit rate.';
+'Make a failed, dead or cancelled job pending and due now; attempt is kept and max_attempts raised
+to at least attempt + 1. Returns pending. A retry counts against the tenant''s max_pending and submit rate as a
+submit does.
+Errors: P0002 no job has this id (or it is another tenant''s), JC010 the job is not failed, dead or cancelled, or is
+in the archive, JC004 over max_pending, JC005 over the submit rate, 40001 the job changed state five times while
+the call tried (retry the call).
+Example:
+select jobctl.retry_job(42);';

@@ -24,5 +24,8 @@ end
 $$;
 
 comment on function jobctl.revoke_api_token(bigint) is
-'Revoke an API token by id (jct_<id>_...): requests with it get 401 from then on. Returns true, or NULL when no
-active token has that id. Errors: JC001 NULL token_id.';
+'Revoke an API token by id (the <id> of jct_<id>_...): requests with it get 401 from then
+on, also in transactions already open. Returns true, or NULL when no active token has that id. Audited.
+Errors: JC001 NULL token_id.
+Example:
+select jobctl.revoke_api_token(3);';

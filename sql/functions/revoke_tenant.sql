@@ -20,5 +20,8 @@ end
 $$;
 
 comment on function jobctl.revoke_tenant(text, text) is
-'Take back grant_tenant(role_name, tenant_id) (NULL: the every-tenant grant), at once. True if there was such a
-grant. Audited.';
+'Take back grant_tenant(role_name, tenant_id) (NULL: the every-tenant grant), at once, also
+for sessions already open. True if there was such a grant. Audited.
+Errors: none.
+Example:
+select jobctl.revoke_tenant(''billing_svc'', ''acme'');';

@@ -19,5 +19,8 @@ as $$
 $$;
 
 comment on function jobctl.stats(text, text) is
-'How many jobs each tenant and queue holds in each state in hot storage, with the oldest run_at of unfinished
-jobs; optionally for one tenant and/or queue.';
+'How many jobs each tenant and queue holds in each state in hot storage, with the oldest run_at of
+unfinished jobs; optionally for one tenant and/or queue. Only the caller''s tenants.
+Errors: none.
+Example:
+select * from jobctl.stats(''acme'');';

@@ -33,10 +33,16 @@ end
 $$;
 
 comment on function jobctl.submit_job(text, text, jsonb, integer, timestamptz, text, integer, jsonb, interval, text, text) is
-'Submit one job; returns its id, or the id of the job already holding (tenant_id, dedup_key) with duplicate = true.
-run_at NULL = due now. priority -100..100, higher first. max_attempts NULL = 3. backoff {"strategy":
-exponential|linear|fixed, "base", "max", "jitter"} (defaults exponential, 5 s, 1 h, true). timeout: a running job
-past it is failed. subject_key: the person the payload is about (jobctl.forget_subject). concurrency_key: at most
-the key''s limit (jobctl.put_concurrency_limit) of its jobs run at once, admitted in run_at order. Only for the caller''s
-tenants. Errors: JC001 bad field, JC002 payload over 64 KiB, JC003 bad backoff, JC006 dedup under
-REPEATABLE READ, 42501 another tenant.';
+'Submit one job; returns its id, or the id of the job already holding (tenant_id, dedup_key) with
+duplicate = true (nothing changed). run_at NULL = due now. priority -100..100, higher first. max_attempts NULL = 3.
+backoff {"strategy": exponential|linear|fixed, "base", "max", "jitter"} (defaults exponential, 5 s, 1 h, true).
+timeout: a running job past it is failed. subject_key: the person the payload is about (jobctl.forget_subject).
+concurrency_key: at most the key''s limit (jobctl.put_concurrency_limit) of its jobs run at once, admitted in run_at
+order. A tenant first seen here is registered with the defaults. Only for the caller''s tenants.
+Errors: JC001 naming the bad field, JC002 payload over 64 KiB, JC003 a bad backoff, JC004 over the tenant''s
+max_pending, JC005 over its submit rate, JC006 dedup_key under REPEATABLE READ, JC008 the tenant encrypts and the
+session lacks its key, 42501 another tenant.
+Example:
+select * from jobctl.submit_job(''acme'', ''email'', ''{"to": "a@example.com"}'', priority => 5, dedup_key => ''welcome-42'');
+select * from jobctl.submit_job(''acme'', ''email'', ''{"to": "b@example.com"}'', run_at => now() + interval ''1 hour'',
+    max_attempts => 5, backoff => ''{"strategy": "linear", "base": "30 seconds"}'');';

@@ -82,5 +82,11 @@ end
 $$;
 
 comment on function jobctl.submit_jobs(jsonb) is
-'Submit a JSON array of jobs (objects with submit_job''s keys; run_at ISO 8601, timeout an interval string or
-seconds), all or nothing; returns (job_id, duplicate) in input order. Errors name the element: jobs[i].field.';
+'Submit a JSON array of jobs (objects with submit_job''s keys; run_at ISO 8601, timeout an
+interval string or seconds), at most 10,000 a call, all or nothing; returns (job_id, duplicate) in input order.
+Errors: JC001 a bad field (named with its element, as jobs[3].priority), not an array, or over 10,000 jobs,
+JC002 a payload over 64 KiB, JC003 a bad backoff, JC004 over max_pending, JC005 over the submit rate, JC006 a
+dedup_key under REPEATABLE READ, JC008 the tenant encrypts and the session lacks its key, 42501 another tenant.
+Example:
+select * from jobctl.submit_jobs(''[{"tenant_id": "acme", "queue": "email", "payload": {"to": "a@example.com"}},
+    {"tenant_id": "acme", "queue": "email", "payload": {}, "run_at": "2030-01-01T00:00:00Z", "timeout": 60}]'');';

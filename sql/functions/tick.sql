@@ -59,8 +59,12 @@ end
 $$;
 
 comment on function jobctl.tick(boolean) is
-'One pass of periodic work: promote due delayed jobs, reap expired leases, expand due schedules, and keep the queue
-tables small (while an old transaction holds the xmin horizon, by truncating their drained slot partitions); with
-full (the default), also recount the unfinished jobs of max_pending tenants. Returns how many jobs it moved or
-enqueued; 0 at once when another call is running. Workers call tick(false) a few times a second, pg_cron tick() every
-minute; in manual mode (no pg_cron) call it from any scheduler.';
+'One pass of periodic work: promote due delayed jobs, reap expired leases, expand due schedules, and
+keep the queue tables small (while an old transaction holds the xmin horizon, by truncating their drained slot
+partitions); with p_full (the default), also recount the unfinished jobs of max_pending tenants. Returns how many
+jobs it moved or enqueued; 0 at once when another call is running or on a standby. Workers call tick(false) a few
+times a second, pg_cron tick() every minute; in manual mode (no pg_cron) call it from any scheduler.
+Errors: none.
+Example:
+select jobctl.tick();         -- every minute, from pg_cron or any scheduler
+select jobctl.tick(false);    -- what each worker runs every 0.25 s';

@@ -11,7 +11,9 @@ select has_function(
 );
 select function_returns('jobctl', 'complete_job', array['bigint', 'bigint', 'jsonb'], 'boolean', 'it returns boolean');
 
-select jobctl._try_lock('reap'); -- keep pg_cron's reaper out of this transaction (see reap below)
+-- wait for any other reaper (pg_cron's tick) to finish and keep it out of this transaction
+select name from jobctl._lock
+where name = 'reap' and bucket = 0 for update;
 
 -- the happy path
 create temp table j1 as

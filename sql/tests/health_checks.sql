@@ -11,7 +11,9 @@ select function_returns('jobctl', 'health_checks', array[]::text[], 'setof recor
 
 -- the reaper runs alone (a try-lock): wait for pg_cron's ticker to finish its pass, keep it out of
 -- this transaction, and reap whatever expired before, so that only the tap lease below is late
-select jobctl._try_lock('reap');
+-- wait for any other reaper (pg_cron's tick) to finish and keep it out of this transaction
+select name from jobctl._lock
+where name = 'reap' and bucket = 0 for update;
 select lives_ok($$select jobctl.reap_expired_leases()$$, 'leases that expired before the test are reaped');
 
 create temp table h0 as

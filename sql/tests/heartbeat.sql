@@ -9,7 +9,9 @@ select has_function('jobctl', 'heartbeat', array['bigint', 'bigint', 'interval']
 
 -- the reaper runs alone: wait for any other run (pg_cron's ticker) to finish and keep it out of
 -- this transaction, so reap_expired_leases() below does the work here
-select jobctl._try_lock('reap');
+-- wait for any other reaper (pg_cron's tick) to finish and keep it out of this transaction
+select name from jobctl._lock
+where name = 'reap' and bucket = 0 for update;
 
 create function pg_temp.lease_of(p_job_id bigint) returns timestamptz
 language sql as $$

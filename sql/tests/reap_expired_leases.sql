@@ -12,7 +12,9 @@ select function_returns('jobctl', 'reap_expired_leases', array[]::text[], 'integ
 
 -- the reaper runs alone (a try-lock); wait for pg_cron's ticker to finish its pass and keep it out
 -- of this transaction, so the calls below do the work (the lock is re-entrant for this session)
-select jobctl._try_lock('reap');
+-- wait for any other reaper (pg_cron's tick) to finish and keep it out of this transaction
+select name from jobctl._lock
+where name = 'reap' and bucket = 0 for update;
 
 -- claim one job of each queue; each scenario has its own queue
 do $do$

@@ -15,7 +15,9 @@ select is_definer('jobctl', 'tick', array['boolean'], 'tick is SECURITY DEFINER 
 
 -- the reaper runs alone (a try-lock): wait for pg_cron's pass to finish and keep it out of this
 -- transaction, so tick() below reaps (the lock is re-entrant for this session)
-select jobctl._try_lock('reap');
+-- wait for any other reaper (pg_cron's tick) to finish and keep it out of this transaction
+select name from jobctl._lock
+where name = 'reap' and bucket = 0 for update;
 
 -- a running job whose lease has expired, and a delayed job now due (claim_job promotes due jobs
 -- itself, so the delayed job is made due after the claim)

@@ -8,6 +8,7 @@ from typing import Any
 
 import psycopg
 from fastapi import FastAPI
+from fastapi_offline import FastAPIOffline
 from psycopg.conninfo import conninfo_to_dict
 from psycopg_pool import AsyncConnectionPool
 
@@ -22,6 +23,8 @@ APPLICATION_NAME = "jobctl-api"
 STATEMENT_TIMEOUT = 5.0  # seconds
 LOCK_TIMEOUT = 1.0
 LIST_CONCURRENCY = 2  # list requests of one token's tenants running at once; more answer 429
+DOCS_URL = "/api/v1/docs"  # the interactive document (Swagger UI)
+DOCS_ASSETS = f"{DOCS_URL}/assets"  # its scripts, style sheet and icon, from the package
 
 DESCRIPTION = """\
 The HTTP face of jobctl, a multi-tenant job scheduler that lives inside PostgreSQL. Every endpoint
@@ -37,9 +40,10 @@ as an unknown id does. Only `jobs:read` shows a job's contents: a submit that re
 answers a token without it with the first job's `job_id`, `tenant_id` and `state` only.
 
 **Errors.** Every 4xx and 5xx has the same JSON body: `error` (a short code), `message` (one line),
-`field` (the request field at fault, or null) and `sqlstate` (when the database raised it; see
-docs/errors.md); request validation adds `errors`, a list of `{field, reason}`. 429 and 503 carry
-`Retry-After`.
+`field` (the request field at fault, named as the request sent it, or null) and `sqlstate` (the
+database's code, docs/errors.md; for a request refused before the database saw it, the code the
+database gives the same fault, e.g. JC001; null where no database rule is behind it); request
+validation adds `errors`, a list of `{field, reason}`. 429 and 503 carry `Retry-After`.
 """
 
 
@@ -96,14 +100,19 @@ def create_app(
         finally:
             await pool.close()
 
-    app = FastAPI(
+    # The docs page's Swagger UI (JS, CSS, icon) is served from the fastapi-offline package under
+    # DOCS_ASSETS, not from a CDN, so that it works offline (swagger-ui-bundle ships Swagger UI 4,
+    # which cannot read the OpenAPI 3.1 document FastAPI writes); ReDoc stays off
+    app = FastAPIOffline(
+        docs_url=DOCS_URL,
+        redoc_url=None,
+        static_url=DOCS_ASSETS,
+        swagger_ui_oauth2_redirect_url=f"{DOCS_URL}/oauth2-redirect",
         title="jobctl API",
         version=__version__,
         summary="Submit, inspect, list, cancel and retry jobs of a PostgreSQL-native job scheduler.",
         description=DESCRIPTION,
         openapi_url="/api/v1/openapi.json",
-        docs_url="/api/v1/docs",
-        redoc_url=None,
         lifespan=lifespan,
         generate_unique_id_function=lambda route: route.name,  # operationIds: submit_job, get_job, ...
         openapi_tags=[

@@ -48,13 +48,19 @@ class Caller:
         return scope in self.scopes
 
     def tenant_for(self, requested: str | None, field: str) -> str:
-        """The tenant a request acts for: the token's own, unless an admin token names one."""
+        """The tenant a request acts for: the token's own, unless an admin token names one. field is the
+        name the request gives it; the errors carry the database's codes for a NULL tenant (JC001) and
+        another tenant's (42501, jobctl._require_tenant)."""
         if requested is None:
             if self.tenant_id is None:
-                raise errors.InvalidInput(f"{field} is required with an admin token", field=field)
+                raise errors.InvalidInput(
+                    f"{field} is required with an admin token", field=field, sqlstate="JC001"
+                )
             return self.tenant_id
         if self.tenant_id is not None and requested != self.tenant_id:
-            raise errors.Forbidden(f"this token may not act for tenant {requested}", field=field)
+            raise errors.Forbidden(
+                f"this token may not act for tenant {requested}", field=field, sqlstate="42501"
+            )
         return requested
 
 
@@ -66,11 +72,11 @@ def pool_of(request: Request) -> AsyncConnectionPool[psycopg.AsyncConnection[Any
 def _token(request: Request) -> str:
     header = request.headers.get("authorization")
     if header is None:
-        raise errors.Unauthorized("missing Authorization header: send Authorization: Bearer <token>")
+        raise error_handlers.NoToken("missing Authorization header: send Authorization: Bearer <token>")
     scheme, _, token = header.strip().partition(" ")
     token = token.strip()
     if scheme.lower() != "bearer" or not token or any(c.isspace() for c in token):
-        raise errors.Unauthorized("malformed Authorization header: expected Bearer <token>")
+        raise error_handlers.NoToken("malformed Authorization header: expected Bearer <token>")
     return token
 
 

@@ -14,6 +14,7 @@ import json
 import logging
 import math
 import re
+from collections.abc import Mapping
 from typing import Any
 
 import psycopg
@@ -56,9 +57,10 @@ CODE_BY_STATUS = {
     413: "payload_too_large",
     415: "unsupported_media_type",
 }
-# Field names the SQL functions use, as this API spells them
-API_FIELD = {"job_id": "id", "state": "status", "before_id": "before", "max_rows": "limit"}
 _UNAVAILABLE_RETRY_AFTER = 2
+# A database that cannot be reached: the server's own SQLSTATE when it sent one (57P03 starting up,
+# 53300 too many clients, ...), else connection_failure
+_UNAVAILABLE_SQLSTATE = "08006"
 # A statement the API's own session settings cut short: the database is busy, not the request wrong
 BUSY = {
     "57014": "the database did not answer within the API's statement_timeout; try again shortly",
@@ -90,27 +92,51 @@ def retry_after(detail: str | None) -> int:
     return max(1, math.ceil(float(found.group(1)))) if found else 1
 
 
-def from_db(e: psycopg.Error) -> errors.JobctlError | None:
-    """jobctl.errors.from_db, in the API's words. Any other data exception (SQLSTATE class 22, or a
-    value psycopg refused to send, such as text with a NUL) is the request's fault too."""
+def from_db(
+    e: psycopg.Error, params: Mapping[str, Any] | None = None, sent_as: Mapping[str, str] | None = None
+) -> errors.JobctlError | None:
+    """jobctl.errors.from_db, in the client's words: a field the SQL names by its own parameter name
+    (`state`, `before_id`) is named as the request sent it (sent_as: SQL name -> query parameter, path
+    parameter or JSON key), in `field` and at the head of the message. Any other data exception
+    (SQLSTATE class 22) is the request's fault too, and so is text that psycopg will not send (a NUL,
+    never sent): JC001, the database's code for a control character, naming the parameter in params
+    that holds it."""
     err = errors.from_db(e)
     if err is None:
         if not isinstance(e, psycopg.DataError):
             return None
+        sqlstate, field = e.diag.sqlstate or "", None
         message = errors.first_line(e.diag.message_primary or str(e))
-        err = errors.InvalidInput(message, sqlstate=e.diag.sqlstate or "")
-    if err.field is not None:
-        err.field = API_FIELD.get(err.field, err.field)
-    return err
+        if not sqlstate:
+            field = next((k for k, v in (params or {}).items() if isinstance(v, str) and "\x00" in v), None)
+            if field is not None:
+                sqlstate, message = "JC001", f"{field} must not contain a NUL character"
+        err = errors.InvalidInput(message, sqlstate=sqlstate, field=field)
+    name = (sent_as or {}).get(err.field or "")
+    if name is None or err.field is None:
+        return err
+    message = re.sub(rf"^{re.escape(err.field)}\b", name, str(err))
+    return type(err)(message, sqlstate=err.sqlstate, field=name, hint=err.hint, index=err.index)
+
+
+class NoToken(errors.Unauthorized):
+    """No bearer token, or a header that is not `Bearer <token>`: refused before the database is asked,
+    with the SQLSTATE it gives any token it does not know (JC020), but the body's `error` is
+    `unauthorized` and WWW-Authenticate has no error code (RFC 6750, 3.1)."""
+
+    sqlstate = "JC020"
 
 
 def error_response(err: errors.JobctlError, detail: str | None = None) -> JSONResponse:
     """The answer to err; detail is the DETAIL of the database error it came from (see retry_after)."""
-    code = CODE_BY_SQLSTATE.get(err.sqlstate) or CODE_BY_CLASS.get(type(err), "internal_error")
+    if isinstance(err, NoToken):
+        code = "unauthorized"
+    else:
+        code = CODE_BY_SQLSTATE.get(err.sqlstate) or CODE_BY_CLASS.get(type(err), "internal_error")
     headers: dict[str, str] = {}
     if err.http_status == 401:
         headers["WWW-Authenticate"] = (
-            'Bearer realm="jobctl", error="invalid_token"' if err.sqlstate else "Bearer"
+            "Bearer" if isinstance(err, NoToken) else 'Bearer realm="jobctl", error="invalid_token"'
         )
     elif err.sqlstate == "JC021":
         headers["WWW-Authenticate"] = 'Bearer realm="jobctl", error="insufficient_scope"'
@@ -152,9 +178,13 @@ def deepest_field(raw: bytes) -> str:
     return field or "body"
 
 
-def unavailable() -> JSONResponse:
+def unavailable(sqlstate: str | None = None) -> JSONResponse:
     return JSONResponse(
-        body("unavailable", "the database is unavailable; try again shortly"),
+        body(
+            "unavailable",
+            "the database is unavailable; try again shortly",
+            sqlstate=sqlstate or _UNAVAILABLE_SQLSTATE,
+        ),
         status_code=503,
         headers={"Retry-After": str(_UNAVAILABLE_RETRY_AFTER)},
     )
@@ -164,8 +194,10 @@ def internal_error(message: str = "internal server error") -> JSONResponse:
     return JSONResponse(body("internal_error", message), status_code=500)
 
 
-def body_too_large(limit: int) -> JSONResponse:
-    return JSONResponse(body("payload_too_large", f"the request body is over {limit} bytes"), status_code=413)
+def body_too_large(limit: int | None = None, message: str | None = None) -> JSONResponse:
+    """413 for a request body over the API's limit: JC002, the database's code for a payload too large."""
+    message = message or f"the request body is over {limit} bytes"
+    return JSONResponse(body("payload_too_large", message, "body", "JC002"), status_code=413)
 
 
 def _answer(request: Request, response: JSONResponse) -> JSONResponse:
@@ -182,7 +214,8 @@ def _known_error(request: Request, err: errors.JobctlError, detail: str | None) 
 
 async def _jobctl_error(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, errors.JobctlError)
-    return _known_error(request, exc, None)
+    cause = exc.__cause__  # the database error it was made from (routes.fetch_all): its DETAIL
+    return _known_error(request, exc, cause.diag.message_detail if isinstance(cause, psycopg.Error) else None)
 
 
 async def _db_error(request: Request, exc: Exception) -> JSONResponse:
@@ -209,7 +242,7 @@ async def _db_error(request: Request, exc: Exception) -> JSONResponse:
         return _known_error(request, err, exc.diag.message_detail)
     if isinstance(exc, psycopg.OperationalError | psycopg.InterfaceError):
         log.warning("%s %s: database unavailable: %s", request.method, request.url.path, str(exc).strip())
-        return _answer(request, unavailable())
+        return _answer(request, unavailable(exc.diag.sqlstate))
     log.error("%s %s: unexpected database error", request.method, request.url.path, exc_info=exc)
     return _answer(request, internal_error())
 
@@ -230,6 +263,12 @@ def _reason(e: dict[str, Any]) -> str:
     return str(e["msg"]).removeprefix("Value error, ")
 
 
+def validation_sqlstate(field: str | None) -> str:
+    """The SQLSTATE of a request refused before the database saw it: the one the database raises for
+    the same field (docs/errors.md), JC003 for the backoff and JC001 for everything else."""
+    return "JC003" if field is not None and (field == "backoff" or field.startswith("backoff.")) else "JC001"
+
+
 async def _validation_error(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, RequestValidationError)
     found = list(exc.errors())
@@ -240,22 +279,18 @@ async def _validation_error(request: Request, exc: Exception) -> JSONResponse:
     if bad_json is not None:
         where = bad_json["loc"][1] if len(bad_json["loc"]) > 1 else "?"
         why = bad_json.get("ctx", {}).get("error", "JSON decode error")
-        return _answer(
-            request,
-            JSONResponse(
-                body(
-                    "invalid_json", f"the request body is not valid JSON: {why} at character {where}", "body"
-                ),
-                status_code=400,
-            ),
-        )
+        message = f"the request body is not valid JSON: {why} at character {where}"
+        # 22P02: what the database answers JSON text that does not parse
+        return _answer(request, JSONResponse(body("invalid_json", message, "body", "22P02"), status_code=400))
     items = [{"field": _field(tuple(e["loc"])), "reason": _reason(e)} for e in found]
     first = items[0] if items else {"field": None, "reason": "invalid request"}
     more = f" (and {len(items) - 1} more)" if len(items) > 1 else ""
     message = f"{first['field']}: {first['reason']}{more}"
+    sqlstate = validation_sqlstate(first["field"])
+    code = CODE_BY_SQLSTATE.get(sqlstate, "invalid_request")
     return _answer(
         request,
-        JSONResponse(body("invalid_request", message, first["field"], errors=items), status_code=422),
+        JSONResponse(body(code, message, first["field"], sqlstate, errors=items), status_code=422),
     )
 
 
@@ -267,6 +302,8 @@ async def _http_error(request: Request, exc: Exception) -> JSONResponse:
         except RuntimeError:
             field = "body"
         return _answer(request, too_deep(field))
+    if exc.status_code == 413:  # limits.BodyTooLarge: a chunked body past the limit
+        return _answer(request, body_too_large(message=str(exc.detail)))
     code = CODE_BY_STATUS.get(exc.status_code, f"http_{exc.status_code}")
     message = "no such endpoint" if exc.status_code == 404 else str(exc.detail)
     return _answer(

@@ -189,9 +189,12 @@ class ErrorBody(BaseModel):
 
     error: str = Field(description="A short code: invalid_request, not_found, illegal_transition, ...")
     message: str = Field(description="One readable line.")
-    field: str | None = Field(description="The request field at fault, when there is one.")
+    field: str | None = Field(
+        description="The request field at fault, as the request named it (query or path parameter, JSON key)."
+    )
     sqlstate: str | None = Field(
-        description="The database's SQLSTATE (docs/errors.md), when it raised the error."
+        description="The database's SQLSTATE (docs/errors.md); for a request refused before the database, "
+        "the one it gives the same fault; null where no database rule is behind the error."
     )
     errors: list[FieldError] | None = Field(
         default=None, description="Request validation only: every field at fault, with the reason."

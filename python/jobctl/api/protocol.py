@@ -12,12 +12,19 @@ FastAPI reads the body before the endpoint's dependencies run).
 from __future__ import annotations
 
 import asyncio
+import json
 from typing import Any
 
 import h11
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
+from jobctl.api.error_handlers import body
+
 HEAD_TIMEOUT = 10.0  # seconds
+# The 408's body: the API's one error shape (no SQLSTATE: no database rule is behind it)
+TIMED_OUT = json.dumps(
+    body("request_timeout", "the request head was not received in time; the connection is closed")
+).encode()
 
 
 class HeadTimeoutH11Protocol(H11Protocol):
@@ -68,10 +75,14 @@ class HeadTimeoutH11Protocol(H11Protocol):
             return
         # 408 to a client that began a request; a silent close to one that sent nothing (keep-alive)
         if self.conn.our_state is h11.IDLE and self.conn.trailing_data[0]:
-            headers = [(b"content-length", b"0"), (b"connection", b"close")]
+            headers = [
+                (b"content-type", b"application/json"),
+                (b"content-length", str(len(TIMED_OUT)).encode()),
+                (b"connection", b"close"),
+            ]
+            response = h11.Response(status_code=408, headers=headers, reason=b"Request Timeout")
             self.transport.write(
-                self.conn.send(h11.Response(status_code=408, headers=headers, reason=b"Request Timeout"))
-                or b""
+                (self.conn.send(response) or b"") + (self.conn.send(h11.Data(data=TIMED_OUT)) or b"")
             )
         self.transport.close()
 

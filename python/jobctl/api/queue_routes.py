@@ -8,13 +8,13 @@ from typing import Annotated
 
 from fastapi import APIRouter, Path, Request
 
-from jobctl import errors, queries
+from jobctl import queries
 from jobctl.api import audit
 from jobctl.api.auth import Caller, caller_for
 from jobctl.api.models import Queue, QueueIn, QueueList, QueueOut
-from jobctl.api.routes import TOO_MANY_LISTS, error_responses, fetch_all, list_slot
+from jobctl.api.routes import TOO_MANY_LISTS, error_responses, fetch_all, list_slot, not_found
 
-Name = Annotated[str, Path(min_length=1, max_length=200, description="The queue.")]
+QueueName = Annotated[str, Path(min_length=1, max_length=200, description="The queue.")]
 
 router = APIRouter(prefix="/api/v1", tags=["queues"])
 ADMIN_ONLY = {403: "The token lacks the scope, or is a tenant's: queues are shared, so only an admin token."}
@@ -25,7 +25,7 @@ async def _queue(caller: Caller, name: str) -> Queue:
     for row in rows:
         if row["queue"] == name:
             return Queue(**row)
-    raise errors.NotFound(f"no queue {name}", field="queue")
+    raise not_found(f"queue {name}", "queue")
 
 
 @router.get(
@@ -40,19 +40,19 @@ async def list_queues(request: Request, caller: Annotated[Caller, caller_for("qu
 
 
 @router.put(
-    "/queues/{name}",
+    "/queues/{queue}",
     summary="Create or replace a queue's settings",
     responses=error_responses(400, 422, notes=ADMIN_ONLY),
 )
 async def put_queue(
-    request: Request, name: Name, body: QueueIn, caller: Annotated[Caller, caller_for("queues:write")]
+    request: Request, queue: QueueName, body: QueueIn, caller: Annotated[Caller, caller_for("queues:write")]
 ) -> QueueOut:
     """Set a queue's limits and pause (scope `queues:write`, admin token); fields left out take their
     defaults: no limit, not paused."""
     act = audit.begin(request, audit.Action(caller.token_id, caller.tenant_id, "put_queue"))
-    await fetch_all(caller, queries.PUT_QUEUE, body.model_dump() | {"queue": name})
+    await fetch_all(caller, queries.PUT_QUEUE, body.model_dump() | {"queue": queue})
     act.record(200)
-    return QueueOut(queue=await _queue(caller, name))
+    return QueueOut(queue=await _queue(caller, queue))
 
 
 async def _pause(request: Request, caller: Caller, name: str, paused: bool) -> QueueOut:
@@ -65,21 +65,21 @@ async def _pause(request: Request, caller: Caller, name: str, paused: bool) -> Q
 
 
 @router.post(
-    "/queues/{name}/pause", summary="Pause a queue", responses=error_responses(422, notes=ADMIN_ONLY)
+    "/queues/{queue}/pause", summary="Pause a queue", responses=error_responses(422, notes=ADMIN_ONLY)
 )
 async def pause_queue(
-    request: Request, name: Name, caller: Annotated[Caller, caller_for("queues:write")]
+    request: Request, queue: QueueName, caller: Annotated[Caller, caller_for("queues:write")]
 ) -> QueueOut:
     """Stop claims from the queue, for every tenant, from the next claim on; submits go on (scope
     `queues:write`, admin token)."""
-    return await _pause(request, caller, name, True)
+    return await _pause(request, caller, queue, True)
 
 
 @router.post(
-    "/queues/{name}/resume", summary="Resume a queue", responses=error_responses(422, notes=ADMIN_ONLY)
+    "/queues/{queue}/resume", summary="Resume a queue", responses=error_responses(422, notes=ADMIN_ONLY)
 )
 async def resume_queue(
-    request: Request, name: Name, caller: Annotated[Caller, caller_for("queues:write")]
+    request: Request, queue: QueueName, caller: Annotated[Caller, caller_for("queues:write")]
 ) -> QueueOut:
     """Restart claims from a paused queue (scope `queues:write`, admin token)."""
-    return await _pause(request, caller, name, False)
+    return await _pause(request, caller, queue, False)

@@ -18,6 +18,7 @@ connection auth lends for the endpoint function; it is back in the pool before t
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from contextlib import AbstractContextManager
 from typing import Annotated, Any
 
@@ -28,7 +29,7 @@ from psycopg.rows import dict_row
 from psycopg.types.json import Jsonb
 
 from jobctl import errors, queries
-from jobctl.api import audit
+from jobctl.api import audit, error_handlers
 from jobctl.api.auth import Caller, caller_for, pool_of
 from jobctl.api.limits import TenantSlots
 from jobctl.api.models import (
@@ -91,21 +92,38 @@ def list_slot(request: Request, caller: Caller) -> AbstractContextManager[None]:
     return slots.slot(caller.tenant_id)
 
 
-async def fetch_all(caller: Caller, query: str, params: dict[str, Any]) -> list[dict[str, Any]]:
-    async with caller.conn.cursor(row_factory=dict_row) as cur:
-        await cur.execute(query, params)
-        return await cur.fetchall()
+async def fetch_all(
+    caller: Caller, query: str, params: dict[str, Any], sent_as: Mapping[str, str] | None = None
+) -> list[dict[str, Any]]:
+    """The rows of one statement. Its error, if the database (or psycopg) refuses the request, is raised
+    as the JobctlError naming each field as the request did: sent_as maps a parameter of the SQL to the
+    query parameter, path parameter or JSON key it came from, where the two differ."""
+    try:
+        async with caller.conn.cursor(row_factory=dict_row) as cur:
+            await cur.execute(query, params)
+            return await cur.fetchall()
+    except psycopg.Error as e:
+        err = error_handlers.from_db(e, params, sent_as)
+        if err is None:
+            raise
+        raise err from e  # the handler reads the DETAIL (Retry-After) from the cause
 
 
-def _not_found(job_id: int) -> errors.NotFound:
-    return errors.NotFound(f"job {job_id} not found", field="id")
+def not_found(what: str, field: str) -> errors.NotFound:
+    """404 with P0002, the code cancel_job and retry_job raise for an unknown id."""
+    return errors.NotFound(f"{what} not found", field=field, sqlstate="P0002")
+
+
+# The job id is the path's `id`
+JOB_ID_AS_SENT = {"job_id": "id"}
 
 
 async def _job(caller: Caller, job_id: int) -> Job:
-    """The job just submitted, cancelled or retried (by this caller: no tenant check needed)."""
-    rows = await fetch_all(caller, queries.GET_JOB, {"job_id": job_id})
+    """A job of the caller's tenants (get_job answers another tenant's as it answers an unknown id: no row,
+    404)."""
+    rows = await fetch_all(caller, queries.GET_JOB, {"job_id": job_id}, JOB_ID_AS_SENT)
     if not rows:
-        raise _not_found(job_id)
+        raise not_found(f"job {job_id}", "id")
     return Job.from_row(rows[0])
 
 
@@ -162,7 +180,7 @@ async def _change_job(request: Request, caller: Caller, job_id: int, action: str
     """Cancel or retry one of the caller's jobs, audited, and answer with the job as it is now; the
     function answers an unknown id and another tenant's job alike (P0002: 404)."""
     act = audit.begin(request, audit.Action(caller.token_id, caller.tenant_id, action, job_id))
-    await fetch_all(caller, sql, {"job_id": job_id})
+    await fetch_all(caller, sql, {"job_id": job_id}, JOB_ID_AS_SENT)
     out = JobOut(job=await _job(caller, job_id))
     act.record(200)
     return out
@@ -176,10 +194,7 @@ async def _change_job(request: Request, caller: Caller, job_id: int, action: str
 )
 async def get_job(job_id: JobId, caller: Annotated[Caller, caller_for("jobs:read")]) -> JobOut:
     """One job (scope `jobs:read`). Another tenant's job answers 404, as an unknown id does."""
-    rows = await fetch_all(caller, queries.GET_JOB, {"job_id": job_id})
-    if not rows:
-        raise _not_found(job_id)
-    return JobOut(job=Job.from_row(rows[0]))
+    return JobOut(job=await _job(caller, job_id))
 
 
 @router.delete(
@@ -258,6 +273,7 @@ async def list_jobs(
                 "before_id": before,
                 "max_rows": limit + 1,
             },
+            {"tenant_id": "tenant", "state": "status", "before_id": "before", "max_rows": "limit"},
         )
         # at the cap, list_jobs cannot return the extra row: a full page then points on (maybe to an
         # empty one)

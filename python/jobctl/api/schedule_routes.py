@@ -9,11 +9,11 @@ from typing import Annotated
 from fastapi import APIRouter, Path, Query, Request
 from psycopg.types.json import Jsonb
 
-from jobctl import errors, queries
+from jobctl import queries
 from jobctl.api import audit
 from jobctl.api.auth import Caller, caller_for
 from jobctl.api.models import Dropped, Schedule, ScheduleIn, ScheduleList, ScheduleOut
-from jobctl.api.routes import TOO_MANY_LISTS, error_responses, fetch_all, list_slot
+from jobctl.api.routes import TOO_MANY_LISTS, error_responses, fetch_all, list_slot, not_found
 
 Name = Annotated[str, Path(min_length=1, max_length=200, description="The schedule's name.")]
 Tenant = Annotated[
@@ -21,10 +21,8 @@ Tenant = Annotated[
 ]
 
 router = APIRouter(prefix="/api/v1", tags=["schedules"])
-
-
-def _not_found(name: str) -> errors.NotFound:
-    return errors.NotFound(f"no schedule {name}", field="name")
+# list and drop take the tenant as the query parameter `tenant`
+TENANT_AS_SENT = {"tenant_id": "tenant"}
 
 
 @router.put(
@@ -59,7 +57,7 @@ async def list_schedules(
     """A tenant's schedules with their next and last fire times (scope `schedules:read`)."""
     tenant_id = caller.tenant_for(tenant, "tenant")
     with list_slot(request, caller):
-        rows = await fetch_all(caller, queries.LIST_SCHEDULES, {"tenant_id": tenant_id})
+        rows = await fetch_all(caller, queries.LIST_SCHEDULES, {"tenant_id": tenant_id}, TENANT_AS_SENT)
         return ScheduleList(schedules=[Schedule(**r) for r in rows])
 
 
@@ -73,8 +71,9 @@ async def drop_schedule(
     """Remove a schedule (scope `schedules:write`); runs already enqueued stay. An unknown name is 404."""
     act = audit.begin(request, audit.Action(caller.token_id, caller.tenant_id, "drop_schedule"))
     act.tenant = caller.tenant_for(tenant, "tenant")
-    rows = await fetch_all(caller, queries.DROP_SCHEDULE, {"tenant_id": act.tenant, "name": name})
+    params = {"tenant_id": act.tenant, "name": name}
+    rows = await fetch_all(caller, queries.DROP_SCHEDULE, params, TENANT_AS_SENT)
     if not rows or not rows[0]["dropped"]:
-        raise _not_found(name)
+        raise not_found(f"schedule {name}", "name")
     act.record(200)
     return Dropped(dropped=True)

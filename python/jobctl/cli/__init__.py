@@ -1,8 +1,11 @@
-"""The `jobctl` command line: a thin shell over the jobctl SQL functions.
+"""The `jobctl` command line: a thin shell over the jobctl SQL functions, called through
+`jobctl.client` (jobs, schedules, tenants) or queries.py (the rest).
 
-Human output by default, `--json` for machines. Every error a user can act on is one line on stderr,
-`jobctl: <what went wrong> [SQLSTATE, field: <name>]`, and exit status 1 (usage errors: click's
-exit 2); never a traceback. `JobctlGroup.invoke` is the one place that turns errors into that line.
+Human output by default, `--json` for machines. Every error is one line on stderr, never a
+traceback: `jobctl: <what went wrong> [SQLSTATE, field: <name>] hint: <HINT>` and exit status 1, or
+for a command line that does not parse `jobctl: <what is wrong> (see 'jobctl <command> --help')` and
+exit status 2 (docs/cli.md). `JobctlGroup.make_context` (the group's own options) and
+`JobctlGroup.invoke` (everything below it) are the one place that turns errors into that line.
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ from typing import Any
 import click
 
 from jobctl.cli import access, jobs, keys, ops, queues, schedules, schema, tenants, tokens
-from jobctl.cli.common import CliError, user_message
+from jobctl.cli.common import CliError, one_line_usage, user_message
 from jobctl.errors import first_line
 
 
@@ -36,15 +39,23 @@ class JobctlGroup(click.Group):
             self.add_command(command, cmd_name)
         return super().get_command(ctx, cmd_name)
 
+    def make_context(
+        self, info_name: str | None, args: list[str], parent: click.Context | None = None, **extra: Any
+    ) -> click.Context:
+        try:
+            return super().make_context(info_name, args, parent, **extra)
+        except click.UsageError as e:  # `jobctl --bogus`
+            raise one_line_usage(e) from None
+
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
-        except click.UsageError:
-            raise
+        except click.UsageError as e:  # an unknown command, option or value, a missing argument
+            raise one_line_usage(e) from None
         except click.ClickException as e:  # raised by a command (serve, worker): the same one-line form
-            if type(e) is click.ClickException:
-                raise CliError(e.format_message()) from None
-            raise
+            if isinstance(e, CliError):
+                raise
+            raise CliError(e.format_message()) from None
         except (click.exceptions.Exit, click.exceptions.Abort):
             raise
         except BrokenPipeError:  # `jobctl list ... | head`: stop quietly

@@ -1,9 +1,12 @@
-"""What every command shares: the connection, `--json`, row helpers and the one-line error."""
+"""What every command shares: the connection, `--json`, the types of ids and times, row helpers and
+the one-line error."""
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
+from datetime import datetime, timedelta
 from typing import IO, Any
 
 import click
@@ -11,7 +14,7 @@ import psycopg
 from psycopg.rows import dict_row
 from psycopg.types.json import set_json_loads
 
-from jobctl import db, errors, output
+from jobctl import client, db, errors, output
 from jobctl import migrate as mig
 from jobctl.errors import first_line
 
@@ -31,14 +34,70 @@ class CliError(click.ClickException):
     exit_code = 1
 
     def show(self, file: IO[Any] | None = None) -> None:
-        click.echo(f"jobctl: {output.printable(self.format_message())}", err=True)
+        click.echo(f"jobctl: {output.printable(first_line(self.format_message()))}", err=True)
+
+
+class CliUsageError(click.UsageError):
+    """A usage error as one line, `jobctl: <message> (see 'jobctl <command> --help')`, exit status 2."""
+
+    def show(self, file: IO[Any] | None = None) -> None:
+        message = first_line(self.format_message())
+        help_hint = f" (see '{self.ctx.command_path} --help')" if self.ctx is not None else ""
+        click.echo(f"jobctl: {output.printable(message)}{help_hint}", err=True)
+
+
+def one_line_usage(e: click.UsageError) -> click.UsageError:
+    """click's usage error as a CliUsageError (one that prints a command's help stays as it is)."""
+    if isinstance(e, CliUsageError | click.exceptions.NoArgsIsHelpError):
+        return e
+    return CliUsageError(e.format_message(), ctx=e.ctx)
+
+
+def as_id(ctx: click.Context, param: click.Parameter, value: str | None) -> int | None:
+    """The callback of an ID argument or option: a whole number from 1 to the largest bigint
+    (client.check_id), else a usage error naming the argument."""
+    if value is None:
+        return None
+    try:
+        return client.check_id(int(value.strip()))
+    except (ValueError, errors.InvalidInput):
+        raise click.BadParameter(
+            f"{value!r} is not an id: a whole number from 1 to {client.BIGINT_MAX}", ctx, param
+        ) from None
+
+
+# `--run-at +5m`: due this long from now by the database clock
+_RELATIVE = re.compile(r"^\+(\d+(?:\.\d+)?)([smhd])$")
+_UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+def as_run_at(ctx: click.Context, param: click.Parameter, value: str | None) -> datetime | timedelta | None:
+    """The callback of --run-at: ISO 8601 with a zone (2026-12-02T02:00:00Z, 2026-12-02 02:00:00+01:00),
+    or a time from now by the database clock, +30s, +5m, +2h, +1d (a timedelta); else a usage error."""
+    if value is None:
+        return None
+    text = value.strip()
+    if m := _RELATIVE.match(text):
+        return timedelta(seconds=float(m[1]) * _UNIT_SECONDS[m[2]])
+    try:
+        at = datetime.fromisoformat(text)
+    except ValueError:
+        at = None
+    if at is None or at.tzinfo is None:
+        raise click.BadParameter(
+            f"{text!r} is neither an ISO 8601 time with a zone (2026-12-02T02:00:00Z) "
+            "nor a time from now (+30s, +5m, +2h, +1d)",
+            ctx,
+            param,
+        )
+    return at
 
 
 def connect() -> Conn:
     """An autocommit connection: each statement is its own transaction unless a command opens one.
-    JSON columns nested too deeply to decode come as `output.RawJson` (shown as text)."""
+    JSON columns nested too deeply to decode come as `client.RawJson` (shown as text)."""
     conn = db.connect(autocommit=True)
-    set_json_loads(output.load_json, conn)
+    set_json_loads(client.load_json, conn)
     return conn
 
 
@@ -68,9 +127,11 @@ def parse_json(text: str, what: str, field: str | None = None) -> Any:
 
 
 def jobctl_message(e: errors.JobctlError) -> str:
+    """`<message> [<SQLSTATE>, field: <name>] hint: <the database's HINT>`, on one line."""
     message = first_line(str(e))
     tags = [t for t in (e.sqlstate, f"field: {e.field}" if e.field else "") if t]
-    return f"{message} [{', '.join(tags)}]" if tags else message
+    hint = " ".join((e.hint or "").split())
+    return message + (f" [{', '.join(tags)}]" if tags else "") + (f" hint: {hint}" if hint else "")
 
 
 def user_message(e: BaseException) -> str | None:
@@ -84,8 +145,9 @@ def user_message(e: BaseException) -> str | None:
             if isinstance(e, psycopg.OperationalError):  # it could not be reached or went away
                 return "cannot reach the database: " + message.removeprefix("connection failed: ")
             return f"database error: {message}"  # e.g. a malformed --dsn
-        hint = " (is the schema installed? run `jobctl migrate`)" if e.sqlstate in _NOT_INSTALLED else ""
-        return f"database error: {message}{hint} [{e.sqlstate}]"
+        missing = " (is the schema installed? run `jobctl migrate`)" if e.sqlstate in _NOT_INSTALLED else ""
+        hint = " ".join((e.diag.message_hint or "").split())
+        return f"database error: {message}{missing} [{e.sqlstate}]" + (f" hint: {hint}" if hint else "")
     if isinstance(e, errors.JobctlError):
         return jobctl_message(e)
     if isinstance(e, db.ConfigError | mig.MigrationError):
@@ -93,12 +155,9 @@ def user_message(e: BaseException) -> str | None:
     return None
 
 
-def set_paused(what: str, key: str, name: str, sql: str, paused: bool, as_json: bool) -> None:
-    """Pause or resume a tenant or a queue (`what`; `key` its parameter's name) with `sql`, and say
-    whether its state changed."""
-    with connect() as conn:
-        row = fetch_one(conn, sql, {key: name, "paused": paused})
-    changed = bool(row and row["changed"])
+def show_paused(what: str, key: str, name: str, paused: bool, changed: bool, as_json: bool) -> None:
+    """Say that a tenant or a queue (`what`; `key` its parameter's name) was paused or resumed, or
+    already was."""
     if as_json:
         echo_json({key: name, "paused": paused, "changed": changed})
         return

@@ -1,7 +1,7 @@
-"""Jobs: `submit`, `get`, `list`, `history`, `cancel`, `retry`.
+"""Jobs: `submit`, `get`, `list`, `history`, `cancel`, `retry`, through jobctl.client.
 
-Each submit builds the job as the JSON object `jobctl.submit_jobs` takes, with only the keys the
-user gave: the defaults (priority, attempts, backoff, timeout) are applied by SQL, never here.
+A submit passes only the options the user gave: the defaults (priority, attempts, backoff, timeout)
+are applied by SQL, never here.
 """
 
 from __future__ import annotations
@@ -14,36 +14,36 @@ import sys
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from datetime import datetime, timedelta
 from typing import IO, Any
 
 import click
-import psycopg
-from psycopg.types.json import Jsonb
 
-from jobctl import contract, errors, output, queries
+from jobctl import contract, errors, output
 from jobctl.cli.common import (
     CliError,
-    Conn,
-    connect,
+    as_id,
+    as_run_at,
     echo_json,
-    fetch_all,
-    fetch_one,
     json_option,
     parse_json,
     user_message,
 )
+from jobctl.client import Client
 
 SUBMIT_EPILOG = """\b
 Examples:
   jobctl submit acme emails '{"to": "ada@example.com"}' --priority 5
-  jobctl submit acme reports --delay 3600 --dedup-key report-2026-11
+  jobctl submit acme reports --run-at +1h --dedup-key report-2026-11
+  jobctl submit acme reports --run-at 2026-12-02T02:00:00Z
   jobctl submit --file jobs.jsonl
   producer | jobctl submit --file - --json
 
 \b
 Each line of a --file is one JSON object with submit_jobs' keys: tenant_id,
-queue, payload, priority, run_at, dedup_key, max_attempts, backoff, timeout.
-A batch is all or nothing; earlier batches stay submitted."""
+queue, payload, priority, run_at, dedup_key, max_attempts, backoff, timeout,
+subject_key, concurrency_key. A batch is all or nothing; earlier batches
+stay submitted."""
 
 
 def _number_or_text(value: str) -> int | float | str:
@@ -57,42 +57,17 @@ def _number_or_text(value: str) -> int | float | str:
     return value
 
 
-def _job_spec(
-    tenant: str,
-    queue: str,
-    payload: str | None,
-    priority: int | None,
-    run_at: str | None,
-    dedup_key: str | None,
-    max_attempts: int | None,
-    backoff: str | None,
-    timeout: str | None,
-    concurrency_key: str | None = None,
-) -> dict[str, Any]:
-    spec: dict[str, Any] = {
-        "tenant_id": tenant,
-        "queue": queue,
-        "payload": parse_json(payload, "PAYLOAD_JSON", "payload") if payload is not None else {},
-    }
-    optional = {
-        "priority": priority,
-        "run_at": run_at,
-        "dedup_key": dedup_key,
-        "max_attempts": max_attempts,
-        "backoff": parse_json(backoff, "--backoff", "backoff") if backoff is not None else None,
-        "timeout": _number_or_text(timeout) if timeout is not None else None,
-        "concurrency_key": concurrency_key,
-    }
-    spec.update({k: v for k, v in optional.items() if v is not None})
-    return spec
-
-
 @click.command(epilog=SUBMIT_EPILOG)
 @click.argument("tenant", required=False)
 @click.argument("queue", required=False)
 @click.argument("payload", metavar="[PAYLOAD_JSON]", required=False)
 @click.option("--priority", type=int, help="Higher runs first (default 0; range in docs/errors.md).")
-@click.option("--run-at", metavar="ISO", help="When it is due, ISO 8601 (default: now).")
+@click.option(
+    "--run-at",
+    callback=as_run_at,
+    metavar="TIME",
+    help="When it is due: ISO 8601 with a zone (2026-12-02T02:00:00Z), or from now: +30s, +5m, +2h, +1d.",
+)
 @click.option(
     "--delay",
     type=click.FloatRange(min=0),
@@ -115,6 +90,11 @@ def _job_spec(
     help="At most the key's limit of its jobs run at once (jobctl key put), in run_at order.",
 )
 @click.option(
+    "--subject-key",
+    metavar="KEY",
+    help="The person the payload is about (jobctl.forget_subject, docs/security.md).",
+)
+@click.option(
     "--file",
     "jobs_file",
     type=click.File("rb"),
@@ -134,13 +114,14 @@ def submit(
     queue: str | None,
     payload: str | None,
     priority: int | None,
-    run_at: str | None,
+    run_at: datetime | timedelta | None,
     delay: float | None,
     dedup_key: str | None,
     max_attempts: int | None,
     backoff: str | None,
     timeout: str | None,
     concurrency_key: str | None,
+    subject_key: str | None,
     jobs_file: IO[bytes] | None,
     batch_size: int,
     as_json: bool,
@@ -152,7 +133,7 @@ def submit(
     if jobs_file is not None:
         given = [
             tenant, queue, payload, priority, run_at, delay, dedup_key, max_attempts, backoff, timeout,
-            concurrency_key,
+            concurrency_key, subject_key,
         ]  # fmt: skip
         if any(v is not None for v in given):
             raise click.UsageError("--file takes no TENANT, QUEUE, PAYLOAD_JSON or job options")
@@ -162,30 +143,29 @@ def submit(
         raise click.UsageError("give TENANT and QUEUE (or --file PATH)")
     if run_at is not None and delay is not None:
         raise click.UsageError("give --run-at or --delay, not both")
-    spec = _job_spec(
-        tenant, queue, payload, priority, run_at, dedup_key, max_attempts, backoff, timeout, concurrency_key
-    )
-    with connect() as conn:
-        try:
-            with conn.transaction():
-                if delay is not None:
-                    due = fetch_one(conn, queries.RUN_AT_AFTER, {"seconds": delay})
-                    assert due is not None
-                    spec["run_at"] = due["run_at"].isoformat()
-                row = fetch_one(conn, queries.SUBMIT_JOBS, {"jobs": Jsonb([spec])})
-        except psycopg.Error as e:
-            mapped = errors.from_db(e)
-            if mapped is None:
-                raise
-            raise mapped from None
-    assert row is not None
+    after = run_at if isinstance(run_at, timedelta) else delay
+    with Client() as client:
+        row = client.submit(
+            tenant,
+            queue,
+            parse_json(payload, "PAYLOAD_JSON", "payload") if payload is not None else {},
+            priority=priority,
+            run_at=run_at if isinstance(run_at, datetime) else None,
+            delay=after,
+            dedup_key=dedup_key,
+            max_attempts=max_attempts,
+            backoff=parse_json(backoff, "--backoff", "backoff") if backoff is not None else None,
+            timeout=_number_or_text(timeout) if timeout is not None else None,
+            subject_key=subject_key,
+            concurrency_key=concurrency_key,
+        )
     if as_json:
         echo_json(row)
         return
-    click.echo(row["job_id"])
-    if row["duplicate"]:
+    click.echo(row.job_id)
+    if row.duplicate:
         click.echo(
-            f"duplicate of job {row['job_id']} (dedup key {dedup_key!r}): nothing new was submitted", err=True
+            f"duplicate of job {row.job_id} (dedup key {dedup_key!r}): nothing new was submitted", err=True
         )
 
 
@@ -220,10 +200,10 @@ def _batches(stream: IO[bytes], size: int) -> Iterator[_Batch]:
 
 
 def _at_line(e: errors.JobctlError, batch: _Batch) -> errors.JobctlError:
-    """A submit_jobs error about jobs[i], told as the error of line n of the file."""
-    if e.index is None or e.index >= len(batch.lines):
-        return e
-    return type(e)(f"line {batch.lines[e.index]}: {e}", sqlstate=e.sqlstate, field=e.field, hint=e.hint)
+    """A submit_jobs error about jobs[i], told as the error of line n of the file. Its HINT ("Nothing
+    was submitted") is about the batch: the CLI tells instead what the file's earlier batches kept."""
+    where = f"line {batch.lines[e.index]}: " if e.index is not None and e.index < len(batch.lines) else ""
+    return type(e)(f"{where}{e}", sqlstate=e.sqlstate, field=e.field, detail=e.detail, index=e.index)
 
 
 def _file_size(stream: IO[bytes]) -> int | None:
@@ -238,18 +218,15 @@ def _submit_file(stream: IO[bytes], batch_size: int, as_json: bool) -> None:
     submitted = duplicates = batches = done_line = 0
     started = time.monotonic()
 
-    def send(conn: Conn, batch: _Batch) -> None:
+    def send(client: Client, batch: _Batch) -> None:
         nonlocal submitted, duplicates, batches, done_line
         if not batch.jobs:
             return
         try:
-            rows = fetch_all(conn, queries.SUBMIT_JOBS, {"jobs": Jsonb(batch.jobs)})
-        except psycopg.Error as e:
-            mapped = errors.from_db(e)
-            if mapped is None:
-                raise
-            raise _at_line(mapped, batch) from None
-        dups = sum(1 for r in rows if r["duplicate"])
+            rows = client.submit_many(batch.jobs)
+        except errors.JobctlError as e:
+            raise _at_line(e, batch) from None
+        dups = sum(1 for r in rows if r.duplicate)
         submitted, duplicates, batches = submitted + len(rows) - dups, duplicates + dups, batches + 1
         done_line = batch.lines[-1]
 
@@ -257,11 +234,11 @@ def _submit_file(stream: IO[bytes], batch_size: int, as_json: bool) -> None:
     stderr = sys.stderr
     hidden = not stderr.isatty()  # no bar (nor its label) in logs and pipes
     try:
-        with connect() as conn:
+        with Client() as client:
             if size is not None:
                 with click.progressbar(length=size, label="submitting", file=stderr, hidden=hidden) as bar:
                     for batch in _batches(stream, batch_size):
-                        send(conn, batch)
+                        send(client, batch)
                         bar.update(batch.nbytes)
             else:
                 with click.progressbar(
@@ -272,7 +249,7 @@ def _submit_file(stream: IO[bytes], batch_size: int, as_json: bool) -> None:
                     item_show_func=lambda b: f"{submitted + duplicates} jobs" if b else None,
                 ) as batch_iter:
                     for batch in batch_iter:
-                        send(conn, batch)
+                        send(client, batch)
     except Exception as e:
         message = user_message(e)
         if message is None:
@@ -313,18 +290,18 @@ Examples:
 
 
 @click.command()
-@click.argument("job_id", metavar="ID", type=int)
+@click.argument("job_id", metavar="ID", callback=as_id)
 @json_option
 def get(job_id: int, as_json: bool) -> None:
     """Show one job: state, attempts, lease, payload, result, error."""
-    with connect() as conn:
-        job = fetch_one(conn, queries.GET_JOB, {"job_id": job_id})
+    with Client() as client:
+        job = client.get_job(job_id)
     if job is None:
         raise errors.NotFound(f"no job {job_id}")
     if as_json:
         echo_json(job)
     else:
-        click.echo(output.key_values(job.items()))
+        click.echo(output.key_values(output.record(job)))
 
 
 @click.command("list", epilog=JOB_LIST_EPILOG)
@@ -332,7 +309,7 @@ def get(job_id: int, as_json: bool) -> None:
 @click.option("--state", type=click.Choice(contract.STATES), help="Only jobs in this state.")
 @click.option("--queue", metavar="QUEUE", help="Only jobs of this queue.")
 @click.option(
-    "--before", "before_id", type=int, metavar="ID", help="Only jobs older than this id (next page)."
+    "--before", "before_id", callback=as_id, metavar="ID", help="Only jobs older than this id (next page)."
 )
 @click.option(
     "--limit",
@@ -347,29 +324,22 @@ def list_(
     tenant_id: str, state: str | None, queue: str | None, before_id: int | None, limit: int, as_json: bool
 ) -> None:
     """List a tenant's jobs, newest first, a page at a time."""
-    params = {
-        "tenant_id": tenant_id,
-        "state": state,
-        "queue": queue,
-        "before_id": before_id,
-        "max_rows": limit,
-    }
-    with connect() as conn:
-        jobs = fetch_all(conn, queries.LIST_JOBS, params)
+    with Client() as client:
+        jobs = client.list_jobs(tenant_id, state=state, queue=queue, before_id=before_id, max_rows=limit)
     if as_json:
         echo_json(jobs)
         return
     headers = ["ID", "QUEUE", "STATE", "PRIO", "ATTEMPT", "RUN AT", "CREATED", "LAST ERROR"]
     rows = [
         [
-            j["job_id"],
-            j["queue"],
-            j["state"],
-            j["priority"],
-            f"{j['attempt']}/{j['max_attempts']}",
-            j["run_at"],
-            j["created_at"],
-            output.truncate(j["last_error"], 50) if j["last_error"] else None,
+            j.job_id,
+            j.queue,
+            j.state,
+            j.priority,
+            f"{j.attempt}/{j.max_attempts}",
+            j.run_at,
+            j.created_at,
+            output.truncate(j.last_error, 50) if j.last_error else None,
         ]
         for j in jobs
     ]
@@ -378,19 +348,19 @@ def list_(
         args = ["--tenant", tenant_id]
         args += ["--state", state] if state else []
         args += ["--queue", queue] if queue else []
-        args += ["--before", str(jobs[-1]["job_id"]), "--limit", str(limit)]
+        args += ["--before", str(jobs[-1].job_id), "--limit", str(limit)]
         click.echo(f"(more may follow: jobctl list {shlex.join(args)})")
     elif not jobs:
         click.echo("(no jobs)")
 
 
 @click.command()
-@click.argument("job_id", metavar="ID", type=int)
+@click.argument("job_id", metavar="ID", callback=as_id)
 @json_option
 def history(job_id: int, as_json: bool) -> None:
     """Show every transition of a job, oldest first."""
-    with connect() as conn:
-        events = fetch_all(conn, queries.JOB_HISTORY, {"job_id": job_id})
+    with Client() as client:
+        events = client.job_history(job_id)
     if not events:
         raise errors.NotFound(f"no job {job_id}")
     if as_json:
@@ -398,43 +368,35 @@ def history(job_id: int, as_json: bool) -> None:
         return
     headers = ["AT", "EVENT", "ATTEMPT", "EPOCH", "WORKER", "DETAIL"]
     rows = [
-        [
-            e["at"],
-            e["event"],
-            e["attempt"],
-            e["lease_epoch"],
-            e["worker_id"],
-            e["detail"] and output.truncate(e["detail"], 60),
-        ]
+        [e.at, e.event, e.attempt, e.lease_epoch, e.worker_id, e.detail and output.truncate(e.detail, 60)]
         for e in events
     ]
     click.echo(output.table(headers, rows, right=[2, 3]))
 
 
-def _act(query: str, job_id: int, as_json: bool) -> None:
-    with connect() as conn:
-        row = fetch_one(conn, query, {"job_id": job_id})
-    assert row is not None
+def _show_state(job_id: int, state: str, as_json: bool) -> None:
     if as_json:
-        echo_json({"job_id": job_id, "state": row["state"]})
+        echo_json({"job_id": job_id, "state": state})
     else:
-        click.echo(f"job {job_id}: {row['state']}")
+        click.echo(f"job {job_id}: {state}")
 
 
 @click.command()
-@click.argument("job_id", metavar="ID", type=int)
+@click.argument("job_id", metavar="ID", callback=as_id)
 @json_option
 def cancel(job_id: int, as_json: bool) -> None:
     """Cancel a pending, failed or running job.
 
     A running job's lease is revoked: its worker is told to stop at its next heartbeat.
     """
-    _act(queries.CANCEL_JOB, job_id, as_json)
+    with Client() as client:
+        _show_state(job_id, client.cancel_job(job_id), as_json)
 
 
 @click.command()
-@click.argument("job_id", metavar="ID", type=int)
+@click.argument("job_id", metavar="ID", callback=as_id)
 @json_option
 def retry(job_id: int, as_json: bool) -> None:
     """Make a failed, dead or cancelled job pending and due now."""
-    _act(queries.RETRY_JOB, job_id, as_json)
+    with Client() as client:
+        _show_state(job_id, client.retry_job(job_id), as_json)

@@ -68,16 +68,25 @@ def figures(
     return now, [rows[k] for k in sorted(rows)]
 
 
-def figures_table(rows: list[Row]) -> str:
-    headers = [
-        "TENANT",
-        "QUEUE",
-        *(s.upper() for s in contract.STATES),
-        "OLDEST DUE",
-        "CLAIMS/S",
-        "WAIT P50",
-        "WAIT P99",
-    ]
+# the figures' columns; on a narrow terminal (`top`) short headers, and the least telling go first
+FIGURE_COLUMNS = [
+    output.Column("TENANT", "TENANT"),
+    output.Column("QUEUE", "QUEUE"),
+    output.Column("PENDING", "PEND", right=True),
+    output.Column("RUNNING", "RUN", right=True),
+    output.Column("COMPLETED", "DONE", right=True, drop=2),
+    output.Column("FAILED", "FAIL", right=True),
+    output.Column("DEAD", "DEAD", right=True, drop=4),
+    output.Column("CANCELLED", "CANC", right=True, drop=1),
+    output.Column("OLDEST DUE", "OLDEST", right=True),
+    output.Column("CLAIMS/S", "CLM/S", right=True),
+    output.Column("WAIT P50", "P50", right=True, drop=3),
+    output.Column("WAIT P99", "P99", right=True),
+]
+
+
+def figures_table(rows: list[Row], width: int | None = None) -> str:
+    """The figures as a table, at most `width` characters wide (output.fitted_table)."""
     body = [
         [
             r["tenant_id"],
@@ -90,8 +99,7 @@ def figures_table(rows: list[Row]) -> str:
         ]
         for r in rows
     ]
-    n = 2 + len(contract.STATES)
-    return output.table(headers, body, right=range(n, n + 4))
+    return output.fitted_table(FIGURE_COLUMNS, body, width)
 
 
 @click.command()
@@ -182,19 +190,24 @@ def doctor(ctx: click.Context, as_json: bool) -> None:
 
 
 def _frame(
-    conn: Conn, tenant_id: str | None, queue: str | None, window: float, interval: float, height: int | None
+    conn: Conn,
+    tenant_id: str | None,
+    queue: str | None,
+    window: float,
+    interval: float,
+    size: tuple[int, int | None],
 ) -> str:
+    """One screen of `top`, at most `size` (columns, lines; lines None: every row) large."""
+    width, height = size
     now, rows = figures(conn, tenant_id, queue, window)
     health = checks(conn)
-    lines = [
-        f"jobctl top  {output.timestamp(now)}  every {interval:g}s, claims over {window:g}s  (Ctrl-C quits)",
-        f"health: {summary(health)}",
-        "",
-    ]
+    every = f"every {interval:g}s, claims over {window:g}s"
+    title = f"jobctl top  {output.timestamp(now)}  {every}  (Ctrl-C quits)"
+    lines = [output.clip(title, width), output.clip(f"health: {summary(health)}", width), ""]
     # the busiest first: unfinished jobs, then claims
     rows.sort(key=lambda r: (-(r["pending"] + r["failed"] + r["running"]), -r["claims_per_s"]))
     shown = rows if height is None else rows[: max(height - len(lines) - 3, 1)]
-    lines.append(figures_table(shown) if rows else "(no jobs)")
+    lines.append(figures_table(shown, width) if rows else "(no jobs)")
     if len(shown) < len(rows):
         lines.append(f"... and {len(rows) - len(shown)} more (narrow with --tenant / --queue)")
     return "\n".join(lines)
@@ -220,7 +233,8 @@ def top(
 ) -> None:
     """A live dashboard of the stats table and a health summary.
 
-    Redrawn every --interval seconds until Ctrl-C, busiest queues first. The screen is cleared
+    Redrawn every --interval seconds until Ctrl-C, busiest queues first, fitted to the terminal's
+    width (short headers, then fewer columns) and, on a terminal, its height. The screen is cleared
     between redraws only when stdout is a terminal; a lost connection is retried.
     """
     tty = sys.stdout.isatty()
@@ -231,8 +245,8 @@ def top(
             try:
                 if conn is None or conn.closed:
                     conn = connect()
-                height = shutil.get_terminal_size().lines if tty else None
-                frame = _frame(conn, tenant_id, queue, window, interval, height)
+                columns, lines = shutil.get_terminal_size()  # $COLUMNS and $LINES first; else 80x24
+                frame = _frame(conn, tenant_id, queue, window, interval, (columns, lines if tty else None))
             except psycopg.OperationalError as e:
                 if e.sqlstate is not None and not e.sqlstate.startswith("57P"):  # 57P: server going down
                     raise

@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from jobctl import output, queries
-from jobctl.cli.common import connect, echo_json, fetch_all, json_option, set_paused
+from jobctl.cli.common import connect, echo_json, fetch_all, fetch_one, json_option, show_paused
 
 PUT_EPILOG = """\b
 Examples:
@@ -66,7 +66,7 @@ def list_(as_json: bool) -> None:
     if as_json:
         echo_json(rows)
         return
-    headers = ["QUEUE", "PAUSED", "MAX RUNNING", "CLAIM/S", "BURST", "DUE", "RUNNING"]
+    headers = ["QUEUE", "PAUSED", "MAX RUNNING", "CLAIM/S", "CLAIM BURST", "DUE", "RUNNING"]
     table = [
         [r["queue"], r["paused"], r["max_running"], r["claim_rate"], r["claim_burst"], r["due"], r["running"]]
         for r in rows
@@ -79,7 +79,7 @@ def list_(as_json: bool) -> None:
 @json_option
 def pause(name: str, as_json: bool) -> None:
     """Stop claims from QUEUE for every tenant, from the next claim on (submits go on)."""
-    set_paused("queue", "queue", name, queries.PAUSE_QUEUE, True, as_json)
+    _pause(name, True, as_json)
 
 
 @queue.command()
@@ -87,4 +87,10 @@ def pause(name: str, as_json: bool) -> None:
 @json_option
 def resume(name: str, as_json: bool) -> None:
     """Restart claims from QUEUE."""
-    set_paused("queue", "queue", name, queries.PAUSE_QUEUE, False, as_json)
+    _pause(name, False, as_json)
+
+
+def _pause(name: str, paused: bool, as_json: bool) -> None:
+    with connect() as conn:
+        row = fetch_one(conn, queries.PAUSE_QUEUE, {"queue": name, "paused": paused})
+    show_paused("queue", "queue", name, paused, bool(row and row["changed"]), as_json)

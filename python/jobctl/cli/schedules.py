@@ -1,12 +1,12 @@
-"""Recurring schedules: `schedule put|list|drop|next`."""
+"""Recurring schedules: `schedule put|list|drop|next`, through jobctl.client."""
 
 from __future__ import annotations
 
 import click
-from psycopg.types.json import Jsonb
 
-from jobctl import errors, output, queries
-from jobctl.cli.common import connect, echo_json, fetch_all, fetch_one, json_option, parse_json
+from jobctl import errors, output
+from jobctl.cli.common import echo_json, json_option, parse_json
+from jobctl.client import Client
 
 PUT_EPILOG = """\b
 Examples:
@@ -53,25 +53,21 @@ def put(
     CRON: 5 fields (minute hour day-of-month month day-of-week) or @every <interval>, @hourly,
     @daily, @weekly, @monthly, @yearly; times are UTC.
     """
-    params = {
-        "tenant_id": tenant_id,
-        "name": name,
-        "cron": cron,
-        "queue": queue,
-        "payload": Jsonb(parse_json(payload, "PAYLOAD", "payload")),
-        "priority": priority,
-        "catch_up": catch_up,
-        "skip_overlap": skip_overlap,
-    }
-    with connect() as conn, conn.transaction():
-        conn.execute(queries.PUT_SCHEDULE, params)
-        saved = fetch_one(conn, queries.GET_SCHEDULE, {"tenant_id": tenant_id, "name": name})
-    if saved is None:
-        raise errors.NotFound(f"schedule {name} was not saved")
+    with Client() as client:
+        saved = client.put_schedule(
+            tenant_id,
+            name,
+            cron,
+            queue,
+            parse_json(payload, "PAYLOAD", "payload"),
+            priority=priority,
+            catch_up=catch_up,
+            skip_overlap=skip_overlap,
+        )
     if as_json:
         echo_json(saved)
     else:
-        click.echo(output.key_values(saved.items()))
+        click.echo(output.key_values(output.record(saved)))
 
 
 @schedule.command("list")
@@ -79,25 +75,17 @@ def put(
 @json_option
 def list_(tenant_id: str | None, as_json: bool) -> None:
     """List the schedules of TENANT (default: every tenant) with their next fire times."""
-    with connect() as conn:
-        rows = fetch_all(conn, queries.LIST_SCHEDULES, {"tenant_id": tenant_id})
+    with Client() as client:
+        schedules = client.list_schedules(tenant_id)
     if as_json:
-        echo_json(rows)
+        echo_json(schedules)
         return
     headers = ["TENANT", "NAME", "CRON", "QUEUE", "NEXT FIRE (UTC)", "LAST FIRE (UTC)", "LAST JOB"]
-    table = [
-        [
-            r["tenant_id"],
-            r["name"],
-            r["cron"],
-            r["queue"],
-            r["next_fire_at"],
-            r["last_fire_at"],
-            r["last_job_id"],
-        ]
-        for r in rows
+    rows = [
+        [s.tenant_id, s.name, s.cron, s.queue, s.next_fire_at, s.last_fire_at, s.last_job_id]
+        for s in schedules
     ]
-    click.echo(output.table(headers, table))
+    click.echo(output.table(headers, rows))
 
 
 @schedule.command()
@@ -106,9 +94,8 @@ def list_(tenant_id: str | None, as_json: bool) -> None:
 @json_option
 def drop(tenant_id: str, name: str, as_json: bool) -> None:
     """Remove a schedule (runs already enqueued stay)."""
-    with connect() as conn:
-        row = fetch_one(conn, queries.DROP_SCHEDULE, {"tenant_id": tenant_id, "name": name})
-    dropped = bool(row and row["dropped"])
+    with Client() as client:
+        dropped = client.drop_schedule(tenant_id, name)
     if as_json:
         echo_json({"tenant_id": tenant_id, "name": name, "dropped": dropped})
     elif not dropped:
@@ -125,9 +112,9 @@ def drop(tenant_id: str, name: str, as_json: bool) -> None:
 @json_option
 def next_(cron: str, count: int, as_json: bool) -> None:
     """Print the coming fire times of a CRON expression (UTC), as jobctl.cron_next computes them."""
-    with connect() as conn:
-        times = [r["at"] for r in fetch_all(conn, queries.CRON_TIMES, {"cron": cron, "count": count})]
+    with Client() as client:
+        times = client.next_fire_times(cron, count)
     if as_json:
         echo_json(times)
     else:
-        click.echo("\n".join(t.isoformat() for t in times))
+        click.echo("\n".join(output.timestamp(t) for t in times))

@@ -20,20 +20,22 @@ def plan_issues(p: mig.Plan) -> list[str]:
 
 
 @click.command()
-@click.option("--print", "print_only", is_flag=True, help="Print the SQL that would run; change nothing.")
+@click.option(
+    "--print",
+    "print_only",
+    is_flag=True,
+    help="Print the whole schema as one psql script that installs or upgrades any database; connect to none.",
+)
 @json_option
 def migrate(print_only: bool, as_json: bool) -> None:
     """Apply pending migrations and re-apply every SQL function.
 
     Runs in one transaction under an advisory lock: safe to run twice, or from two places at once.
     """
+    if print_only:
+        click.echo(mig.script(), nl=False)
+        return
     with connect() as conn:
-        if print_only:
-            p = mig.plan(conn)
-            if p.problems:
-                raise mig.MigrationError("; ".join(p.problems))
-            click.echo(mig.script(p))
-            return
         try:
             done = mig.migrate(conn)
         except psycopg.Error as e:

@@ -1,11 +1,13 @@
-"""Tenants: `tenant put` (settings) and `tenant list`."""
+"""Tenants: `tenant put` (settings), `tenant list`, `tenant pause`, `tenant resume`, through
+jobctl.client."""
 
 from __future__ import annotations
 
 import click
 
-from jobctl import errors, output, queries
-from jobctl.cli.common import Row, connect, echo_json, fetch_all, fetch_one, json_option, set_paused
+from jobctl import output
+from jobctl.cli.common import echo_json, json_option, show_paused
+from jobctl.client import Client, Tenant
 
 PUT_EPILOG = """\b
 Examples:
@@ -18,10 +20,8 @@ def tenant() -> None:
     """Tenants: weights, quotas, rate limits, pause and resume."""
 
 
-def _show(t: Row) -> str:
-    return output.key_values(
-        (k, "unlimited" if v is None and k not in ("created_at", "updated_at") else v) for k, v in t.items()
-    )
+def _show(t: Tenant) -> str:
+    return output.key_values((k, "unlimited" if v is None else v) for k, v in output.record(t))
 
 
 @tenant.command(epilog=PUT_EPILOG)
@@ -62,22 +62,18 @@ def put(
 
     Every setting is replaced: an option left out goes back to its default (no limit).
     """
-    params = {
-        "tenant_id": tenant_id,
-        "weight": weight,
-        "max_pending": max_pending,
-        "max_running": max_running,
-        "submit_rate": submit_rate,
-        "submit_burst": submit_burst,
-        "claim_rate": claim_rate,
-        "claim_burst": claim_burst,
-        "encrypt_payloads": encrypt_payloads,
-    }
-    with connect() as conn, conn.transaction():
-        conn.execute(queries.PUT_TENANT, params)
-        saved = fetch_one(conn, queries.GET_TENANT, {"tenant_id": tenant_id})
-    if saved is None:
-        raise errors.NotFound(f"tenant {tenant_id} was not saved")
+    with Client() as client:
+        saved = client.put_tenant(
+            tenant_id,
+            weight=weight,
+            max_pending=max_pending,
+            max_running=max_running,
+            submit_rate=submit_rate,
+            submit_burst=submit_burst,
+            claim_rate=claim_rate,
+            claim_burst=claim_burst,
+            encrypt_payloads=encrypt_payloads,
+        )
     if as_json:
         echo_json(saved)
     else:
@@ -88,8 +84,8 @@ def put(
 @json_option
 def list_(as_json: bool) -> None:
     """List every tenant with its settings ('-': no limit)."""
-    with connect() as conn:
-        tenants = fetch_all(conn, queries.LIST_TENANTS)
+    with Client() as client:
+        tenants = client.list_tenants()
     if as_json:
         echo_json(tenants)
         return
@@ -99,24 +95,24 @@ def list_(as_json: bool) -> None:
         "MAX PENDING",
         "MAX RUNNING",
         "SUBMIT/S",
-        "BURST",
+        "SUBMIT BURST",
         "CLAIM/S",
-        "BURST",
+        "CLAIM BURST",
         "PAUSED",
         "ENCRYPTED",
     ]
     rows = [
         [
-            t["tenant_id"],
-            t["weight"],
-            t["max_pending"],
-            t["max_running"],
-            t["submit_rate"],
-            t["submit_burst"],
-            t["claim_rate"],
-            t["claim_burst"],
-            t["paused"],
-            t["encrypt_payloads"],
+            t.tenant_id,
+            t.weight,
+            t.max_pending,
+            t.max_running,
+            t.submit_rate,
+            t.submit_burst,
+            t.claim_rate,
+            t.claim_burst,
+            t.paused,
+            t.encrypt_payloads,
         ]
         for t in tenants
     ]
@@ -128,7 +124,8 @@ def list_(as_json: bool) -> None:
 @json_option
 def pause(tenant_id: str, as_json: bool) -> None:
     """Stop claims of TENANT's jobs at once (submits are still accepted and queue up)."""
-    set_paused("tenant", "tenant_id", tenant_id, queries.PAUSE_TENANT, True, as_json)
+    with Client() as client:
+        show_paused("tenant", "tenant_id", tenant_id, True, client.pause_tenant(tenant_id), as_json)
 
 
 @tenant.command()
@@ -136,4 +133,5 @@ def pause(tenant_id: str, as_json: bool) -> None:
 @json_option
 def resume(tenant_id: str, as_json: bool) -> None:
     """Let workers claim TENANT's jobs again."""
-    set_paused("tenant", "tenant_id", tenant_id, queries.PAUSE_TENANT, False, as_json)
+    with Client() as client:
+        show_paused("tenant", "tenant_id", tenant_id, False, client.resume_tenant(tenant_id), as_json)

@@ -6,7 +6,7 @@ import click
 import psycopg
 
 from jobctl import contract, errors, output, queries
-from jobctl.cli.common import connect, echo_json, fetch_all, fetch_one, json_option
+from jobctl.cli.common import as_id, connect, echo_json, fetch_all, fetch_one, json_option
 
 SCOPES = contract.SCOPES
 
@@ -74,9 +74,11 @@ def revoke(token_ref: str, as_json: bool) -> None:
 
     A full token must be valid: a mistyped secret revokes nothing.
     """
+    ctx = click.get_current_context()
     with connect() as conn:
         if token_ref.isdigit():
-            token_id = int(token_ref)
+            token_id = as_id(ctx, ctx.command.params[0], token_ref)
+            assert token_id is not None
         else:
             match = contract.TOKEN_RE.match(token_ref)
             if match is None:

@@ -1,0 +1,1 @@
+"""The numbered migrations (tables, types, data moves), immutable once landed: SHA256SUMS."""

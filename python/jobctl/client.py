@@ -1,0 +1,698 @@
+"""`jobctl.Client` and `jobctl.AsyncClient`: the jobctl SQL functions as Python calls (docs/client.md).
+
+Every call runs statements of queries.py, and this module is the one place that turns their rows into
+typed values: frozen dataclasses named after the SQL's own types and columns (`JobInfo` is a row of
+`jobctl.job_info`). A database error with a SQLSTATE of docs/errors.md is raised as its
+`jobctl.errors` class (`InvalidInput`, `NotFound`, ...), carrying sqlstate, field, detail and hint;
+any other error is psycopg's own.
+
+Connections. Without `conn=`, a call runs on the client's own autocommit connection to its DSN
+(default `jobctl.db.dsn()`: JOBCTL_DSN, else the local cluster's), opened at the first call, opened
+again after it broke, one call at a time; it carries `jobctl.db.session_options()` (the tenants'
+payload keys). With `conn=`, the call runs on the caller's psycopg connection inside whatever
+transaction is open there: a job submitted so commits or rolls back with the caller's own writes. The
+client never commits, rolls back or opens a transaction block on a caller's connection.
+
+JSON columns are decoded with `load_json`: JSON nested deeper than MAX_JSON_DEPTH (possible only for
+rows stored before the SQL layer's bound of 100 levels) comes as a `RawJson` holding its text, where
+Python's decoder would fail with RecursionError.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import threading
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, fields
+from datetime import datetime, timedelta
+from decimal import Decimal
+from itertools import accumulate
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, Self, TypeVar
+
+import psycopg
+from psycopg.rows import dict_row
+from psycopg.types.json import set_json_loads
+
+from jobctl import db, errors, queries
+
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
+
+Row = dict[str, Any]
+Conn = psycopg.Connection[Any]
+AsyncConn = psycopg.AsyncConnection[Any]
+Statement = tuple[str, Mapping[str, Any]]
+T = TypeVar("T", bound="DataclassInstance")
+
+BIGINT_MAX = 2**63 - 1  # job ids are positive bigints
+
+# --- JSON columns
+
+# JSON nested deeper than this is kept as its text, not decoded: Python's decoder (and encoder)
+# recurse, and fail with RecursionError near 1,000 levels; the SQL layer refuses more than 100
+MAX_JSON_DEPTH = 200
+_JSON_STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
+
+
+class RawJson:
+    """JSON text nested too deeply to decode (more than MAX_JSON_DEPTH levels), as it is stored."""
+
+    __slots__ = ("text",)
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+    def __repr__(self) -> str:
+        return f"RawJson({len(self.text)} characters)"
+
+
+def _depth(text: str) -> int:
+    """How deeply JSON text nests (strings skipped)."""
+    brackets = [1 if c in "[{" else -1 for c in _JSON_STRING.sub("", text) if c in "[]{}"]
+    return max(accumulate(brackets), default=0)
+
+
+def load_json(data: bytes | bytearray | memoryview | str) -> Any:
+    """The loader of json and jsonb columns: decoded, unless nested deeper than MAX_JSON_DEPTH (then a
+    RawJson). Counting brackets is cheap; only text with that many is scanned."""
+    text = data if isinstance(data, str) else bytes(data).decode()
+    if text.count("[") + text.count("{") > MAX_JSON_DEPTH and _depth(text) > MAX_JSON_DEPTH:
+        return RawJson(text)
+    return json.loads(text)
+
+
+# --- what the calls return: one dataclass per SQL row type, fields in the SQL's column order
+
+
+@dataclass(frozen=True)
+class Submitted:
+    """A row of submit_job / submit_jobs: the job's id; `duplicate`: the job already holding the
+    dedup key (nothing new was written)."""
+
+    job_id: int
+    duplicate: bool
+
+
+@dataclass(frozen=True)
+class JobInfo:
+    """A row of `jobctl.job_info` (get_job, list_jobs)."""
+
+    job_id: int
+    tenant_id: str
+    queue: str
+    state: str
+    priority: int
+    payload: Any
+    run_at: datetime
+    attempt: int
+    max_attempts: int
+    dedup_key: str | None
+    created_at: datetime
+    started_at: datetime | None
+    finished_at: datetime | None
+    last_error: str | None
+    result: Any
+    worker_id: str | None
+    lease_expires_at: datetime | None
+    lease_epoch: int | None
+    timeout: timedelta | None
+    backoff: Any
+    concurrency_key: str | None
+
+
+@dataclass(frozen=True)
+class HistoryEntry:
+    """A row of job_history: one transition of a job."""
+
+    at: datetime
+    event: str
+    attempt: int
+    lease_epoch: int | None
+    worker_id: str | None
+    detail: str | None
+
+
+@dataclass(frozen=True)
+class Schedule:
+    """A row of list_schedules."""
+
+    tenant_id: str
+    name: str
+    cron: str
+    queue: str
+    payload: Any
+    priority: int
+    catch_up: int
+    skip_overlap: bool
+    next_fire_at: datetime | None
+    last_fire_at: datetime | None
+    last_job_id: int | None
+    created_at: datetime
+    updated_at: datetime
+
+
+@dataclass(frozen=True)
+class Tenant:
+    """A row of list_tenants. None: unlimited."""
+
+    tenant_id: str
+    weight: int
+    max_pending: int | None
+    max_running: int | None
+    submit_rate: Decimal | None
+    submit_burst: int | None
+    claim_rate: Decimal | None
+    claim_burst: int | None
+    paused: bool
+    created_at: datetime
+    updated_at: datetime
+    encrypt_payloads: bool
+
+
+@dataclass(frozen=True)
+class JobSpec:
+    """One job for `submit_many`, with submit_job's parameters. None leaves a parameter to the SQL
+    default (priority 0, due now, 3 attempts, exponential backoff, no timeout)."""
+
+    tenant_id: str
+    queue: str
+    payload: Any
+    priority: int | None = None
+    run_at: datetime | None = None
+    dedup_key: str | None = None
+    max_attempts: int | None = None
+    backoff: Mapping[str, Any] | None = None  # {"strategy", "base", "max", "jitter"}, as in SQL
+    timeout: timedelta | float | str | None = None  # seconds, or an interval such as '5 minutes'
+    subject_key: str | None = None
+    concurrency_key: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        """The submit_jobs element: only the keys given, so that SQL applies its own defaults."""
+        if isinstance(self.run_at, datetime) and self.run_at.tzinfo is None:
+            raise errors.InvalidInput("run_at must have a time zone", field="run_at")
+        given = {f.name: getattr(self, f.name) for f in fields(self)}
+        if isinstance(self.run_at, datetime):
+            given["run_at"] = self.run_at.isoformat()
+        if isinstance(self.timeout, timedelta):
+            given["timeout"] = self.timeout.total_seconds()
+        return {k: v for k, v in given.items() if v is not None or k == "payload"}
+
+
+def _typed(cls: type[T], row: Row) -> T:
+    """A row as `cls`: its fields by name (columns the dataclass does not know are left out)."""
+    return cls(**{f.name: row[f.name] for f in fields(cls)})
+
+
+def _one(cls: type[T], rows: list[Row]) -> T | None:
+    return _typed(cls, rows[0]) if rows else None
+
+
+def _saved(cls: type[T], rows: list[Row], what: str) -> T:
+    """The row read back after a put (in the same transaction: it is there unless another session
+    dropped it in between)."""
+    if not rows:
+        raise errors.NotFound(f"{what} was not saved")
+    return _typed(cls, rows[0])
+
+
+# --- the statements, with their parameters checked and converted
+
+
+def check_id(value: int, name: str = "job_id") -> int:
+    """A job (or token) id as the database takes it: a whole number from 1 to BIGINT_MAX."""
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= BIGINT_MAX:
+        raise errors.InvalidInput(
+            f"{name} must be a whole number from 1 to {BIGINT_MAX}, not {value!r}",
+            sqlstate="22003",
+            field=name,
+        )
+    return value
+
+
+def _jobs_json(jobs: Iterable[JobSpec | Mapping[str, Any]]) -> str:
+    specs = [j.to_json() if isinstance(j, JobSpec) else dict(j) for j in jobs]
+    try:
+        return json.dumps(specs, allow_nan=False)
+    except (TypeError, ValueError) as e:
+        raise errors.InvalidInput(f"a job is not JSON: {e}", field="payload") from None
+
+
+def _submit(spec: JobSpec, delay: timedelta | float | None) -> Statement:
+    if delay is None:
+        return queries.SUBMIT_JOBS, {"jobs": _jobs_json([spec])}
+    if spec.run_at is not None:
+        raise errors.InvalidInput("give run_at or delay, not both", field="run_at")
+    seconds = delay.total_seconds() if isinstance(delay, timedelta) else delay
+    return queries.SUBMIT_JOB_AFTER, {"job": json.dumps(spec.to_json(), allow_nan=False), "seconds": seconds}
+
+
+def _put_tenant(tenant_id: str, settings: Mapping[str, Any]) -> list[Statement]:
+    return [
+        (queries.PUT_TENANT, {"tenant_id": tenant_id, **settings}),
+        (queries.GET_TENANT, {"tenant_id": tenant_id}),
+    ]
+
+
+def _put_schedule(params: Mapping[str, Any]) -> list[Statement]:
+    key = {"tenant_id": params["tenant_id"], "name": params["name"]}
+    return [(queries.PUT_SCHEDULE, params), (queries.GET_SCHEDULE, key)]
+
+
+def _schedule_params(
+    tenant_id: str,
+    name: str,
+    cron: str,
+    queue: str,
+    payload: Any,
+    priority: int,
+    catch_up: int,
+    skip_overlap: bool,
+) -> dict[str, Any]:
+    try:
+        payload_text = json.dumps(payload, allow_nan=False)
+    except (TypeError, ValueError) as e:
+        raise errors.InvalidInput(f"payload is not JSON: {e}", field="payload") from None
+    return {
+        "tenant_id": tenant_id,
+        "name": name,
+        "cron": cron,
+        "queue": queue,
+        "payload": payload_text,
+        "priority": priority,
+        "catch_up": catch_up,
+        "skip_overlap": skip_overlap,
+    }
+
+
+def _list_jobs(
+    tenant_id: str, state: str | None, queue: str | None, before_id: int | None, max_rows: int
+) -> Statement:
+    before = check_id(before_id, "before_id") if before_id is not None else None
+    params = {
+        "tenant_id": tenant_id,
+        "state": state,
+        "queue": queue,
+        "before_id": before,
+        "max_rows": max_rows,
+    }
+    return queries.LIST_JOBS, params
+
+
+def _mapped(e: psycopg.Error) -> BaseException:
+    """The jobctl.errors exception for a database error with a known SQLSTATE, else the error itself."""
+    return errors.from_db(e) or e
+
+
+def _execute(conn: Conn, statement: Statement) -> list[Row]:
+    with conn.cursor(row_factory=dict_row) as cur:
+        set_json_loads(load_json, cur)
+        cur.execute(*statement)
+        return cur.fetchall() if cur.description is not None else []
+
+
+async def _execute_async(conn: AsyncConn, statement: Statement) -> list[Row]:
+    async with conn.cursor(row_factory=dict_row) as cur:
+        set_json_loads(load_json, cur)
+        await cur.execute(*statement)
+        return await cur.fetchall() if cur.description is not None else []
+
+
+def _connect_kwargs(dsn: str) -> dict[str, Any]:
+    return db.connection_kwargs(dsn, "jobctl", autocommit=True)
+
+
+class Client:
+    """The jobctl functions on a connection of its own (`dsn`, default jobctl.db.dsn()) or, per call,
+    on the caller's (`conn=`). Safe to share between threads: its own connection serves one call at
+    a time (for calls in parallel, pass connections of your own pool)."""
+
+    def __init__(self, dsn: str | None = None) -> None:
+        self.dsn = dsn if dsn is not None else db.dsn()
+        self._conn: Conn | None = None
+        self._lock = threading.Lock()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, value: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Close the client's own connection (a later call opens a new one)."""
+        with self._lock:
+            if self._conn is not None:
+                self._conn.close()
+                self._conn = None
+
+    def _run(self, statements: Sequence[Statement], conn: Conn | None) -> list[list[Row]]:
+        """Each statement's rows. On the client's own connection several statements run in one
+        transaction; on the caller's, in the caller's transaction, as they come."""
+        try:
+            if conn is not None:
+                return [_execute(conn, s) for s in statements]
+            with self._lock:
+                if self._conn is None or self._conn.closed:
+                    self._conn = psycopg.connect(self.dsn, **_connect_kwargs(self.dsn))
+                own = self._conn
+                if len(statements) == 1:
+                    return [_execute(own, statements[0])]
+                with own.transaction():
+                    return [_execute(own, s) for s in statements]
+        except psycopg.Error as e:
+            raise _mapped(e) from e
+
+    def _rows(self, statement: Statement, conn: Conn | None) -> list[Row]:
+        return self._run([statement], conn)[0]
+
+    # --- jobs
+
+    def submit(
+        self,
+        tenant_id: str,
+        queue: str,
+        payload: Any,
+        *,
+        priority: int | None = None,
+        run_at: datetime | None = None,
+        delay: timedelta | float | None = None,
+        dedup_key: str | None = None,
+        max_attempts: int | None = None,
+        backoff: Mapping[str, Any] | None = None,
+        timeout: timedelta | float | str | None = None,
+        subject_key: str | None = None,
+        concurrency_key: str | None = None,
+        conn: Conn | None = None,
+    ) -> Submitted:
+        """Submit one job. `delay`: due that long from now by the database clock (not with `run_at`).
+        With `conn`, the job commits or rolls back with the caller's transaction."""
+        spec = JobSpec(
+            tenant_id, queue, payload, priority, run_at, dedup_key, max_attempts, backoff, timeout,
+            subject_key, concurrency_key,
+        )  # fmt: skip
+        return _typed(Submitted, self._rows(_submit(spec, delay), conn)[0])
+
+    def submit_many(
+        self, jobs: Iterable[JobSpec | Mapping[str, Any]], *, conn: Conn | None = None
+    ) -> list[Submitted]:
+        """Submit a batch (at most 10,000), all or nothing; results in input order. A job may also be a
+        mapping with submit_jobs' keys. An error about one job says which in `index`."""
+        rows = self._rows((queries.SUBMIT_JOBS, {"jobs": _jobs_json(jobs)}), conn)
+        return [_typed(Submitted, r) for r in rows]
+
+    def get_job(self, job_id: int, *, conn: Conn | None = None) -> JobInfo | None:
+        """The job, or None when no job has this id (or it is another tenant's)."""
+        return _one(JobInfo, self._rows((queries.GET_JOB, {"job_id": check_id(job_id)}), conn))
+
+    def list_jobs(
+        self,
+        tenant_id: str,
+        *,
+        state: str | None = None,
+        queue: str | None = None,
+        before_id: int | None = None,
+        max_rows: int = 100,
+        conn: Conn | None = None,
+    ) -> list[JobInfo]:
+        """A tenant's jobs, newest first; the next page: `before_id` = the last job_id of this one."""
+        rows = self._rows(_list_jobs(tenant_id, state, queue, before_id, max_rows), conn)
+        return [_typed(JobInfo, r) for r in rows]
+
+    def job_history(self, job_id: int, *, conn: Conn | None = None) -> list[HistoryEntry]:
+        """Every transition of the job, oldest first ([] for an unknown job)."""
+        rows = self._rows((queries.JOB_HISTORY, {"job_id": check_id(job_id)}), conn)
+        return [_typed(HistoryEntry, r) for r in rows]
+
+    def cancel_job(self, job_id: int, *, conn: Conn | None = None) -> str:
+        """Cancel a pending, failed or running job; returns its state ('cancelled')."""
+        return str(self._rows((queries.CANCEL_JOB, {"job_id": check_id(job_id)}), conn)[0]["state"])
+
+    def retry_job(self, job_id: int, *, conn: Conn | None = None) -> str:
+        """Make a failed, dead or cancelled job pending, due now; returns its state ('pending')."""
+        return str(self._rows((queries.RETRY_JOB, {"job_id": check_id(job_id)}), conn)[0]["state"])
+
+    # --- schedules
+
+    def put_schedule(
+        self,
+        tenant_id: str,
+        name: str,
+        cron: str,
+        queue: str,
+        payload: Any,
+        *,
+        priority: int = 0,
+        catch_up: int = 1,
+        skip_overlap: bool = False,
+        conn: Conn | None = None,
+    ) -> Schedule:
+        """Create or replace a schedule; returns it as saved, with its next fire time."""
+        params = _schedule_params(tenant_id, name, cron, queue, payload, priority, catch_up, skip_overlap)
+        return _saved(Schedule, self._run(_put_schedule(params), conn)[1], f"schedule {name}")
+
+    def list_schedules(self, tenant_id: str | None = None, *, conn: Conn | None = None) -> list[Schedule]:
+        """The schedules of a tenant (None: of every tenant the caller acts for)."""
+        rows = self._rows((queries.LIST_SCHEDULES, {"tenant_id": tenant_id}), conn)
+        return [_typed(Schedule, r) for r in rows]
+
+    def get_schedule(self, tenant_id: str, name: str, *, conn: Conn | None = None) -> Schedule | None:
+        return _one(
+            Schedule, self._rows((queries.GET_SCHEDULE, {"tenant_id": tenant_id, "name": name}), conn)
+        )
+
+    def drop_schedule(self, tenant_id: str, name: str, *, conn: Conn | None = None) -> bool:
+        """Remove a schedule; False when there was none (jobs it enqueued stay)."""
+        rows = self._rows((queries.DROP_SCHEDULE, {"tenant_id": tenant_id, "name": name}), conn)
+        return bool(rows[0]["dropped"])
+
+    def next_fire_times(self, cron: str, count: int = 5, *, conn: Conn | None = None) -> list[datetime]:
+        """The next `count` fire times of a cron expression after now, as jobctl.cron_next computes them."""
+        rows = self._rows((queries.CRON_TIMES, {"cron": cron, "count": count}), conn)
+        return [r["at"] for r in rows]
+
+    # --- tenants
+
+    def put_tenant(
+        self,
+        tenant_id: str,
+        *,
+        weight: int = 1,
+        max_pending: int | None = None,
+        max_running: int | None = None,
+        submit_rate: float | Decimal | None = None,
+        submit_burst: int | None = None,
+        claim_rate: float | Decimal | None = None,
+        claim_burst: int | None = None,
+        encrypt_payloads: bool = False,
+        conn: Conn | None = None,
+    ) -> Tenant:
+        """Create or replace a tenant's settings: every one is set, those left out to their defaults."""
+        settings = {
+            "weight": weight, "max_pending": max_pending, "max_running": max_running,
+            "submit_rate": submit_rate, "submit_burst": submit_burst, "claim_rate": claim_rate,
+            "claim_burst": claim_burst, "encrypt_payloads": encrypt_payloads,
+        }  # fmt: skip
+        return _saved(Tenant, self._run(_put_tenant(tenant_id, settings), conn)[1], f"tenant {tenant_id}")
+
+    def list_tenants(self, *, conn: Conn | None = None) -> list[Tenant]:
+        return [_typed(Tenant, r) for r in self._rows((queries.LIST_TENANTS, {}), conn)]
+
+    def get_tenant(self, tenant_id: str, *, conn: Conn | None = None) -> Tenant | None:
+        return _one(Tenant, self._rows((queries.GET_TENANT, {"tenant_id": tenant_id}), conn))
+
+    def pause_tenant(self, tenant_id: str, *, conn: Conn | None = None) -> bool:
+        """Stop claims of the tenant's jobs; False when it was paused already. Unknown tenant: NotFound."""
+        return self._pause(tenant_id, True, conn)
+
+    def resume_tenant(self, tenant_id: str, *, conn: Conn | None = None) -> bool:
+        """Let its jobs be claimed again; False when it was not paused."""
+        return self._pause(tenant_id, False, conn)
+
+    def _pause(self, tenant_id: str, paused: bool, conn: Conn | None) -> bool:
+        rows = self._rows((queries.PAUSE_TENANT, {"tenant_id": tenant_id, "paused": paused}), conn)
+        return bool(rows[0]["changed"])
+
+
+class AsyncClient:
+    """Client for asyncio: the same calls, awaited; `conn=` takes a psycopg AsyncConnection. Its own
+    connection serves one call at a time (for calls in parallel, pass connections of your own pool)."""
+
+    def __init__(self, dsn: str | None = None) -> None:
+        self.dsn = dsn if dsn is not None else db.dsn()
+        self._conn: AsyncConn | None = None
+        self._lock = asyncio.Lock()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self, kind: type[BaseException] | None, value: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.close()
+
+    async def close(self) -> None:
+        async with self._lock:
+            if self._conn is not None:
+                await self._conn.close()
+                self._conn = None
+
+    async def _run(self, statements: Sequence[Statement], conn: AsyncConn | None) -> list[list[Row]]:
+        try:
+            if conn is not None:
+                return [await _execute_async(conn, s) for s in statements]
+            async with self._lock:
+                if self._conn is None or self._conn.closed:
+                    self._conn = await psycopg.AsyncConnection.connect(self.dsn, **_connect_kwargs(self.dsn))
+                own = self._conn
+                if len(statements) == 1:
+                    return [await _execute_async(own, statements[0])]
+                async with own.transaction():
+                    return [await _execute_async(own, s) for s in statements]
+        except psycopg.Error as e:
+            raise _mapped(e) from e
+
+    async def _rows(self, statement: Statement, conn: AsyncConn | None) -> list[Row]:
+        return (await self._run([statement], conn))[0]
+
+    # --- jobs
+
+    async def submit(
+        self,
+        tenant_id: str,
+        queue: str,
+        payload: Any,
+        *,
+        priority: int | None = None,
+        run_at: datetime | None = None,
+        delay: timedelta | float | None = None,
+        dedup_key: str | None = None,
+        max_attempts: int | None = None,
+        backoff: Mapping[str, Any] | None = None,
+        timeout: timedelta | float | str | None = None,
+        subject_key: str | None = None,
+        concurrency_key: str | None = None,
+        conn: AsyncConn | None = None,
+    ) -> Submitted:
+        spec = JobSpec(
+            tenant_id, queue, payload, priority, run_at, dedup_key, max_attempts, backoff, timeout,
+            subject_key, concurrency_key,
+        )  # fmt: skip
+        return _typed(Submitted, (await self._rows(_submit(spec, delay), conn))[0])
+
+    async def submit_many(
+        self, jobs: Iterable[JobSpec | Mapping[str, Any]], *, conn: AsyncConn | None = None
+    ) -> list[Submitted]:
+        rows = await self._rows((queries.SUBMIT_JOBS, {"jobs": _jobs_json(jobs)}), conn)
+        return [_typed(Submitted, r) for r in rows]
+
+    async def get_job(self, job_id: int, *, conn: AsyncConn | None = None) -> JobInfo | None:
+        return _one(JobInfo, await self._rows((queries.GET_JOB, {"job_id": check_id(job_id)}), conn))
+
+    async def list_jobs(
+        self,
+        tenant_id: str,
+        *,
+        state: str | None = None,
+        queue: str | None = None,
+        before_id: int | None = None,
+        max_rows: int = 100,
+        conn: AsyncConn | None = None,
+    ) -> list[JobInfo]:
+        rows = await self._rows(_list_jobs(tenant_id, state, queue, before_id, max_rows), conn)
+        return [_typed(JobInfo, r) for r in rows]
+
+    async def job_history(self, job_id: int, *, conn: AsyncConn | None = None) -> list[HistoryEntry]:
+        rows = await self._rows((queries.JOB_HISTORY, {"job_id": check_id(job_id)}), conn)
+        return [_typed(HistoryEntry, r) for r in rows]
+
+    async def cancel_job(self, job_id: int, *, conn: AsyncConn | None = None) -> str:
+        rows = await self._rows((queries.CANCEL_JOB, {"job_id": check_id(job_id)}), conn)
+        return str(rows[0]["state"])
+
+    async def retry_job(self, job_id: int, *, conn: AsyncConn | None = None) -> str:
+        rows = await self._rows((queries.RETRY_JOB, {"job_id": check_id(job_id)}), conn)
+        return str(rows[0]["state"])
+
+    # --- schedules
+
+    async def put_schedule(
+        self,
+        tenant_id: str,
+        name: str,
+        cron: str,
+        queue: str,
+        payload: Any,
+        *,
+        priority: int = 0,
+        catch_up: int = 1,
+        skip_overlap: bool = False,
+        conn: AsyncConn | None = None,
+    ) -> Schedule:
+        params = _schedule_params(tenant_id, name, cron, queue, payload, priority, catch_up, skip_overlap)
+        return _saved(Schedule, (await self._run(_put_schedule(params), conn))[1], f"schedule {name}")
+
+    async def list_schedules(
+        self, tenant_id: str | None = None, *, conn: AsyncConn | None = None
+    ) -> list[Schedule]:
+        rows = await self._rows((queries.LIST_SCHEDULES, {"tenant_id": tenant_id}), conn)
+        return [_typed(Schedule, r) for r in rows]
+
+    async def get_schedule(
+        self, tenant_id: str, name: str, *, conn: AsyncConn | None = None
+    ) -> Schedule | None:
+        key = {"tenant_id": tenant_id, "name": name}
+        return _one(Schedule, await self._rows((queries.GET_SCHEDULE, key), conn))
+
+    async def drop_schedule(self, tenant_id: str, name: str, *, conn: AsyncConn | None = None) -> bool:
+        rows = await self._rows((queries.DROP_SCHEDULE, {"tenant_id": tenant_id, "name": name}), conn)
+        return bool(rows[0]["dropped"])
+
+    async def next_fire_times(
+        self, cron: str, count: int = 5, *, conn: AsyncConn | None = None
+    ) -> list[datetime]:
+        rows = await self._rows((queries.CRON_TIMES, {"cron": cron, "count": count}), conn)
+        return [r["at"] for r in rows]
+
+    # --- tenants
+
+    async def put_tenant(
+        self,
+        tenant_id: str,
+        *,
+        weight: int = 1,
+        max_pending: int | None = None,
+        max_running: int | None = None,
+        submit_rate: float | Decimal | None = None,
+        submit_burst: int | None = None,
+        claim_rate: float | Decimal | None = None,
+        claim_burst: int | None = None,
+        encrypt_payloads: bool = False,
+        conn: AsyncConn | None = None,
+    ) -> Tenant:
+        settings = {
+            "weight": weight, "max_pending": max_pending, "max_running": max_running,
+            "submit_rate": submit_rate, "submit_burst": submit_burst, "claim_rate": claim_rate,
+            "claim_burst": claim_burst, "encrypt_payloads": encrypt_payloads,
+        }  # fmt: skip
+        rows = (await self._run(_put_tenant(tenant_id, settings), conn))[1]
+        return _saved(Tenant, rows, f"tenant {tenant_id}")
+
+    async def list_tenants(self, *, conn: AsyncConn | None = None) -> list[Tenant]:
+        return [_typed(Tenant, r) for r in await self._rows((queries.LIST_TENANTS, {}), conn)]
+
+    async def get_tenant(self, tenant_id: str, *, conn: AsyncConn | None = None) -> Tenant | None:
+        return _one(Tenant, await self._rows((queries.GET_TENANT, {"tenant_id": tenant_id}), conn))
+
+    async def pause_tenant(self, tenant_id: str, *, conn: AsyncConn | None = None) -> bool:
+        return await self._pause(tenant_id, True, conn)
+
+    async def resume_tenant(self, tenant_id: str, *, conn: AsyncConn | None = None) -> bool:
+        return await self._pause(tenant_id, False, conn)
+
+    async def _pause(self, tenant_id: str, paused: bool, conn: AsyncConn | None) -> bool:
+        rows = await self._rows((queries.PAUSE_TENANT, {"tenant_id": tenant_id, "paused": paused}), conn)
+        return bool(rows[0]["changed"])

@@ -1,0 +1,34 @@
+-- jobctl._job_view: every job, hot and archived, with its live lease (the _running row of its
+-- current epoch). get_job and list_jobs read it. A view is re-defined over time, so it lives in the
+-- re-applied layer, in this one file, not in the migrations that changed it (0001, 0008, 0010,
+-- 0019). CREATE OR REPLACE VIEW may only add columns at the end: dropping or retyping one needs a
+-- migration that drops the view first (this file then creates it again).
+create or replace view jobctl._job_view as
+select
+    j.job_id,
+    j.tenant_id,
+    j.queue,
+    j.state,
+    j.priority::integer as priority,
+    j.payload,
+    j.run_at,
+    j.attempt,
+    j.max_attempts,
+    j.dedup_key,
+    j.created_at,
+    j.started_at,
+    j.finished_at,
+    j.last_error,
+    j.result,
+    j.worker_id,
+    r.lease_expires_at,
+    j.lease_epoch,
+    j.timeout,
+    j.backoff,
+    j.concurrency_key
+from (
+    select * from jobctl.job
+    union all
+    select * from jobctl.job_archive
+) as j
+left join jobctl._running as r on r.job_id = j.job_id and r.lease_epoch = j.lease_epoch;

@@ -1,0 +1,289 @@
+"""jobctl.Client and jobctl.AsyncClient on the real database: each call, its typed results, its errors
+(sqlstate, field, detail, hint), and enqueue inside the caller's own transaction."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from decimal import Decimal
+
+import psycopg
+import pytest
+from jobctl import AsyncClient, Client, HistoryEntry, JobInfo, JobSpec, Schedule, Submitted, Tenant, errors
+
+Conn = psycopg.Connection[tuple[object, ...]]
+
+
+@pytest.fixture
+def client(dsn: str) -> Iterator[Client]:
+    with Client(dsn) as c:
+        yield c
+
+
+def count_jobs(conn: Conn, tenant: str) -> int:
+    row = conn.execute("select count(*) from jobctl.list_jobs(%s)", (tenant,)).fetchone()
+    assert row is not None
+    return int(str(row[0]))
+
+
+def test_submit_with_every_option_and_read_it_back(client: Client, name: str) -> None:
+    at = datetime(2030, 1, 2, 3, 4, 5, tzinfo=UTC)
+    made = client.submit(
+        name,
+        "email",
+        {"to": "a@example.com"},
+        priority=5,
+        run_at=at,
+        dedup_key="welcome-42",
+        max_attempts=4,
+        backoff={"strategy": "fixed", "base": "5 seconds"},
+        timeout=timedelta(minutes=2),
+        subject_key="user-42",
+        concurrency_key="smtp",
+    )
+    assert isinstance(made, Submitted) and made.duplicate is False
+    assert client.submit(name, "email", {}, dedup_key="welcome-42") == Submitted(made.job_id, True)
+
+    job = client.get_job(made.job_id)
+    assert isinstance(job, JobInfo)
+    assert (job.tenant_id, job.queue, job.state, job.priority, job.payload) == (
+        name,
+        "email",
+        "pending",
+        5,
+        {"to": "a@example.com"},
+    )
+    assert (job.run_at, job.max_attempts, job.timeout, job.dedup_key) == (
+        at,
+        4,
+        timedelta(minutes=2),
+        "welcome-42",
+    )
+    assert (job.backoff["strategy"], job.concurrency_key, job.attempt) == ("fixed", "smtp", 0)
+    with pytest.raises(AttributeError):
+        job.state = "running"  # type: ignore[misc]  # frozen
+
+    plain = client.submit(name, "email", {"n": 1}, timeout="5 minutes")
+    assert client.get_job(plain.job_id).timeout == timedelta(minutes=5)  # type: ignore[union-attr]
+    assert client.get_job(2**63 - 1) is None
+
+
+def test_delay_is_counted_by_the_database_clock(client: Client, name: str, conn: Conn) -> None:
+    row = conn.execute("select now()").fetchone()
+    assert row is not None
+    before = row[0]
+    assert isinstance(before, datetime)
+    job = client.get_job(client.submit(name, "q", {}, delay=timedelta(hours=1)).job_id)
+    assert job is not None and timedelta(minutes=59) < job.run_at - before < timedelta(minutes=61)
+    seconds = client.get_job(client.submit(name, "q", {}, delay=90).job_id)
+    assert seconds is not None and timedelta(seconds=80) < seconds.run_at - before < timedelta(seconds=100)
+    with pytest.raises(errors.InvalidInput, match="not both"):
+        client.submit(name, "q", {}, delay=5, run_at=datetime.now(UTC))
+
+
+def test_submit_many_list_history_cancel_retry(client: Client, name: str) -> None:
+    made = client.submit_many(
+        [
+            JobSpec(name, "bulk", {"i": 0}, priority=1),
+            {"tenant_id": name, "queue": "bulk", "payload": {"i": 1}},
+        ]
+    )
+    assert [m.duplicate for m in made] == [False, False]
+    ids = [m.job_id for m in made]
+
+    listed = client.list_jobs(name)
+    assert [j.job_id for j in listed] == ids[::-1] and all(isinstance(j, JobInfo) for j in listed)
+    assert [j.job_id for j in client.list_jobs(name, before_id=ids[1], max_rows=5)] == [ids[0]]
+    assert client.list_jobs(name, state="dead") == [] and client.list_jobs(name, queue="other") == []
+
+    assert client.cancel_job(ids[0]) == "cancelled"
+    assert client.retry_job(ids[0]) == "pending"
+    history = client.job_history(ids[0])
+    assert [h.event for h in history] == ["submitted", "cancelled", "retried"]
+    assert isinstance(history[0], HistoryEntry) and history[0].at.tzinfo is not None
+    assert client.job_history(2**63 - 1) == []
+
+
+def test_errors_carry_sqlstate_field_detail_and_hint(client: Client, name: str, conn: Conn) -> None:
+    with pytest.raises(errors.InvalidInput) as bad:
+        client.submit(name, "q", {}, priority=999)
+    e = bad.value
+    assert (e.sqlstate, e.field, e.detail, e.hint) == (
+        "JC001",
+        "priority",
+        "field: priority",
+        "Nothing was submitted.",
+    )
+    assert str(e).startswith("priority must be an integer from -100 to 100")
+    assert isinstance(e.__cause__, psycopg.Error)
+
+    with pytest.raises(errors.InvalidInput) as batch:  # which job of a batch: index
+        client.submit_many([JobSpec(name, "q", {}), JobSpec(name, "q", {}, max_attempts=0)])
+    assert (batch.value.index, batch.value.field) == (1, "max_attempts")
+
+    with pytest.raises(errors.InvalidInput) as weight:
+        client.put_tenant(name, weight=0)
+    assert weight.value.field == "weight" and "1..10000" in (weight.value.hint or "")
+
+    client.put_tenant(name, max_pending=0)
+    with pytest.raises(errors.OverLimit) as over:
+        client.submit(name, "q", {})
+    assert over.value.sqlstate == "JC004" and over.value.field == "tenant_id"
+    assert "retry_after: 1" in (over.value.detail or "")
+
+    with pytest.raises(errors.NotFound) as missing:
+        client.cancel_job(2**63 - 1)
+    assert missing.value.sqlstate == "P0002"
+    client.put_tenant(name)
+    done = client.submit(name, "q", {}).job_id
+    client.cancel_job(done)
+    with pytest.raises(errors.IllegalTransition):
+        client.cancel_job(done)
+    assert count_jobs(conn, name) == 1, "nothing of the failed calls was written"
+
+
+def test_bad_values_are_refused_before_the_database(client: Client, name: str) -> None:
+    for bad in (0, -1, 2**63, 10**30):
+        with pytest.raises(errors.InvalidInput) as e:
+            client.get_job(bad)
+        assert (e.value.field, e.value.sqlstate) == ("job_id", "22003")
+    with pytest.raises(errors.InvalidInput, match="before_id"):
+        client.list_jobs(name, before_id=2**64)
+    with pytest.raises(errors.InvalidInput, match="time zone") as naive:
+        client.submit(name, "q", {}, run_at=datetime(2030, 1, 1))
+    assert naive.value.field == "run_at"
+    with pytest.raises(errors.InvalidInput, match="not JSON"):
+        client.submit(name, "q", {"at": datetime.now(UTC)})
+    with pytest.raises(errors.InvalidInput, match="not JSON"):
+        client.submit(name, "q", {"x": float("nan")})
+
+
+def test_submit_on_the_callers_connection_rolls_back_and_commits_with_it(
+    client: Client, dsn: str, name: str, conn: Conn
+) -> None:
+    with psycopg.connect(dsn) as mine:  # not autocommit: the caller's transaction
+        mine.execute("create temporary table sent (job_id bigint)")
+        mine.commit()
+        job = client.submit(name, "email", {"n": 1}, conn=mine)
+        mine.execute("insert into sent values (%s)", (job.job_id,))
+        assert client.get_job(job.job_id, conn=mine) is not None, "visible inside the transaction"
+        assert client.get_job(job.job_id) is None, "not to another session before the commit"
+        mine.rollback()
+        assert client.get_job(job.job_id) is None and count_jobs(conn, name) == 0
+
+        kept = client.submit(name, "email", {"n": 2}, conn=mine)
+        client.put_tenant(name, weight=2, conn=mine)  # several statements: in the caller's transaction too
+        mine.execute("insert into sent values (%s)", (kept.job_id,))
+        assert mine.info.transaction_status == psycopg.pq.TransactionStatus.INTRANS, (
+            "the client commits nothing"
+        )
+        mine.commit()
+        assert client.get_job(kept.job_id) is not None
+        tenant = client.get_tenant(name)
+        assert tenant is not None and tenant.weight == 2
+
+
+def test_schedules(client: Client, name: str) -> None:
+    saved = client.put_schedule(name, "nightly", "0 2 * * *", "reports", {"k": 1}, priority=3, catch_up=2)
+    assert isinstance(saved, Schedule)
+    assert (saved.cron, saved.queue, saved.payload, saved.priority, saved.catch_up, saved.skip_overlap) == (
+        "0 2 * * *",
+        "reports",
+        {"k": 1},
+        3,
+        2,
+        False,
+    )
+    assert saved.next_fire_at is not None and (saved.next_fire_at.hour, saved.next_fire_at.minute) == (2, 0)
+    assert [s.name for s in client.list_schedules(name)] == ["nightly"]
+    assert client.get_schedule(name, "nightly") == saved
+    assert client.get_schedule(name, "none") is None
+    times = client.next_fire_times("*/15 * * * *", 3)
+    assert len(times) == 3 and all(t.minute % 15 == 0 and t.tzinfo is not None for t in times)
+    assert times == sorted(times)
+    with pytest.raises(errors.InvalidInput) as bad:
+        client.put_schedule(name, "bad", "0 25 * * *", "q", {})
+    assert bad.value.field == "cron" and "hour" in str(bad.value)
+    assert client.drop_schedule(name, "nightly") is True
+    assert client.drop_schedule(name, "nightly") is False
+
+
+def test_tenants(client: Client, name: str) -> None:
+    tenant = client.put_tenant(name, weight=3, max_pending=100, claim_rate=2.5, submit_burst=10)
+    assert isinstance(tenant, Tenant)
+    assert (
+        tenant.weight,
+        tenant.max_pending,
+        tenant.claim_rate,
+        tenant.submit_burst,
+        tenant.max_running,
+    ) == (
+        3,
+        100,
+        Decimal("2.5"),
+        10,
+        None,
+    )
+    assert client.get_tenant(name) == tenant
+    assert name in [t.tenant_id for t in client.list_tenants()]
+    assert client.get_tenant(name + "-none") is None
+    assert client.pause_tenant(name) is True and client.pause_tenant(name) is False
+    assert client.get_tenant(name).paused is True  # type: ignore[union-attr]
+    assert client.resume_tenant(name) is True
+    with pytest.raises(errors.NotFound) as missing:
+        client.pause_tenant(name + "-none")
+    assert missing.value.field == "tenant_id"
+    reset = client.put_tenant(name)  # every setting is replaced: back to the defaults
+    assert (reset.weight, reset.max_pending, reset.claim_rate) == (1, None, None)
+
+
+def test_the_own_connection_is_opened_again_after_it_broke(client: Client, name: str, conn: Conn) -> None:
+    client.submit(name, "q", {})
+    assert client._conn is not None
+    conn.execute("select pg_terminate_backend(%s)", (client._conn.info.backend_pid,))
+    with pytest.raises(psycopg.OperationalError):
+        client.list_jobs(name)
+    assert len(client.list_jobs(name)) == 1
+
+
+def test_the_async_client(dsn: str, name: str, conn: Conn) -> None:
+    async def scenario() -> None:
+        async with AsyncClient(dsn) as client:
+            made = await client.submit(name, "q", {"n": 1}, priority=2, delay=60)
+            job = await client.get_job(made.job_id)
+            assert job is not None and (job.priority, job.payload, job.state) == (2, {"n": 1}, "pending")
+            many = await client.submit_many([JobSpec(name, "q", {"n": 2})])
+            assert [j.job_id for j in await client.list_jobs(name)] == [many[0].job_id, made.job_id]
+            assert await client.cancel_job(made.job_id) == "cancelled"
+            assert await client.retry_job(made.job_id) == "pending"
+            assert [h.event for h in await client.job_history(made.job_id)][-1] == "retried"
+            with pytest.raises(errors.InvalidInput) as bad:
+                await client.submit(name, "q", {}, priority=999)
+            assert (bad.value.sqlstate, bad.value.field, bad.value.hint) == (
+                "JC001",
+                "priority",
+                "Nothing was submitted.",
+            )
+
+            tenant = await client.put_tenant(name, weight=4)
+            assert tenant.weight == 4 and await client.get_tenant(name) == tenant
+            assert await client.pause_tenant(name) and await client.resume_tenant(name)
+            assert name in [t.tenant_id for t in await client.list_tenants()]
+            schedule = await client.put_schedule(name, "hourly", "@hourly", "q", {})
+            assert await client.list_schedules(name) == [schedule]
+            assert await client.get_schedule(name, "hourly") == schedule
+            assert len(await client.next_fire_times("@daily", 2)) == 2
+            assert await client.drop_schedule(name, "hourly") is True
+
+            async with await psycopg.AsyncConnection.connect(dsn) as mine:
+                gone = await client.submit(name, "tx", {}, conn=mine)
+                await mine.rollback()
+                kept = await client.submit(name, "tx", {}, conn=mine)
+                assert await client.get_job(kept.job_id) is None, "not committed yet"
+                await mine.commit()
+            assert await client.get_job(gone.job_id) is None
+            assert await client.get_job(kept.job_id) is not None
+
+    asyncio.run(scenario())
+    assert count_jobs(conn, name) == 3
