@@ -5,7 +5,7 @@ Scenario `faults`: one fault at a time, every few seconds, in a shuffled cycle, 
   kill       kill -9 of a worker running jobs (a new worker replaces it)
   zombie     SIGSTOP of a worker running jobs for longer than its lease, then SIGCONT
   terminate  pg_terminate_backend of every worker's and the API's connections
-  restart    a fast restart of the server (a cluster under bin/db: .pg or .bench-pg)
+  restart    a fast restart of the server (a cluster under bin/db: .pg, .test-pg or .bench-pg)
   partition  the TCP proxy between half the workers and the server stops passing bytes for longer
              than a lease, then passes them on again or resets every connection
 Scenario `zombies`: every worker is stopped again and again, each time in a phase picked at random
@@ -388,9 +388,9 @@ def do_fault(run: Run, sql: Sql, proxy: Proxy, fault: str, cluster: str | None) 
 
 
 def bin_db_cluster(sql: Sql) -> str | None:
-    """The name bin/db knows the server's cluster by (.pg or .bench-pg), if it is one of them."""
+    """The name bin/db knows the server's cluster by (.pg, .test-pg or .bench-pg), if it is one of them."""
     [(data,)] = sql("show data_directory")
-    for name in (".pg", ".bench-pg"):
+    for name in (".pg", ".test-pg", ".bench-pg"):
         here = ROOT / name / "data"
         if here.exists() and os.path.realpath(here) == os.path.realpath(data):
             return name

@@ -189,7 +189,7 @@ def build(base: Path) -> tuple[Cluster, Cluster]:
     while not port_free(port):
         port += 1
     primary_name = str((base / "primary").relative_to(ROOT))
-    env = {**os.environ, "JOBCTL_PGNAME": primary_name, "JOBCTL_PG_PORT": str(port)}
+    env = {**os.environ, "JOBCTL_PGNAME": primary_name, "JOBCTL_PG_PORT": str(port), "JOBCTL_PG_DB": "jobctl"}
     env["JOBCTL_PG_EXTRA_CONF"] = PRIMARY_CONF
     subprocess.run([str(ROOT / "bin" / "db")], env=env, check=True, capture_output=True, timeout=300)
     # the server's commands get real paths: a link under the checkout may be one postgres cannot follow

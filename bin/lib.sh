@@ -27,8 +27,9 @@ port_free() { ! ss -ltnx 2>/dev/null | grep -q "[:.]$1\b"; }
 pg_bin() { echo "/usr/lib/postgresql/$(pg_major)/bin"; }
 
 # PostgreSQL refuses to run as root: as root, run server commands as the OS user postgres.
+# (From /: postgres may be unable to enter the current directory; every path given is absolute.)
 as_pg() {
-  if [ "$(id -u)" = 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi
+  if [ "$(id -u)" = 0 ]; then (cd / && runuser -u postgres -- "$@"); else "$@"; fi
 }
 
 # sudo only when needed and available.

@@ -62,6 +62,7 @@ begin
             ('list_tenant_grants', 'jobctl_admin')
         ) as g (name, grantee)
         inner join pg_catalog.pg_proc as p on p.proname = g.name and p.pronamespace = 'jobctl'::regnamespace
+        order by p.oid, g.grantee  -- one order every run: a function's privileges list in it (pg_dump equal)
     loop
         execute format('grant execute on function %s to %I', v_grant.fn, v_grant.grantee);
     end loop;

@@ -469,3 +469,23 @@ def test_a_single_submit_names_no_batch_element(
     assert (body["error"], body["field"], body["sqlstate"]) == ("invalid_backoff", field, "JC003"), body
     assert body["message"].startswith(message), body
     assert "jobs[" not in r.text
+
+
+def test_a_payload_that_is_not_json_names_the_field(api: Server, make_token: MakeToken, name: str) -> None:
+    """NaN and Infinity get past the request parser (Python's json takes them) but are not JSON: the
+    client refuses them before the database, as the database would refuse the text (22P02), naming
+    the field."""
+    token = make_token(name)
+    headers = auth(token) | {"content-type": "application/json"}
+    with httpx.Client(base_url=api.url, timeout=30) as c:
+        job = c.post("/api/v1/jobs", content='{"queue": "q", "payload": {"x": NaN}}', headers=headers)
+        schedule = c.put(
+            "/api/v1/schedules/nan",
+            content='{"cron": "@daily", "queue": "q", "payload": [Infinity]}',
+            headers=headers,
+        )
+    for r in (job, schedule):
+        assert r.status_code == 422, r.text
+        body = r.json()
+        assert (body["error"], body["field"], body["sqlstate"]) == ("invalid_request", "payload", "22P02")
+        assert "not JSON" in body["message"]

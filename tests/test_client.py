@@ -11,6 +11,7 @@ from decimal import Decimal
 import psycopg
 import pytest
 from jobctl import AsyncClient, Client, HistoryEntry, JobInfo, JobSpec, Schedule, Submitted, Tenant, errors
+from jobctl.client import ApiToken, ClaimMetrics, ConcurrencyLimit, HealthCheck, Queue, Stats, TenantGrant
 
 Conn = psycopg.Connection[tuple[object, ...]]
 
@@ -238,6 +239,108 @@ def test_tenants(client: Client, name: str) -> None:
     assert (reset.weight, reset.max_pending, reset.claim_rate) == (1, None, None)
 
 
+def test_queues(client: Client, name: str, conn: Conn) -> None:
+    queue = f"{name}-q"
+    saved = client.put_queue(queue, max_running=5, claim_rate=2.5, claim_burst=10)
+    assert isinstance(saved, Queue)
+    assert (saved.queue, saved.max_running, saved.claim_rate, saved.claim_burst, saved.paused) == (
+        queue,
+        5,
+        Decimal("2.5"),
+        10,
+        False,
+    )
+    assert (saved.due, saved.running) == (0, 0) and saved.updated_at is not None
+    assert client.get_queue(queue) == saved and saved in client.list_queues()
+    assert client.get_queue(f"{name}-none") is None
+    assert client.pause_queue(queue) is True and client.pause_queue(queue) is False
+    assert client.get_queue(queue).paused is True  # type: ignore[union-attr]
+    assert client.resume_queue(queue) is True and client.resume_queue(queue) is False
+    with pytest.raises(errors.InvalidInput) as bad:
+        client.put_queue(queue, max_running=-1)
+    assert bad.value.field == "max_running"
+    # in the caller's transaction: gone with its rollback
+    with psycopg.connect(client.dsn) as mine:
+        client.put_queue(queue, max_running=7, conn=mine)
+        assert client.get_queue(queue, conn=mine).max_running == 7  # type: ignore[union-attr]
+        mine.rollback()
+    assert client.get_queue(queue).max_running == 5  # type: ignore[union-attr]
+    reset = client.put_queue(queue)  # every setting back to its default
+    assert (reset.max_running, reset.claim_rate, reset.paused) == (None, None, False)
+
+
+def test_concurrency_limits(client: Client, name: str) -> None:
+    client.put_tenant(name)
+    client.put_concurrency_limit(name, "stripe", 5)
+    client.put_concurrency_limit(name, None, 2)  # the tenant's default
+    client.submit(name, "q", {}, concurrency_key="stripe")
+    limits = client.list_concurrency_limits(name)
+    assert all(isinstance(k, ConcurrencyLimit) for k in limits)
+    by_key = {k.concurrency_key: k for k in limits}
+    assert (by_key["stripe"].max_running, by_key[None].max_running) == (5, 2)
+    assert by_key[None].active is None
+    client.put_concurrency_limit(name, "stripe", None)  # removed: the default applies again
+    assert "stripe" not in {k.concurrency_key for k in client.list_concurrency_limits(name)}
+    with pytest.raises(errors.InvalidInput) as bad:
+        client.put_concurrency_limit(name, "stripe", -1)
+    assert bad.value.field == "max_running"
+
+
+def test_api_tokens(client: Client, name: str) -> None:
+    token = client.create_api_token(name, ["jobs:read"], "ci")
+    assert token.startswith("jct_")
+    token_id = int(token.split("_")[1])
+    listed = client.list_api_tokens(name)
+    assert [(t.token_id, t.tenant_id, t.scopes, t.label, t.revoked_at) for t in listed] == [
+        (token_id, name, ["jobs:read"], "ci", None)
+    ]
+    assert isinstance(listed[0], ApiToken)
+    assert client.revoke_api_token(token_id) is True and client.revoke_api_token(token_id) is False
+    assert client.list_api_tokens(name)[0].revoked_at is not None
+    with pytest.raises(errors.InvalidInput, match="unknown scope"):
+        client.create_api_token(name, ["jobs:fly"])
+    with pytest.raises(errors.InvalidInput) as bad:
+        client.revoke_api_token(0)
+    assert (bad.value.field, bad.value.sqlstate) == ("token_id", "22003")
+
+
+def test_tenant_grants(client: Client, name: str, conn: Conn) -> None:
+    conn.execute(f'create role "{name}" in role jobctl_writer')
+    try:
+        assert client.grant_tenant(name, f"{name}a") is True
+        assert client.grant_tenant(name, f"{name}a") is False
+        assert client.grant_tenant(name) is True  # every tenant
+        mine = [g for g in client.list_tenant_grants() if g.role_name == name]
+        assert all(isinstance(g, TenantGrant) for g in mine)
+        assert [g.tenant_id for g in mine] == [None, f"{name}a"]
+        assert client.revoke_tenant(name) is True and client.revoke_tenant(name) is False
+        assert client.revoke_tenant(name, f"{name}a") is True
+        with pytest.raises(errors.JobctlError, match="no role"):
+            client.grant_tenant(f"{name}_nobody", "x")
+    finally:
+        conn.execute("delete from jobctl._role_tenant where role_oid = %s::regrole", (name,))
+        conn.execute(f'drop role "{name}"')
+
+
+def test_stats_claim_metrics_health_checks_and_the_clock(client: Client, name: str, conn: Conn) -> None:
+    client.submit(name, "a", {})
+    client.submit(name, "a", {})
+    client.submit(name, "b", {}, delay=3600)
+    stats = client.stats(name)
+    assert all(isinstance(s, Stats) for s in stats)
+    assert sorted((s.queue, s.state, s.jobs) for s in stats) == [("a", "pending", 2), ("b", "pending", 1)]
+    assert [s.queue for s in client.stats(name, "b")] == ["b"]
+    now = client.now()
+    assert isinstance(now, datetime) and now.tzinfo is not None
+    assert all(s.oldest_run_at is not None for s in stats)
+    metrics = client.claim_metrics(timedelta(minutes=5), name)
+    assert metrics == [] or all(isinstance(m, ClaimMetrics) and m.tenant_id == name for m in metrics)
+    assert client.claim_metrics(30, name, "a") == client.claim_metrics(timedelta(seconds=30), name, "a")
+    checks = client.health_checks()
+    assert checks and all(isinstance(c, HealthCheck) for c in checks)
+    assert {c.verdict for c in checks} <= {"ok", "warn", "fail"}
+
+
 def test_the_own_connection_is_opened_again_after_it_broke(client: Client, name: str, conn: Conn) -> None:
     client.submit(name, "q", {})
     assert client._conn is not None
@@ -275,6 +378,23 @@ def test_the_async_client(dsn: str, name: str, conn: Conn) -> None:
             assert await client.get_schedule(name, "hourly") == schedule
             assert len(await client.next_fire_times("@daily", 2)) == 2
             assert await client.drop_schedule(name, "hourly") is True
+
+            queue = await client.put_queue(f"{name}-q", max_running=3)
+            assert queue.max_running == 3 and await client.get_queue(f"{name}-q") == queue
+            assert queue in await client.list_queues()
+            assert await client.pause_queue(queue.queue) and await client.resume_queue(queue.queue)
+            await client.put_queue(queue.queue)
+            await client.put_concurrency_limit(name, "k", 1)
+            assert [k.max_running for k in await client.list_concurrency_limits(name)] == [1]
+            token = await client.create_api_token(name, ["jobs:read"])
+            (listed,) = await client.list_api_tokens(name)
+            assert token.startswith(f"jct_{listed.token_id}_")
+            assert await client.revoke_api_token(listed.token_id) is True
+            assert isinstance(await client.list_tenant_grants(), list)
+            assert {s.state for s in await client.stats(name)} == {"pending"}
+            assert isinstance(await client.claim_metrics(60, name), list)
+            assert await client.health_checks()
+            assert (await client.now()).tzinfo is not None
 
             async with await psycopg.AsyncConnection.connect(dsn) as mine:
                 gone = await client.submit(name, "tx", {}, conn=mine)

@@ -1,4 +1,6 @@
 """`jobctl.Client` and `jobctl.AsyncClient`: the jobctl SQL functions as Python calls (docs/client.md).
+The CLI calls Client, the HTTP API AsyncClient (with `conn=` each request's connection): one place
+that speaks SQL.
 
 Every call runs statements of queries.py, and this module is the one place that turns their rows into
 typed values: frozen dataclasses named after the SQL's own types and columns (`JobInfo` is a row of
@@ -173,6 +175,88 @@ class Tenant:
 
 
 @dataclass(frozen=True)
+class Queue:
+    """A row of list_queues: a queue's settings (None: no limit) and its jobs due and running across
+    tenants; `updated_at` None: it has no settings of its own."""
+
+    queue: str
+    paused: bool
+    max_running: int | None
+    claim_rate: Decimal | None
+    claim_burst: int | None
+    due: int
+    running: int
+    updated_at: datetime | None
+
+
+@dataclass(frozen=True)
+class ConcurrencyLimit:
+    """A row of list_concurrency_limits: a key's limit (`concurrency_key` None: the tenant's default
+    for keys without one), its jobs running or due (`active`, None for the default) and waiting."""
+
+    concurrency_key: str | None
+    max_running: int
+    active: int | None
+    waiting: int
+
+
+@dataclass(frozen=True)
+class ApiToken:
+    """A row of list_api_tokens (never the token itself; `tenant_id` None: an admin token)."""
+
+    token_id: int
+    tenant_id: str | None
+    scopes: list[str]
+    label: str | None
+    created_at: datetime
+    revoked_at: datetime | None
+
+
+@dataclass(frozen=True)
+class TenantGrant:
+    """A row of list_tenant_grants: a role that acts for a tenant (`tenant_id` None: for every one)."""
+
+    role_name: str
+    tenant_id: str | None
+    granted_at: datetime
+    granted_by: str | None
+
+
+@dataclass(frozen=True)
+class Stats:
+    """A row of jobctl.stats: the jobs of a tenant's queue in one state, and the earliest run_at."""
+
+    tenant_id: str
+    queue: str
+    state: str
+    jobs: int
+    oldest_run_at: datetime | None
+
+
+@dataclass(frozen=True)
+class ClaimMetrics:
+    """A row of claim_metrics: claims of a tenant's queue over the window, and the waits from due to
+    claimed (seconds; None without claims)."""
+
+    tenant_id: str
+    queue: str
+    claims: int
+    claims_per_s: float
+    wait_p50_s: float | None
+    wait_p99_s: float | None
+
+
+@dataclass(frozen=True)
+class HealthCheck:
+    """A row of health_checks: `verdict` is 'ok', 'warn' or 'fail'."""
+
+    check_name: str
+    verdict: str
+    observed: str | None
+    detail: str | None
+
+
+@dataclass(frozen=True)
 class JobSpec:
     """One job for `submit_many`, with submit_job's parameters. None leaves a parameter to the SQL
     default (priority 0, due now, 3 attempts, exponential backoff, no timeout)."""
@@ -237,7 +321,8 @@ def _jobs_json(jobs: Iterable[JobSpec | Mapping[str, Any]]) -> str:
     try:
         return json.dumps(specs, allow_nan=False)
     except (TypeError, ValueError) as e:
-        raise errors.InvalidInput(f"a job is not JSON: {e}", field="payload") from None
+        # 22P02: what the database answers for text that is not JSON
+        raise errors.InvalidInput(f"a job is not JSON: {e}", sqlstate="22P02", field="payload") from None
 
 
 def _submit(spec: JobSpec, delay: timedelta | float | None) -> Statement:
@@ -267,14 +352,14 @@ def _schedule_params(
     cron: str,
     queue: str,
     payload: Any,
-    priority: int,
-    catch_up: int,
-    skip_overlap: bool,
+    priority: int | None,
+    catch_up: int | None,
+    skip_overlap: bool | None,
 ) -> dict[str, Any]:
     try:
         payload_text = json.dumps(payload, allow_nan=False)
     except (TypeError, ValueError) as e:
-        raise errors.InvalidInput(f"payload is not JSON: {e}", field="payload") from None
+        raise errors.InvalidInput(f"payload is not JSON: {e}", sqlstate="22P02", field="payload") from None
     return {
         "tenant_id": tenant_id,
         "name": name,
@@ -299,6 +384,37 @@ def _list_jobs(
         "max_rows": max_rows,
     }
     return queries.LIST_JOBS, params
+
+
+def _put_queue(
+    queue: str,
+    max_running: int | None,
+    claim_rate: float | Decimal | None,
+    claim_burst: int | None,
+    paused: bool,
+) -> list[Statement]:
+    params = {
+        "queue": queue,
+        "max_running": max_running,
+        "claim_rate": claim_rate,
+        "claim_burst": claim_burst,
+        "paused": paused,
+    }
+    return [(queries.PUT_QUEUE, params), (queries.GET_QUEUE, {"queue": queue})]
+
+
+def _put_limit(tenant_id: str, concurrency_key: str | None, max_running: int | None) -> Statement:
+    params = {"tenant_id": tenant_id, "concurrency_key": concurrency_key, "max_running": max_running}
+    return queries.PUT_CONCURRENCY_LIMIT, params
+
+
+def _create_token(tenant_id: str | None, scopes: Iterable[str], label: str | None) -> Statement:
+    return queries.CREATE_API_TOKEN, {"tenant_id": tenant_id, "scopes": list(scopes), "label": label}
+
+
+def _claim_metrics(window: timedelta | float, tenant_id: str | None, queue: str | None) -> Statement:
+    length = window if isinstance(window, timedelta) else timedelta(seconds=window)
+    return queries.CLAIM_METRICS, {"window": length, "tenant_id": tenant_id, "queue": queue}
 
 
 def _mapped(e: psycopg.Error) -> BaseException:
@@ -445,12 +561,13 @@ class Client:
         queue: str,
         payload: Any,
         *,
-        priority: int = 0,
-        catch_up: int = 1,
-        skip_overlap: bool = False,
+        priority: int | None = 0,
+        catch_up: int | None = 1,
+        skip_overlap: bool | None = False,
         conn: Conn | None = None,
     ) -> Schedule:
-        """Create or replace a schedule; returns it as saved, with its next fire time."""
+        """Create or replace a schedule; returns it as saved, with its next fire time. None for
+        priority, catch_up or skip_overlap: the SQL function's default (0, 1, False)."""
         params = _schedule_params(tenant_id, name, cron, queue, payload, priority, catch_up, skip_overlap)
         return _saved(Schedule, self._run(_put_schedule(params), conn)[1], f"schedule {name}")
 
@@ -515,6 +632,125 @@ class Client:
     def _pause(self, tenant_id: str, paused: bool, conn: Conn | None) -> bool:
         rows = self._rows((queries.PAUSE_TENANT, {"tenant_id": tenant_id, "paused": paused}), conn)
         return bool(rows[0]["changed"])
+
+    # --- queues (shared by every tenant: administrators only)
+
+    def put_queue(
+        self,
+        queue: str,
+        *,
+        max_running: int | None = None,
+        claim_rate: float | Decimal | None = None,
+        claim_burst: int | None = None,
+        paused: bool = False,
+        conn: Conn | None = None,
+    ) -> Queue:
+        """Create or replace a queue's settings (left out: no limit, not paused); returns it as saved."""
+        statements = _put_queue(queue, max_running, claim_rate, claim_burst, paused)
+        return _saved(Queue, self._run(statements, conn)[1], f"queue {queue}")
+
+    def list_queues(self, *, conn: Conn | None = None) -> list[Queue]:
+        """The queues with settings, or with jobs due or running, by name."""
+        return [_typed(Queue, r) for r in self._rows((queries.LIST_QUEUES, {}), conn)]
+
+    def get_queue(self, queue: str, *, conn: Conn | None = None) -> Queue | None:
+        return _one(Queue, self._rows((queries.GET_QUEUE, {"queue": queue}), conn))
+
+    def pause_queue(self, queue: str, *, conn: Conn | None = None) -> bool:
+        """Stop claims from the queue for every tenant; False when it was paused already."""
+        return self._pause_queue(queue, True, conn)
+
+    def resume_queue(self, queue: str, *, conn: Conn | None = None) -> bool:
+        """Let its jobs be claimed again; False when it was not paused."""
+        return self._pause_queue(queue, False, conn)
+
+    def _pause_queue(self, queue: str, paused: bool, conn: Conn | None) -> bool:
+        rows = self._rows((queries.PAUSE_QUEUE, {"queue": queue, "paused": paused}), conn)
+        return bool(rows and rows[0]["changed"])
+
+    # --- concurrency keys
+
+    def put_concurrency_limit(
+        self,
+        tenant_id: str,
+        concurrency_key: str | None,
+        max_running: int | None,
+        *,
+        conn: Conn | None = None,
+    ) -> None:
+        """At most `max_running` jobs of the key run at once (key None: the tenant's default for keys
+        without a limit of their own; max_running None: remove the limit)."""
+        self._rows(_put_limit(tenant_id, concurrency_key, max_running), conn)
+
+    def list_concurrency_limits(self, tenant_id: str, *, conn: Conn | None = None) -> list[ConcurrencyLimit]:
+        rows = self._rows((queries.LIST_CONCURRENCY_LIMITS, {"tenant_id": tenant_id}), conn)
+        return [_typed(ConcurrencyLimit, r) for r in rows]
+
+    # --- API tokens and tenant grants
+
+    def create_api_token(
+        self,
+        tenant_id: str | None,
+        scopes: Iterable[str],
+        label: str | None = None,
+        *,
+        conn: Conn | None = None,
+    ) -> str:
+        """A new token (tenant_id None: an admin token), `jct_<id>_<secret>`: the only time it is shown."""
+        return str(self._rows(_create_token(tenant_id, scopes, label), conn)[0]["token"])
+
+    def revoke_api_token(self, token_id: int, *, conn: Conn | None = None) -> bool:
+        """False when there is no active token with this id."""
+        params = {"token_id": check_id(token_id, "token_id")}
+        rows = self._rows((queries.REVOKE_API_TOKEN, params), conn)
+        return bool(rows and rows[0]["revoked"])
+
+    def list_api_tokens(self, tenant_id: str | None = None, *, conn: Conn | None = None) -> list[ApiToken]:
+        """The tokens (of one tenant, or all), revoked ones included."""
+        rows = self._rows((queries.LIST_API_TOKENS, {"tenant_id": tenant_id}), conn)
+        return [_typed(ApiToken, r) for r in rows]
+
+    def grant_tenant(self, role: str, tenant_id: str | None = None, *, conn: Conn | None = None) -> bool:
+        """Let a role act for a tenant (None: for every tenant); False when it already did."""
+        rows = self._rows((queries.GRANT_TENANT, {"role": role, "tenant_id": tenant_id}), conn)
+        return bool(rows[0]["granted"])
+
+    def revoke_tenant(self, role: str, tenant_id: str | None = None, *, conn: Conn | None = None) -> bool:
+        """Take the grant back; False when there was none."""
+        rows = self._rows((queries.REVOKE_TENANT, {"role": role, "tenant_id": tenant_id}), conn)
+        return bool(rows and rows[0]["revoked"])
+
+    def list_tenant_grants(self, *, conn: Conn | None = None) -> list[TenantGrant]:
+        return [_typed(TenantGrant, r) for r in self._rows((queries.LIST_TENANT_GRANTS, {}), conn)]
+
+    # --- figures and health
+
+    def stats(
+        self, tenant_id: str | None = None, queue: str | None = None, *, conn: Conn | None = None
+    ) -> list[Stats]:
+        """Jobs per tenant, queue and state (None: every tenant the caller acts for, every queue)."""
+        rows = self._rows((queries.STATS, {"tenant_id": tenant_id, "queue": queue}), conn)
+        return [_typed(Stats, r) for r in rows]
+
+    def claim_metrics(
+        self,
+        window: timedelta | float = 60,
+        tenant_id: str | None = None,
+        queue: str | None = None,
+        *,
+        conn: Conn | None = None,
+    ) -> list[ClaimMetrics]:
+        """Claims and waits per tenant and queue over the last `window` (a timedelta, or seconds)."""
+        rows = self._rows(_claim_metrics(window, tenant_id, queue), conn)
+        return [_typed(ClaimMetrics, r) for r in rows]
+
+    def health_checks(self, *, conn: Conn | None = None) -> list[HealthCheck]:
+        return [_typed(HealthCheck, r) for r in self._rows((queries.HEALTH_CHECKS, {}), conn)]
+
+    def now(self, *, conn: Conn | None = None) -> datetime:
+        """The database clock (the transaction's start on `conn`), which every age is measured by."""
+        now: datetime = self._rows((queries.NOW, {}), conn)[0]["now"]
+        return now
 
 
 class AsyncClient:
@@ -627,9 +863,9 @@ class AsyncClient:
         queue: str,
         payload: Any,
         *,
-        priority: int = 0,
-        catch_up: int = 1,
-        skip_overlap: bool = False,
+        priority: int | None = 0,
+        catch_up: int | None = 1,
+        skip_overlap: bool | None = False,
         conn: AsyncConn | None = None,
     ) -> Schedule:
         params = _schedule_params(tenant_id, name, cron, queue, payload, priority, catch_up, skip_overlap)
@@ -696,3 +932,132 @@ class AsyncClient:
     async def _pause(self, tenant_id: str, paused: bool, conn: AsyncConn | None) -> bool:
         rows = await self._rows((queries.PAUSE_TENANT, {"tenant_id": tenant_id, "paused": paused}), conn)
         return bool(rows[0]["changed"])
+
+    # --- queues (shared by every tenant: administrators only)
+
+    async def put_queue(
+        self,
+        queue: str,
+        *,
+        max_running: int | None = None,
+        claim_rate: float | Decimal | None = None,
+        claim_burst: int | None = None,
+        paused: bool = False,
+        conn: AsyncConn | None = None,
+    ) -> Queue:
+        """Create or replace a queue's settings (left out: no limit, not paused); returns it as saved."""
+        statements = _put_queue(queue, max_running, claim_rate, claim_burst, paused)
+        return _saved(Queue, (await self._run(statements, conn))[1], f"queue {queue}")
+
+    async def list_queues(self, *, conn: AsyncConn | None = None) -> list[Queue]:
+        """The queues with settings, or with jobs due or running, by name."""
+        return [_typed(Queue, r) for r in await self._rows((queries.LIST_QUEUES, {}), conn)]
+
+    async def get_queue(self, queue: str, *, conn: AsyncConn | None = None) -> Queue | None:
+        return _one(Queue, await self._rows((queries.GET_QUEUE, {"queue": queue}), conn))
+
+    async def pause_queue(self, queue: str, *, conn: AsyncConn | None = None) -> bool:
+        """Stop claims from the queue for every tenant; False when it was paused already."""
+        return await self._pause_queue(queue, True, conn)
+
+    async def resume_queue(self, queue: str, *, conn: AsyncConn | None = None) -> bool:
+        """Let its jobs be claimed again; False when it was not paused."""
+        return await self._pause_queue(queue, False, conn)
+
+    async def _pause_queue(self, queue: str, paused: bool, conn: AsyncConn | None) -> bool:
+        rows = await self._rows((queries.PAUSE_QUEUE, {"queue": queue, "paused": paused}), conn)
+        return bool(rows and rows[0]["changed"])
+
+    # --- concurrency keys
+
+    async def put_concurrency_limit(
+        self,
+        tenant_id: str,
+        concurrency_key: str | None,
+        max_running: int | None,
+        *,
+        conn: AsyncConn | None = None,
+    ) -> None:
+        """At most `max_running` jobs of the key run at once (key None: the tenant's default for keys
+        without a limit of their own; max_running None: remove the limit)."""
+        await self._rows(_put_limit(tenant_id, concurrency_key, max_running), conn)
+
+    async def list_concurrency_limits(
+        self, tenant_id: str, *, conn: AsyncConn | None = None
+    ) -> list[ConcurrencyLimit]:
+        rows = await self._rows((queries.LIST_CONCURRENCY_LIMITS, {"tenant_id": tenant_id}), conn)
+        return [_typed(ConcurrencyLimit, r) for r in rows]
+
+    # --- API tokens and tenant grants
+
+    async def create_api_token(
+        self,
+        tenant_id: str | None,
+        scopes: Iterable[str],
+        label: str | None = None,
+        *,
+        conn: AsyncConn | None = None,
+    ) -> str:
+        """A new token (tenant_id None: an admin token), `jct_<id>_<secret>`: the only time it is shown."""
+        return str((await self._rows(_create_token(tenant_id, scopes, label), conn))[0]["token"])
+
+    async def revoke_api_token(self, token_id: int, *, conn: AsyncConn | None = None) -> bool:
+        """False when there is no active token with this id."""
+        rows = await self._rows(
+            (queries.REVOKE_API_TOKEN, {"token_id": check_id(token_id, "token_id")}), conn
+        )
+        return bool(rows and rows[0]["revoked"])
+
+    async def list_api_tokens(
+        self, tenant_id: str | None = None, *, conn: AsyncConn | None = None
+    ) -> list[ApiToken]:
+        """The tokens (of one tenant, or all), revoked ones included."""
+        rows = await self._rows((queries.LIST_API_TOKENS, {"tenant_id": tenant_id}), conn)
+        return [_typed(ApiToken, r) for r in rows]
+
+    async def grant_tenant(
+        self, role: str, tenant_id: str | None = None, *, conn: AsyncConn | None = None
+    ) -> bool:
+        """Let a role act for a tenant (None: for every tenant); False when it already did."""
+        rows = await self._rows((queries.GRANT_TENANT, {"role": role, "tenant_id": tenant_id}), conn)
+        return bool(rows[0]["granted"])
+
+    async def revoke_tenant(
+        self, role: str, tenant_id: str | None = None, *, conn: AsyncConn | None = None
+    ) -> bool:
+        """Take the grant back; False when there was none."""
+        rows = await self._rows((queries.REVOKE_TENANT, {"role": role, "tenant_id": tenant_id}), conn)
+        return bool(rows and rows[0]["revoked"])
+
+    async def list_tenant_grants(self, *, conn: AsyncConn | None = None) -> list[TenantGrant]:
+        return [_typed(TenantGrant, r) for r in await self._rows((queries.LIST_TENANT_GRANTS, {}), conn)]
+
+    # --- figures and health
+
+    async def stats(
+        self, tenant_id: str | None = None, queue: str | None = None, *, conn: AsyncConn | None = None
+    ) -> list[Stats]:
+        """Jobs per tenant, queue and state (None: every tenant the caller acts for, every queue)."""
+        rows = await self._rows((queries.STATS, {"tenant_id": tenant_id, "queue": queue}), conn)
+        return [_typed(Stats, r) for r in rows]
+
+    async def claim_metrics(
+        self,
+        window: timedelta | float = 60,
+        tenant_id: str | None = None,
+        queue: str | None = None,
+        *,
+        conn: AsyncConn | None = None,
+    ) -> list[ClaimMetrics]:
+        """Claims and waits per tenant and queue over the last `window` (a timedelta, or seconds)."""
+        return [
+            _typed(ClaimMetrics, r) for r in await self._rows(_claim_metrics(window, tenant_id, queue), conn)
+        ]
+
+    async def health_checks(self, *, conn: AsyncConn | None = None) -> list[HealthCheck]:
+        return [_typed(HealthCheck, r) for r in await self._rows((queries.HEALTH_CHECKS, {}), conn)]
+
+    async def now(self, *, conn: AsyncConn | None = None) -> datetime:
+        """The database clock (the transaction's start on `conn`), which every age is measured by."""
+        now: datetime = (await self._rows((queries.NOW, {}), conn))[0]["now"]
+        return now

@@ -1,8 +1,9 @@
 """Every SQL statement the Python shell runs, by name: each is one call of a jobctl function.
 
 Statements are static text (their plans are cached per session) with explicit casts, and use
-named parameters. The client (jobctl.client, which the CLI calls), the worker and the HTTP API import
-them from here and nowhere else.
+named parameters. The client (jobctl.client, which the CLI and the HTTP API call), the worker, the
+API's token check and health ping, and `jobctl token revoke`'s check of a full token import them from
+here and nowhere else.
 """
 
 from __future__ import annotations
@@ -76,6 +77,7 @@ select jobctl.put_queue(%(queue)s::text, %(max_running)s::int, %(claim_rate)s::n
 """
 PAUSE_QUEUE = "select jobctl.pause_queue(%(queue)s::text, %(paused)s::boolean) as changed"
 LIST_QUEUES = "select * from jobctl.list_queues()"
+GET_QUEUE = "select * from jobctl.list_queues() as q where q.queue = %(queue)s::text"
 
 # --- schedules: NULL priority, catch_up or skip_overlap is the function's default
 PUT_SCHEDULE = """

@@ -15,6 +15,7 @@ from psycopg_pool import AsyncConnectionPool
 from jobctl import __version__, db
 from jobctl.api import error_handlers, metrics, queue_routes, routes, schedule_routes
 from jobctl.api.limits import BodyLimit, TenantSlots
+from jobctl.client import AsyncClient
 
 MAX_BODY_BYTES = 1024 * 1024  # larger request bodies are refused (413) before they are parsed
 APPLICATION_NAME = "jobctl-api"
@@ -95,9 +96,13 @@ def create_app(
         )
         await pool.open()  # without waiting: the API starts, and answers 503, while the database is down
         app.state.pool = pool
+        # the endpoints' SQL work: every call runs on the request's pooled connection (conn=), so the
+        # client never opens a connection of its own
+        app.state.client = AsyncClient(conninfo)
         try:
             yield
         finally:
+            await app.state.client.close()
             await pool.close()
 
     # The docs page's Swagger UI (JS, CSS, icon) is served from the fastapi-offline package under

@@ -1,12 +1,13 @@
 """Bearer tokens: `Authorization: Bearer <token>`, checked by jobctl.authenticate (which stores only
 their hash) for one scope. A token speaks for one tenant, or for every tenant (admin).
 
-The dependency lends one pooled connection to the endpoint function: authentication and the
-endpoint's own statements share it, in one transaction, during which the database acts for the
-token's tenant and scopes only (jobctl.authenticate; docs/security.md). It is function-scoped
-(`Depends(..., scope="function")`, FastAPI 0.121+), so the connection goes back to the pool when
-the endpoint returns, before the response is sent: a client that reads a large page slowly holds a
-socket, never a database connection.
+The dependency lends one pooled connection to the endpoint function: authentication (the one
+statement of queries.py run here, not a client call) and the endpoint's own calls of the app's
+AsyncClient (each with `conn=` that connection) share it, in one transaction, during which the
+database acts for the token's tenant and scopes only (jobctl.authenticate; docs/security.md). It
+is function-scoped (`Depends(..., scope="function")`, FastAPI 0.121+), so the connection goes back
+to the pool when the endpoint returns, before the response is sent: a client that reads a large
+page slowly holds a socket, never a database connection.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from psycopg_pool import AsyncConnectionPool
 
 from jobctl import errors, queries
 from jobctl.api import error_handlers
+from jobctl.client import AsyncClient
 from jobctl.contract import SCOPES, TOKEN_RE
 
 log = logging.getLogger("jobctl.api.auth")
@@ -43,6 +45,7 @@ class Caller:
     tenant_id: str | None  # None: an admin token
     scopes: frozenset[str]  # all the token's scopes, not only the one checked
     conn: psycopg.AsyncConnection[Any]
+    client: AsyncClient  # the endpoint's SQL work: its calls with conn=conn
 
     def may(self, scope: str) -> bool:
         return scope in self.scopes
@@ -67,6 +70,11 @@ class Caller:
 def pool_of(request: Request) -> AsyncConnectionPool[psycopg.AsyncConnection[Any]]:
     pool: AsyncConnectionPool[psycopg.AsyncConnection[Any]] = request.app.state.pool
     return pool
+
+
+def client_of(request: Request) -> AsyncClient:
+    client: AsyncClient = request.app.state.client
+    return client
 
 
 def _token(request: Request) -> str:
@@ -121,7 +129,13 @@ def authorized(scope: str) -> Callable[..., AsyncIterator[Caller]]:
                 raise
             assert row is not None  # authenticate returns a row or raises
             token_id, tenant_id, scopes = row
-            yield Caller(token_id=int(token_id), tenant_id=tenant_id, scopes=frozenset(scopes), conn=conn)
+            yield Caller(
+                token_id=int(token_id),
+                tenant_id=tenant_id,
+                scopes=frozenset(scopes),
+                conn=conn,
+                client=client_of(request),
+            )
 
     return dependency
 

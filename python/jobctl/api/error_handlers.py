@@ -214,7 +214,7 @@ def _known_error(request: Request, err: errors.JobctlError, detail: str | None) 
 
 async def _jobctl_error(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, errors.JobctlError)
-    cause = exc.__cause__  # the database error it was made from (routes.fetch_all): its DETAIL
+    cause = exc.__cause__  # the database error it was made from (routes.call): its DETAIL
     return _known_error(request, exc, cause.diag.message_detail if isinstance(cause, psycopg.Error) else None)
 
 

@@ -7,8 +7,10 @@ and the database answers for it. The bounds below are only those of the JSON typ
 
 from __future__ import annotations
 
+import dataclasses
+import json
 from datetime import UTC, datetime, timedelta
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import (
     AfterValidator,
@@ -22,7 +24,11 @@ from pydantic import (
     field_validator,
 )
 
+from jobctl import client
 from jobctl.contract import STATES
+
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
 
 INT4_MIN, INT4_MAX = -(2**31), 2**31 - 1
 JOB_ID_MAX = 2**63 - 1
@@ -134,9 +140,15 @@ class Job(BaseModel):
     concurrency_key: str | None = Field(default=None, description="The job's concurrency key, or null.")
 
     @classmethod
-    def from_row(cls, row: dict[str, Any]) -> Job:
-        """From a `jobctl.job_info` row: times in UTC, the timeout interval in seconds."""
-        return cls.model_validate({k: _plain(v) for k, v in row.items()})
+    def of(cls, info: client.JobInfo) -> Job:
+        """From the client's `jobctl.job_info` row: times in UTC, the timeout interval in seconds."""
+        return cls.model_validate({k: _plain(v) for k, v in fields_of(info).items()})
+
+
+def fields_of(row: DataclassInstance) -> dict[str, Any]:
+    """A row of the client's (a dataclass) as a dict of its fields, not copied (dataclasses.asdict
+    would copy every payload)."""
+    return {f.name: getattr(row, f.name) for f in dataclasses.fields(row)}
 
 
 def _plain(value: Any) -> Any:
@@ -144,6 +156,8 @@ def _plain(value: Any) -> Any:
         return value.astimezone(UTC)
     if isinstance(value, timedelta):
         return value.total_seconds()
+    if isinstance(value, client.RawJson):  # decoded here as the API always has (Python's own bound)
+        return json.loads(value.text)
     return value
 
 
@@ -256,6 +270,10 @@ class Schedule(BaseModel):
     updated_at: datetime
 
 
+def schedule_of(row: client.Schedule) -> Schedule:
+    return Schedule(**fields_of(row))
+
+
 class ScheduleOut(BaseModel):
     schedule: Schedule
 
@@ -297,6 +315,10 @@ class Queue(BaseModel):
     due: int = Field(description="Jobs due now, waiting for a worker, across tenants.")
     running: int = Field(description="Jobs running now, across tenants.")
     updated_at: datetime | None = Field(description="When its settings last changed; null: it has none.")
+
+
+def queue_of(row: client.Queue) -> Queue:
+    return Queue(**fields_of(row))
 
 
 class QueueOut(BaseModel):

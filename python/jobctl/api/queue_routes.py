@@ -1,4 +1,5 @@
-"""The queue endpoints: a queue's settings (put_queue), pause and resume, and the list (list_queues).
+"""The queue endpoints: a queue's settings (put_queue), pause and resume, and the list (list_queues),
+each called through the app's AsyncClient on the request's connection.
 Queues are shared by every tenant, so these take an admin token (scopes queues:read, queues:write);
 a tenant token is refused (403) by the database."""
 
@@ -8,11 +9,10 @@ from typing import Annotated
 
 from fastapi import APIRouter, Path, Request
 
-from jobctl import queries
 from jobctl.api import audit
 from jobctl.api.auth import Caller, caller_for
-from jobctl.api.models import Queue, QueueIn, QueueList, QueueOut
-from jobctl.api.routes import TOO_MANY_LISTS, error_responses, fetch_all, list_slot, not_found
+from jobctl.api.models import QueueIn, QueueList, QueueOut, queue_of
+from jobctl.api.routes import TOO_MANY_LISTS, call, error_responses, list_slot, not_found
 
 QueueName = Annotated[str, Path(min_length=1, max_length=200, description="The queue.")]
 
@@ -20,12 +20,11 @@ router = APIRouter(prefix="/api/v1", tags=["queues"])
 ADMIN_ONLY = {403: "The token lacks the scope, or is a tenant's: queues are shared, so only an admin token."}
 
 
-async def _queue(caller: Caller, name: str) -> Queue:
-    rows = await fetch_all(caller, queries.LIST_QUEUES, {})
-    for row in rows:
-        if row["queue"] == name:
-            return Queue(**row)
-    raise not_found(f"queue {name}", "queue")
+async def _queue(caller: Caller, name: str) -> QueueOut:
+    found = await call(caller.client.get_queue(name, conn=caller.conn), {"queue": name})
+    if found is None:
+        raise not_found(f"queue {name}", "queue")
+    return QueueOut(queue=queue_of(found))
 
 
 @router.get(
@@ -35,8 +34,8 @@ async def list_queues(request: Request, caller: Annotated[Caller, caller_for("qu
     """Every queue with settings or jobs due or running, with its jobs due and running across tenants
     (scope `queues:read`, admin token)."""
     with list_slot(request, caller):
-        rows = await fetch_all(caller, queries.LIST_QUEUES, {})
-        return QueueList(queues=[Queue(**r) for r in rows])
+        rows = await call(caller.client.list_queues(conn=caller.conn))
+        return QueueList(queues=[queue_of(r) for r in rows])
 
 
 @router.put(
@@ -50,18 +49,22 @@ async def put_queue(
     """Set a queue's limits and pause (scope `queues:write`, admin token); fields left out take their
     defaults: no limit, not paused."""
     act = audit.begin(request, audit.Action(caller.token_id, caller.tenant_id, "put_queue"))
-    await fetch_all(caller, queries.PUT_QUEUE, body.model_dump() | {"queue": queue})
+    settings = body.model_dump()
+    saved = await call(
+        caller.client.put_queue(queue, **settings, conn=caller.conn), settings | {"queue": queue}
+    )
     act.record(200)
-    return QueueOut(queue=await _queue(caller, queue))
+    return QueueOut(queue=queue_of(saved))
 
 
 async def _pause(request: Request, caller: Caller, name: str, paused: bool) -> QueueOut:
     act = audit.begin(
         request, audit.Action(caller.token_id, caller.tenant_id, "pause_queue" if paused else "resume_queue")
     )
-    await fetch_all(caller, queries.PAUSE_QUEUE, {"queue": name, "paused": paused})
+    change = caller.client.pause_queue if paused else caller.client.resume_queue
+    await call(change(name, conn=caller.conn), {"queue": name, "paused": paused})
     act.record(200)
-    return QueueOut(queue=await _queue(caller, name))
+    return await _queue(caller, name)
 
 
 @router.post(

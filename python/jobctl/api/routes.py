@@ -3,30 +3,30 @@
 1. the token check: `jobctl.authenticate(token, scope)` (auth.caller_for), which names the token's
    tenant (NULL: an admin token) and all its scopes, or refuses it (401, 403), and makes the rest of
    the transaction act as that token;
-2. one statement of queries.py calling one contract function: submit_jobs, get_job, cancel_job,
-   retry_job or list_jobs. The function acts only for the token's tenant (jobctl._acting_tenants):
-   another tenant's job answers 404, as an unknown id does;
+2. one call of the app's AsyncClient (jobctl.client) with `conn=` the request's connection, calling
+   one contract function: submit_jobs, get_job, cancel_job, retry_job or list_jobs. The function acts
+   only for the token's tenant (jobctl._acting_tenants): another tenant's job answers 404, as an
+   unknown id does;
 3. for the endpoints that change a job (submit, cancel, retry): a read-back with `get_job`, whose row
    is the response. A duplicate submit by a token without jobs:read answers only the job's id, tenant
    and state (models.JobRef).
 
-The rules are the SQL functions'; an endpoint only turns HTTP into their parameters and their rows
-into JSON (their errors: error_handlers). All three steps run in one transaction on the one
-connection auth lends for the endpoint function; it is back in the pool before the response is sent.
+The rules are the SQL functions'; an endpoint only turns HTTP into the client's parameters and its
+typed rows into JSON (their errors: `call`, error_handlers). All three steps run in one transaction
+on the one connection auth lends for the endpoint function; it is back in the pool before the
+response is sent. The one statement an endpoint runs outside the client is the health check's ping.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from contextlib import AbstractContextManager
-from typing import Annotated, Any
+from typing import Annotated, Any, TypeVar
 
 import psycopg
 from fastapi import APIRouter, Path, Query, Request, Response
 from fastapi.responses import JSONResponse
-from psycopg.rows import dict_row
-from psycopg.types.json import Jsonb
 
 from jobctl import errors, queries
 from jobctl.api import audit, error_handlers
@@ -46,6 +46,7 @@ from jobctl.api.models import (
 from jobctl.contract import STATES
 
 log = logging.getLogger("jobctl.api")
+T = TypeVar("T")
 
 HEALTH_TIMEOUT = 2.0  # seconds to wait for a pooled connection before answering 503
 LIST_CAP = 1000  # list_jobs returns at most this many rows (docs/errors.md: max_rows is capped)
@@ -92,21 +93,29 @@ def list_slot(request: Request, caller: Caller) -> AbstractContextManager[None]:
     return slots.slot(caller.tenant_id)
 
 
-async def fetch_all(
-    caller: Caller, query: str, params: dict[str, Any], sent_as: Mapping[str, str] | None = None
-) -> list[dict[str, Any]]:
-    """The rows of one statement. Its error, if the database (or psycopg) refuses the request, is raised
-    as the JobctlError naming each field as the request did: sent_as maps a parameter of the SQL to the
+async def call(
+    op: Awaitable[T], params: Mapping[str, Any] | None = None, sent_as: Mapping[str, str] | None = None
+) -> T:
+    """The result of one client call (a coroutine of the app's AsyncClient, with conn= the request's
+    connection). Its error, if the database (or psycopg) refuses the request, is raised as the
+    JobctlError naming each field as the request did (error_handlers.from_db): params are the SQL's
+    parameters by name (the one holding a NUL is named), sent_as maps a parameter of the SQL to the
     query parameter, path parameter or JSON key it came from, where the two differ."""
     try:
-        async with caller.conn.cursor(row_factory=dict_row) as cur:
-            await cur.execute(query, params)
-            return await cur.fetchall()
+        return await op
+    except errors.JobctlError as e:
+        cause = e.__cause__  # the client's mapping of a database error: mapped again, in the API's words
+        if not isinstance(cause, psycopg.Error):
+            raise  # refused by the client before the database
+        err = error_handlers.from_db(cause, params, sent_as)
+        if err is None:
+            raise
+        raise err from cause  # the handler reads the DETAIL (Retry-After) from the cause
     except psycopg.Error as e:
         err = error_handlers.from_db(e, params, sent_as)
         if err is None:
             raise
-        raise err from e  # the handler reads the DETAIL (Retry-After) from the cause
+        raise err from e
 
 
 def not_found(what: str, field: str) -> errors.NotFound:
@@ -121,10 +130,10 @@ JOB_ID_AS_SENT = {"job_id": "id"}
 async def _job(caller: Caller, job_id: int) -> Job:
     """A job of the caller's tenants (get_job answers another tenant's as it answers an unknown id: no row,
     404)."""
-    rows = await fetch_all(caller, queries.GET_JOB, {"job_id": job_id}, JOB_ID_AS_SENT)
-    if not rows:
+    info = await call(caller.client.get_job(job_id, conn=caller.conn), {"job_id": job_id}, JOB_ID_AS_SENT)
+    if info is None:
         raise not_found(f"job {job_id}", "id")
-    return Job.from_row(rows[0])
+    return Job.of(info)
 
 
 @router.post(
@@ -165,8 +174,8 @@ async def submit_job(
     act = audit.begin(request, audit.Action(caller.token_id, caller.tenant_id, "submit"))
     act.tenant = caller.tenant_for(job.tenant_id, "tenant_id")
     spec = job.model_dump(mode="json", exclude_unset=True) | {"tenant_id": act.tenant}
-    rows = await fetch_all(caller, queries.SUBMIT_JOBS, {"jobs": Jsonb([spec])})
-    act.job_id, duplicate = int(rows[0]["job_id"]), bool(rows[0]["duplicate"])
+    made = (await call(caller.client.submit_many([spec], conn=caller.conn)))[0]
+    act.job_id, duplicate = made.job_id, made.duplicate
     first = await _job(caller, act.job_id)
     # a dedup hit may be another token's job: its contents are for jobs:read only
     shown = JobRef.of(first) if duplicate and not caller.may("jobs:read") else first
@@ -176,11 +185,14 @@ async def submit_job(
     return out
 
 
-async def _change_job(request: Request, caller: Caller, job_id: int, action: str, sql: str) -> JobOut:
-    """Cancel or retry one of the caller's jobs, audited, and answer with the job as it is now; the
-    function answers an unknown id and another tenant's job alike (P0002: 404)."""
+async def _change_job(
+    request: Request, caller: Caller, job_id: int, action: str, change: Callable[..., Awaitable[str]]
+) -> JobOut:
+    """Cancel or retry (`change`: the client's cancel_job or retry_job) one of the caller's jobs,
+    audited, and answer with the job as it is now; the function answers an unknown id and another
+    tenant's job alike (P0002: 404)."""
     act = audit.begin(request, audit.Action(caller.token_id, caller.tenant_id, action, job_id))
-    await fetch_all(caller, sql, {"job_id": job_id}, JOB_ID_AS_SENT)
+    await call(change(job_id, conn=caller.conn), {"job_id": job_id}, JOB_ID_AS_SENT)
     out = JobOut(job=await _job(caller, job_id))
     act.record(200)
     return out
@@ -209,7 +221,7 @@ async def cancel_job(
 ) -> JobOut:
     """Cancel a pending, failed or running job (scope `jobs:cancel`); a running job's lease is revoked, so
     its worker's heartbeat answers `cancelled` and its completion is refused."""
-    return await _change_job(request, caller, job_id, "cancel", queries.CANCEL_JOB)
+    return await _change_job(request, caller, job_id, "cancel", caller.client.cancel_job)
 
 
 @router.post(
@@ -224,7 +236,7 @@ async def retry_job(
 ) -> JobOut:
     """Make a failed, dead or cancelled job pending and due now (scope `jobs:retry`). Its attempt count is
     kept and max_attempts raised to at least attempt + 1."""
-    return await _change_job(request, caller, job_id, "retry", queries.RETRY_JOB)
+    return await _change_job(request, caller, job_id, "retry", caller.client.retry_job)
 
 
 @router.get(
@@ -263,22 +275,23 @@ async def list_jobs(
     tenant_id = caller.tenant_for(tenant, "tenant")
     with list_slot(request, caller):
         # one row more than the page tells whether another page follows
-        rows = await fetch_all(
-            caller,
-            queries.LIST_JOBS,
-            {
-                "tenant_id": tenant_id,
-                "state": status,
-                "queue": queue,
-                "before_id": before,
-                "max_rows": limit + 1,
-            },
+        params = {
+            "tenant_id": tenant_id,
+            "state": status,
+            "queue": queue,
+            "before_id": before,
+            "max_rows": limit + 1,
+        }
+        rows = await call(
+            caller.client.list_jobs(tenant_id, state=status, queue=queue, before_id=before,
+                                    max_rows=limit + 1, conn=caller.conn),
+            params,
             {"tenant_id": "tenant", "state": "status", "before_id": "before", "max_rows": "limit"},
-        )
+        )  # fmt: skip
         # at the cap, list_jobs cannot return the extra row: a full page then points on (maybe to an
         # empty one)
         more = len(rows) > limit or len(rows) == limit == LIST_CAP
-        jobs = [Job.from_row(r) for r in rows[:limit]]
+        jobs = [Job.of(r) for r in rows[:limit]]
     return JobPage(jobs=jobs, next=jobs[-1].job_id if more and jobs else None)
 
 

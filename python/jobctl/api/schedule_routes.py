@@ -1,19 +1,18 @@
 """The schedule endpoints: one contract function each (put_schedule, list_schedules,
-drop_schedule), behind the same token check as the job endpoints (scopes schedules:read and
-schedules:write; a tenant token acts only for its tenant)."""
+drop_schedule), called through the app's AsyncClient on the request's connection, behind the same
+token check as the job endpoints (scopes schedules:read and schedules:write; a tenant token acts only
+for its tenant)."""
 
 from __future__ import annotations
 
 from typing import Annotated
 
 from fastapi import APIRouter, Path, Query, Request
-from psycopg.types.json import Jsonb
 
-from jobctl import queries
 from jobctl.api import audit
 from jobctl.api.auth import Caller, caller_for
-from jobctl.api.models import Dropped, Schedule, ScheduleIn, ScheduleList, ScheduleOut
-from jobctl.api.routes import TOO_MANY_LISTS, error_responses, fetch_all, list_slot, not_found
+from jobctl.api.models import Dropped, ScheduleIn, ScheduleList, ScheduleOut, schedule_of
+from jobctl.api.routes import TOO_MANY_LISTS, call, error_responses, list_slot, not_found
 
 Name = Annotated[str, Path(min_length=1, max_length=200, description="The schedule's name.")]
 Tenant = Annotated[
@@ -40,12 +39,23 @@ async def put_schedule(
     job. Fields left out take the database's defaults."""
     act = audit.begin(request, audit.Action(caller.token_id, caller.tenant_id, "put_schedule"))
     act.tenant = caller.tenant_for(body.tenant_id, "tenant_id")
-    params = body.model_dump(exclude={"tenant_id"}) | {"tenant_id": act.tenant, "name": name}
-    params["payload"] = Jsonb(body.payload)
-    await fetch_all(caller, queries.PUT_SCHEDULE, params)
-    rows = await fetch_all(caller, queries.GET_SCHEDULE, {"tenant_id": act.tenant, "name": name})
+    params = body.model_dump(exclude={"tenant_id", "payload"}) | {"tenant_id": act.tenant, "name": name}
+    saved = await call(
+        caller.client.put_schedule(
+            act.tenant,
+            name,
+            body.cron,
+            body.queue,
+            body.payload,
+            priority=body.priority,
+            catch_up=body.catch_up,
+            skip_overlap=body.skip_overlap,
+            conn=caller.conn,
+        ),
+        params,
+    )
     act.record(200)
-    return ScheduleOut(schedule=Schedule(**rows[0]))
+    return ScheduleOut(schedule=schedule_of(saved))
 
 
 @router.get(
@@ -57,8 +67,9 @@ async def list_schedules(
     """A tenant's schedules with their next and last fire times (scope `schedules:read`)."""
     tenant_id = caller.tenant_for(tenant, "tenant")
     with list_slot(request, caller):
-        rows = await fetch_all(caller, queries.LIST_SCHEDULES, {"tenant_id": tenant_id}, TENANT_AS_SENT)
-        return ScheduleList(schedules=[Schedule(**r) for r in rows])
+        params = {"tenant_id": tenant_id}
+        rows = await call(caller.client.list_schedules(tenant_id, conn=caller.conn), params, TENANT_AS_SENT)
+        return ScheduleList(schedules=[schedule_of(r) for r in rows])
 
 
 @router.delete("/schedules/{name}", summary="Drop a schedule", responses=error_responses(404, 422))
@@ -72,8 +83,10 @@ async def drop_schedule(
     act = audit.begin(request, audit.Action(caller.token_id, caller.tenant_id, "drop_schedule"))
     act.tenant = caller.tenant_for(tenant, "tenant")
     params = {"tenant_id": act.tenant, "name": name}
-    rows = await fetch_all(caller, queries.DROP_SCHEDULE, params, TENANT_AS_SENT)
-    if not rows or not rows[0]["dropped"]:
+    dropped = await call(
+        caller.client.drop_schedule(act.tenant, name, conn=caller.conn), params, TENANT_AS_SENT
+    )
+    if not dropped:
         raise not_found(f"schedule {name}", "name")
     act.record(200)
     return Dropped(dropped=True)

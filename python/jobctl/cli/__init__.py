@@ -1,5 +1,6 @@
 """The `jobctl` command line: a thin shell over the jobctl SQL functions, called through
-`jobctl.client` (jobs, schedules, tenants) or queries.py (the rest).
+`jobctl.client` (all but `migrate`, `validate` and `doctor`'s schema check, which read the migration
+plan, and `token revoke`'s check of a full token with jobctl.authenticate).
 
 Human output by default, `--json` for machines. Every error is one line on stderr, never a
 traceback: `jobctl: <what went wrong> [SQLSTATE, field: <name>] hint: <HINT>` and exit status 1, or

@@ -1,12 +1,13 @@
 """Which database roles act for which tenants: `access grant`, `access revoke`, `access list`
-(jobctl.grant_tenant, revoke_tenant, list_tenant_grants; docs/security.md)."""
+(jobctl.grant_tenant, revoke_tenant, list_tenant_grants through jobctl.client; docs/security.md)."""
 
 from __future__ import annotations
 
 import click
 
-from jobctl import errors, output, queries
-from jobctl.cli.common import connect, echo_json, fetch_all, fetch_one, json_option
+from jobctl import errors, output
+from jobctl.cli.common import echo_json, json_option
+from jobctl.client import Client
 
 GRANT_EPILOG = """\b
 Examples:
@@ -39,14 +40,13 @@ def access() -> None:
 def grant(role: str, tenant_id: str | None, every: bool, as_json: bool) -> None:
     """Let ROLE (and the logins in it) act for a tenant: at once, for open sessions too."""
     tenant = _tenant(tenant_id, every)
-    with connect() as conn:
-        row = fetch_one(conn, queries.GRANT_TENANT, {"role": role, "tenant_id": tenant})
-    assert row is not None
+    with Client() as client:
+        granted = client.grant_tenant(role, tenant)
     whom = f"tenant {tenant}" if tenant is not None else "every tenant"
     if as_json:
-        echo_json({"role": role, "tenant_id": tenant, "granted": row["granted"]})
+        echo_json({"role": role, "tenant_id": tenant, "granted": granted})
     else:
-        click.echo(f"{role}: {whom}" + ("" if row["granted"] else " (already granted)"))
+        click.echo(f"{role}: {whom}" + ("" if granted else " (already granted)"))
 
 
 @access.command()
@@ -57,9 +57,9 @@ def grant(role: str, tenant_id: str | None, every: bool, as_json: bool) -> None:
 def revoke(role: str, tenant_id: str | None, every: bool, as_json: bool) -> None:
     """Take a tenant (or the every-tenant grant) back from ROLE, at once."""
     tenant = _tenant(tenant_id, every)
-    with connect() as conn:
-        row = fetch_one(conn, queries.REVOKE_TENANT, {"role": role, "tenant_id": tenant})
-    if row is None or not row["revoked"]:
+    with Client() as client:
+        revoked = client.revoke_tenant(role, tenant)
+    if not revoked:
         whom = f"tenant {tenant}" if tenant is not None else "every tenant"
         raise errors.NotFound(f"{role} has no grant for {whom}")
     if as_json:
@@ -72,12 +72,10 @@ def revoke(role: str, tenant_id: str | None, every: bool, as_json: bool) -> None
 @json_option
 def list_(as_json: bool) -> None:
     """List the roles and the tenants they act for."""
-    with connect() as conn:
-        grants = fetch_all(conn, queries.LIST_TENANT_GRANTS)
+    with Client() as client:
+        grants = client.list_tenant_grants()
     if as_json:
         echo_json(grants)
         return
-    rows = [
-        [g["role_name"], g["tenant_id"] or "(every tenant)", g["granted_at"], g["granted_by"]] for g in grants
-    ]
+    rows = [[g.role_name, g.tenant_id or "(every tenant)", g.granted_at, g.granted_by] for g in grants]
     click.echo(output.table(["ROLE", "TENANT", "GRANTED", "BY"], rows))

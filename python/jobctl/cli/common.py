@@ -1,5 +1,5 @@
-"""What every command shares: the connection, `--json`, the types of ids and times, row helpers and
-the one-line error."""
+"""What every command shares: the connection (for what is not a client call: the migration plan,
+authenticate), `--json`, the types of ids and times, and the one-line error."""
 
 from __future__ import annotations
 
@@ -99,12 +99,6 @@ def connect() -> Conn:
     conn = db.connect(autocommit=True)
     set_json_loads(client.load_json, conn)
     return conn
-
-
-def fetch_all(conn: Conn, query: str, params: Mapping[str, Any] | None = None) -> list[Row]:
-    with conn.cursor(row_factory=dict_row) as cur:
-        cur.execute(query, params)
-        return cur.fetchall()
 
 
 def fetch_one(conn: Conn, query: str, params: Mapping[str, Any] | None = None) -> Row | None:

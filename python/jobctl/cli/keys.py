@@ -1,11 +1,13 @@
-"""Concurrency keys: `key put` (a key's limit, or a tenant's default) and `key list`."""
+"""Concurrency keys: `key put` (a key's limit, or a tenant's default) and `key list`, through
+jobctl.client."""
 
 from __future__ import annotations
 
 import click
 
-from jobctl import output, queries
-from jobctl.cli.common import connect, echo_json, fetch_all, json_option
+from jobctl import output
+from jobctl.cli.common import echo_json, json_option
+from jobctl.client import Client
 
 PUT_EPILOG = """\b
 Examples:
@@ -47,11 +49,10 @@ def put(
     if remove and (max_running is not None or default is not None):
         raise click.UsageError("--none takes no limit")
     limit = None if remove else (default if concurrency_key is None else max_running)
-    params = {"tenant_id": tenant_id, "concurrency_key": concurrency_key, "max_running": limit}
-    with connect() as conn:
-        conn.execute(queries.PUT_CONCURRENCY_LIMIT, params)
+    with Client() as client:
+        client.put_concurrency_limit(tenant_id, concurrency_key, limit)
     if as_json:
-        echo_json(params)
+        echo_json({"tenant_id": tenant_id, "concurrency_key": concurrency_key, "max_running": limit})
         return
     what = f"key {concurrency_key}" if concurrency_key is not None else "keys without a limit of their own"
     click.echo(
@@ -64,14 +65,14 @@ def put(
 @json_option
 def list_(tenant_id: str, as_json: bool) -> None:
     """List the tenant's key limits, with the jobs each has running or due, and waiting."""
-    with connect() as conn:
-        rows = fetch_all(conn, queries.LIST_CONCURRENCY_LIMITS, {"tenant_id": tenant_id})
+    with Client() as client:
+        limits = client.list_concurrency_limits(tenant_id)
     if as_json:
-        echo_json(rows)
+        echo_json(limits)
         return
     table = [
-        [r["concurrency_key"] if r["concurrency_key"] is not None else "(default)", r["max_running"],
-         "-" if r["active"] is None else r["active"], r["waiting"]]
-        for r in rows
+        [k.concurrency_key if k.concurrency_key is not None else "(default)", k.max_running,
+         "-" if k.active is None else k.active, k.waiting]
+        for k in limits
     ]  # fmt: skip
     click.echo(output.table(["KEY", "MAX RUNNING", "ACTIVE", "WAITING"], table, right=range(1, 4)))

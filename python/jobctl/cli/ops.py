@@ -2,7 +2,9 @@
 
 `stats` joins two SQL results for display: jobctl.stats (jobs per tenant, queue and state) and
 jobctl.claim_metrics (claims and waits over a window). `doctor` prints jobctl.health_checks plus a
-"schema current" check from the migration plan. `top` redraws both until Ctrl-C.
+"schema current" check from the migration plan (which reads the catalog itself: not a client call).
+`top` redraws both until Ctrl-C, on one connection that it opens again when it breaks; the figures
+are the client's calls on it (`conn=`).
 """
 
 from __future__ import annotations
@@ -16,10 +18,11 @@ from datetime import datetime, timedelta
 import click
 import psycopg
 
-from jobctl import contract, output, queries
+from jobctl import contract, output
 from jobctl import migrate as mig
-from jobctl.cli.common import Conn, Row, connect, echo_json, fetch_all, fetch_one, json_option, user_message
+from jobctl.cli.common import Conn, Row, connect, echo_json, json_option, user_message
 from jobctl.cli.schema import plan_issues
+from jobctl.client import Client
 
 WAITING = ("pending", "failed")  # due jobs in these states wait for a claim
 VERDICTS = ("ok", "warn", "fail")
@@ -35,19 +38,14 @@ window_option = click.option(
 
 
 def figures(
-    conn: Conn, tenant_id: str | None, queue: str | None, window: float
+    client: Client, conn: Conn | None, tenant_id: str | None, queue: str | None, window: float
 ) -> tuple[datetime, list[Row]]:
     """The database clock and one row per tenant and queue: jobs by state, the age of the oldest
-    due job still waiting (pending or failed), claims/s and the p50/p99 wait from due to claimed."""
-    clock = fetch_one(conn, queries.NOW)
-    assert clock is not None
-    now: datetime = clock["now"]
-    counts = fetch_all(conn, queries.STATS, {"tenant_id": tenant_id, "queue": queue})
-    claims = fetch_all(
-        conn,
-        queries.CLAIM_METRICS,
-        {"window": timedelta(seconds=window), "tenant_id": tenant_id, "queue": queue},
-    )
+    due job still waiting (pending or failed), claims/s and the p50/p99 wait from due to claimed.
+    conn None: on the client's own connection."""
+    now = client.now(conn=conn)
+    counts = client.stats(tenant_id, queue, conn=conn)
+    claims = client.claim_metrics(timedelta(seconds=window), tenant_id, queue, conn=conn)
     rows: dict[tuple[str, str], Row] = {}
 
     def row(t: str, q: str) -> Row:
@@ -56,14 +54,15 @@ def figures(
         return rows.setdefault((t, q), blank)
 
     for c in counts:
-        r = row(c["tenant_id"], c["queue"])
-        r[c["state"]] = c["jobs"]
-        oldest = c["oldest_run_at"]
-        if c["state"] in WAITING and oldest is not None and oldest <= now:
+        r = row(c.tenant_id, c.queue)
+        r[c.state] = c.jobs
+        oldest = c.oldest_run_at
+        if c.state in WAITING and oldest is not None and oldest <= now:
             r["oldest_due_s"] = max((now - oldest).total_seconds(), r["oldest_due_s"] or 0.0)
     for m in claims:
-        row(m["tenant_id"], m["queue"]).update(
-            {k: m[k] for k in ("claims", "claims_per_s", "wait_p50_s", "wait_p99_s")}
+        row(m.tenant_id, m.queue).update(
+            {"claims": m.claims, "claims_per_s": m.claims_per_s, "wait_p50_s": m.wait_p50_s}
+            | {"wait_p99_s": m.wait_p99_s}
         )
     return now, [rows[k] for k in sorted(rows)]
 
@@ -114,8 +113,8 @@ def stats(tenant_id: str | None, queue: str | None, window: float, as_json: bool
     OLDEST DUE is how long the oldest due job not yet claimed has waited; waits run from a job's
     run_at to its claim.
     """
-    with connect() as conn:
-        _, rows = figures(conn, tenant_id, queue, window)
+    with Client() as client:
+        _, rows = figures(client, None, tenant_id, queue, window)
     if as_json:
         echo_json(rows)
     elif rows:
@@ -140,8 +139,8 @@ def schema_check(conn: Conn) -> Row:
     }
 
 
-def checks(conn: Conn) -> list[Row]:
-    return [schema_check(conn), *fetch_all(conn, queries.HEALTH_CHECKS)]
+def checks(client: Client, conn: Conn) -> list[Row]:
+    return [schema_check(conn), *(dict(output.record(c)) for c in client.health_checks(conn=conn))]
 
 
 def tally(rows: list[Row]) -> Counter[str]:
@@ -166,8 +165,8 @@ def doctor(ctx: click.Context, as_json: bool) -> None:
     Schema, extensions, pg_cron jobs and their last run, reaper lag, dead tuples of the queue tables,
     transaction-ID age, old snapshots, partitions made ahead, the NOTIFY queue: each ok, warn or fail.
     """
-    with connect() as conn:
-        rows = checks(conn)
+    with connect() as conn, Client() as client:
+        rows = checks(client, conn)
     counts = tally(rows)
     worst = next((v for v in reversed(VERDICTS) if counts[v]), "ok")
     if as_json:
@@ -190,6 +189,7 @@ def doctor(ctx: click.Context, as_json: bool) -> None:
 
 
 def _frame(
+    client: Client,
     conn: Conn,
     tenant_id: str | None,
     queue: str | None,
@@ -199,8 +199,8 @@ def _frame(
 ) -> str:
     """One screen of `top`, at most `size` (columns, lines; lines None: every row) large."""
     width, height = size
-    now, rows = figures(conn, tenant_id, queue, window)
-    health = checks(conn)
+    now, rows = figures(client, conn, tenant_id, queue, window)
+    health = checks(client, conn)
     every = f"every {interval:g}s, claims over {window:g}s"
     title = f"jobctl top  {output.timestamp(now)}  {every}  (Ctrl-C quits)"
     lines = [output.clip(title, width), output.clip(f"health: {summary(health)}", width), ""]
@@ -238,6 +238,7 @@ def top(
     between redraws only when stdout is a terminal; a lost connection is retried.
     """
     tty = sys.stdout.isatty()
+    client = Client()  # no connection of its own: every call runs on `conn`
     conn: Conn | None = connect()  # the first connection must work; later ones are retried
     drawn = 0
     try:
@@ -246,7 +247,9 @@ def top(
                 if conn is None or conn.closed:
                     conn = connect()
                 columns, lines = shutil.get_terminal_size()  # $COLUMNS and $LINES first; else 80x24
-                frame = _frame(conn, tenant_id, queue, window, interval, (columns, lines if tty else None))
+                frame = _frame(
+                    client, conn, tenant_id, queue, window, interval, (columns, lines if tty else None)
+                )
             except psycopg.OperationalError as e:
                 if e.sqlstate is not None and not e.sqlstate.startswith("57P"):  # 57P: server going down
                     raise

@@ -1,11 +1,13 @@
-"""Queues: `queue put` (limits across tenants), `queue list`, `queue pause`, `queue resume`."""
+"""Queues: `queue put` (limits across tenants), `queue list`, `queue pause`, `queue resume`, through
+jobctl.client."""
 
 from __future__ import annotations
 
 import click
 
-from jobctl import output, queries
-from jobctl.cli.common import connect, echo_json, fetch_all, fetch_one, json_option, show_paused
+from jobctl import output
+from jobctl.cli.common import echo_json, json_option, show_paused
+from jobctl.client import Client
 
 PUT_EPILOG = """\b
 Examples:
@@ -37,39 +39,28 @@ def put(
     as_json: bool,
 ) -> None:
     """Create or replace a queue's settings: an option left out goes back to its default."""
-    params = {
-        "queue": name,
-        "max_running": max_running,
-        "claim_rate": claim_rate,
-        "claim_burst": claim_burst,
-        "paused": paused,
-    }
-    with connect() as conn, conn.transaction():
-        conn.execute(queries.PUT_QUEUE, params)
-        saved = _one(fetch_all(conn, queries.LIST_QUEUES, {}), name)
+    with Client() as client:
+        saved = client.put_queue(
+            name, max_running=max_running, claim_rate=claim_rate, claim_burst=claim_burst, paused=paused
+        )
     if as_json:
         echo_json(saved)
     else:
-        click.echo(output.key_values((k, "unlimited" if v is None else v) for k, v in saved.items()))
-
-
-def _one(rows: list[dict[str, object]], name: str) -> dict[str, object]:
-    return next(r for r in rows if r["queue"] == name)
+        click.echo(output.key_values((k, "unlimited" if v is None else v) for k, v in output.record(saved)))
 
 
 @queue.command("list")
 @json_option
 def list_(as_json: bool) -> None:
     """List the queues with settings or jobs: limits ('-': none), paused, jobs due and running."""
-    with connect() as conn:
-        rows = fetch_all(conn, queries.LIST_QUEUES, {})
+    with Client() as client:
+        queues = client.list_queues()
     if as_json:
-        echo_json(rows)
+        echo_json(queues)
         return
     headers = ["QUEUE", "PAUSED", "MAX RUNNING", "CLAIM/S", "CLAIM BURST", "DUE", "RUNNING"]
     table = [
-        [r["queue"], r["paused"], r["max_running"], r["claim_rate"], r["claim_burst"], r["due"], r["running"]]
-        for r in rows
+        [q.queue, q.paused, q.max_running, q.claim_rate, q.claim_burst, q.due, q.running] for q in queues
     ]
     click.echo(output.table(headers, table, right=range(2, 7)))
 
@@ -91,6 +82,6 @@ def resume(name: str, as_json: bool) -> None:
 
 
 def _pause(name: str, paused: bool, as_json: bool) -> None:
-    with connect() as conn:
-        row = fetch_one(conn, queries.PAUSE_QUEUE, {"queue": name, "paused": paused})
-    show_paused("queue", "queue", name, paused, bool(row and row["changed"]), as_json)
+    with Client() as client:
+        changed = client.pause_queue(name) if paused else client.resume_queue(name)
+    show_paused("queue", "queue", name, paused, changed, as_json)

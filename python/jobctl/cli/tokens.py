@@ -1,4 +1,8 @@
-"""API tokens: `token create`, `token revoke`, `token list`. Only a token's hash is stored."""
+"""API tokens: `token create`, `token revoke`, `token list`, through jobctl.client. Only a token's hash
+is stored.
+
+`token revoke <token>` first checks the token with jobctl.authenticate (queries.AUTHENTICATE): that is
+authentication, not a client call, as in the HTTP API."""
 
 from __future__ import annotations
 
@@ -6,7 +10,8 @@ import click
 import psycopg
 
 from jobctl import contract, errors, output, queries
-from jobctl.cli.common import as_id, connect, echo_json, fetch_all, fetch_one, json_option
+from jobctl.cli.common import as_id, connect, echo_json, fetch_one, json_option
+from jobctl.client import Client
 
 SCOPES = contract.SCOPES
 
@@ -45,12 +50,8 @@ def create(
     if admin == (tenant_id is not None):
         raise click.UsageError("give exactly one of --tenant TENANT or --admin")
     chosen = list(scopes) or list(SCOPES)
-    with connect() as conn:
-        row = fetch_one(
-            conn, queries.CREATE_API_TOKEN, {"tenant_id": tenant_id, "scopes": chosen, "label": label}
-        )
-    assert row is not None
-    value = str(row["token"])
+    with Client() as client:
+        value = client.create_api_token(tenant_id, chosen, label)
     match = contract.TOKEN_RE.match(value)
     token_id = int(match[1]) if match else None
     whom = f"tenant {tenant_id}" if tenant_id is not None else "every tenant (admin)"
@@ -75,7 +76,7 @@ def revoke(token_ref: str, as_json: bool) -> None:
     A full token must be valid: a mistyped secret revokes nothing.
     """
     ctx = click.get_current_context()
-    with connect() as conn:
+    with connect() as conn, Client() as client:
         if token_ref.isdigit():
             token_id = as_id(ctx, ctx.command.params[0], token_ref)
             assert token_id is not None
@@ -90,8 +91,8 @@ def revoke(token_ref: str, as_json: bool) -> None:
             except psycopg.Error as e:
                 if e.sqlstate != "JC021":  # JC021: valid, it just lacks that scope
                     raise
-        row = fetch_one(conn, queries.REVOKE_API_TOKEN, {"token_id": token_id})
-    if row is None or not row["revoked"]:
+        revoked = client.revoke_api_token(token_id, conn=conn)
+    if not revoked:
         raise errors.NotFound(f"no active token {token_id}")
     if as_json:
         echo_json({"token_id": token_id, "revoked": True})
@@ -104,21 +105,13 @@ def revoke(token_ref: str, as_json: bool) -> None:
 @json_option
 def list_(tenant_id: str | None, as_json: bool) -> None:
     """List API tokens (ids, scopes, labels; never the tokens)."""
-    with connect() as conn:
-        tokens = fetch_all(conn, queries.LIST_API_TOKENS, {"tenant_id": tenant_id})
+    with Client() as client:
+        tokens = client.list_api_tokens(tenant_id)
     if as_json:
         echo_json(tokens)
         return
     headers = ["ID", "TENANT", "SCOPES", "LABEL", "CREATED", "REVOKED"]
     rows = [
-        [
-            t["token_id"],
-            t["tenant_id"] or "(admin)",
-            t["scopes"],
-            t["label"],
-            t["created_at"],
-            t["revoked_at"],
-        ]
-        for t in tokens
+        [t.token_id, t.tenant_id or "(admin)", t.scopes, t.label, t.created_at, t.revoked_at] for t in tokens
     ]
     click.echo(output.table(headers, rows))
