@@ -2,7 +2,7 @@
 -- fail). The reaper-lag check moves a tap lease into the past (inside this transaction); the
 -- default-partition check gets a row from 2100. Tenant tap_health_t, queue tap_health_q.
 begin;
-select plan(20);
+select plan(21);
 -- the tests join temp tables that have no statistics: keep JIT from compiling those plans
 set local jit = off;
 
@@ -133,6 +133,12 @@ select results_eq(
     $$select verdict, detail ~ 'jobctl migrate' from jobctl.health_checks() where check_name = 'privileges'$$,
     $$values ('fail', true)$$,
     'a function opened to PUBLIC by hand fails the privileges check'
+);
+
+select is_empty(
+    $$select check_name from jobctl.health_checks()
+    where check_name like 'bloat %' and observed !~ '^heap \S+( \S+)?(; live rows not measured yet \(table not analyzed\)| for \S+( \S+)? of live rows \(estimate\))$'$$,
+    'a bloat check reads as a sentence, analyzed or not (doctor)'
 );
 
 select isnt(obj_description('jobctl.health_checks()'::regprocedure), null, 'health_checks has a comment');
