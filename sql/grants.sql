@@ -43,10 +43,11 @@ begin
             ('get_job', 'jobctl_reader'), ('list_jobs', 'jobctl_reader'), ('job_history', 'jobctl_reader'),
             ('stats', 'jobctl_reader'), ('claim_metrics', 'jobctl_reader'), ('list_schedules', 'jobctl_reader'),
             ('list_tenants', 'jobctl_reader'), ('cron_next', 'jobctl_reader'), ('list_concurrency_limits', 'jobctl_reader'),
+            ('count_jobs', 'jobctl_reader'),
             ('_acting_tenants', 'jobctl_reader'),  -- the row-level security policies call it as the reader
             ('submit_job', 'jobctl_writer'), ('submit_jobs', 'jobctl_writer'), ('cancel_job', 'jobctl_writer'),
             ('retry_job', 'jobctl_writer'), ('put_schedule', 'jobctl_writer'), ('drop_schedule', 'jobctl_writer'),
-            ('forget_subject', 'jobctl_writer'),
+            ('forget_subject', 'jobctl_writer'), ('retry_jobs', 'jobctl_writer'), ('cancel_jobs', 'jobctl_writer'),
             ('claim_job', 'jobctl_worker'), ('heartbeat', 'jobctl_worker'), ('complete_job', 'jobctl_worker'),
             ('complete_jobs', 'jobctl_worker'), ('fail_job', 'jobctl_worker'), ('release_job', 'jobctl_worker'),
             ('tick', 'jobctl_worker'), ('hint_tags', 'jobctl_worker'),

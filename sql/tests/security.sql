@@ -47,12 +47,13 @@ insert into granted values
 (
     'jobctl_reader', '{}', array[
         'get_job', 'list_jobs', 'job_history', 'stats', 'claim_metrics', 'list_schedules', 'list_tenants',
-        'cron_next', '_acting_tenants', 'list_concurrency_limits'
+        'cron_next', '_acting_tenants', 'list_concurrency_limits', 'count_jobs'
     ]
 ),
 (
     'jobctl_writer', array['jobctl_reader'], array[
-        'submit_job', 'submit_jobs', 'cancel_job', 'retry_job', 'put_schedule', 'drop_schedule', 'forget_subject'
+        'submit_job', 'submit_jobs', 'cancel_job', 'retry_job', 'put_schedule', 'drop_schedule', 'forget_subject',
+        'retry_jobs', 'cancel_jobs'
     ]
 ),
 (

@@ -1,0 +1,58 @@
+-- jobctl._cancel: the cancel of one hot job of p_tenants (NULL: every tenant), shared by
+-- cancel_job and cancel_jobs. Whoever deletes a job's _ready, _delayed or _running row owns its
+-- next transition, so cancel takes that row first (waiting for a claimer or completer that holds
+-- it, then looking again), then updates the job row. A job with a concurrency key gives its place
+-- to the key's next job (jobctl._admit). Returns the outcome with the job row as read: cancelled;
+-- missing (no such hot job of these tenants: the caller tells unknown from archived); state
+-- (completed, dead or cancelled); busy (it changed state five times while we tried).
+-- Writes: _ready/_delayed/_held/_running (delete), job (update), _event.
+create or replace function jobctl._cancel(p_job_id bigint, p_tenants text[], out outcome text, out job jobctl.job)
+language plpgsql
+as $$
+declare
+    v_job jobctl.job;
+    v_run jobctl._running;
+    v_owned boolean;
+    v_now timestamptz := clock_timestamp();
+begin
+    for i in 1..5 loop
+        select * into v_job from jobctl.job as j
+        where j.job_id = p_job_id and j.tenant_id = any(coalesce(p_tenants, array[j.tenant_id]));
+        job := v_job;
+        if not found then
+            outcome := 'missing';
+            return;
+        end if;
+        if v_job.state in ('completed', 'dead', 'cancelled') then
+            outcome := 'state';
+            return;
+        end if;
+        if v_job.state = 'running' then
+            delete from jobctl._running as r where r.job_id = v_job.job_id returning * into v_run;
+            v_owned := found;
+            if v_owned then
+                insert into jobctl._event (job_id, job_created_at, at, event, attempt, lease_epoch, worker_id)
+                values (v_job.job_id, v_job.created_at, v_run.started_at, 'claimed', v_run.attempt, v_run.lease_epoch, v_run.worker_id);
+            end if;
+        else
+            v_owned := jobctl._take_queue_row(v_job);
+        end if;
+        if v_owned then
+            update jobctl.job as j set state = 'cancelled', finished_at = v_now
+            where j.job_id = v_job.job_id and j.created_at = v_job.created_at;
+            perform jobctl._count_finished(array[v_job.tenant_id]);
+            if v_job.concurrency_key is not null then
+                perform jobctl._admit(array[v_job.tenant_id], array[v_job.concurrency_key]);  -- its place, if it had one
+            end if;
+            -- the event names a lease epoch only when the cancel revoked that (running) lease
+            insert into jobctl._event (job_id, job_created_at, at, event, attempt, lease_epoch, worker_id)
+            values (v_job.job_id, v_job.created_at, v_now, 'cancelled', coalesce(v_run.attempt, v_job.attempt),
+                v_run.lease_epoch, v_run.worker_id);
+            outcome := 'cancelled';
+            return;
+        end if;
+        -- the job moved on between our read and our delete (claimed, completed, reaped): look again
+    end loop;
+    outcome := 'busy';
+end
+$$;

@@ -1,0 +1,52 @@
+-- jobctl.cancel_jobs: cancel one batch of the jobs a bulk filter matches: at most max_jobs
+-- pending, failed or running hot jobs of the caller's tenants with job_id above after_id, in
+-- job_id order, each exactly as cancel_job cancels it (jobctl._cancel: a running job's lease is
+-- revoked, so its worker is fenced). The caller loops, one short transaction a call, passing
+-- last_id back as after_id until done. A job that finished meanwhile is skipped.
+-- One audit entry a call. Writes: as jobctl._cancel, audit_log.
+create or replace function jobctl.cancel_jobs(filter jsonb, max_jobs integer default 1000, after_id bigint default null)
+returns table (acted integer, skipped integer, last_id bigint, done boolean, stopped text, retry_after numeric)
+language plpgsql
+security definer
+set search_path = pg_catalog, pg_temp
+as $$
+#variable_conflict use_variable
+declare
+    v_filter jsonb := jobctl._job_filter(filter);
+    v_tenants text[];
+    v_id bigint;
+    v_acted integer := 0;
+    v_seen integer := 0;
+    v_last bigint := after_id;
+begin
+    perform jobctl._bulk_check(max_jobs, after_id);
+    v_tenants := jobctl._acting_tenants('jobs:cancel');
+    if v_filter ? 'tenant_id' then
+        perform jobctl._require_tenant(v_filter ->> 'tenant_id', 'jobs:cancel', 'filter.tenant_id');
+    end if;
+    for v_id in
+        select f.id from jobctl._filter_jobs(v_filter, v_tenants, array['pending', 'failed', 'running'], after_id, max_jobs) as f (id)
+    loop
+        v_seen := v_seen + 1;
+        v_last := v_id;
+        if (select c.outcome from jobctl._cancel(v_id, v_tenants) as c) = 'cancelled' then
+            v_acted := v_acted + 1;
+        end if;
+    end loop;
+    perform jobctl._audit('cancel_jobs', v_filter ->> 'tenant_id', jsonb_build_object(
+        'filter', v_filter || case when v_filter ? 'subject_key' then '{"subject_key": "(given)"}'::jsonb else '{}' end,
+        'after_id', after_id, 'max_jobs', max_jobs, 'last_id', v_last, 'cancelled', v_acted, 'skipped', v_seen - v_acted
+    ));
+    return query select v_acted, v_seen - v_acted, v_last, v_seen < max_jobs, null::text, null::numeric;
+end
+$$;
+
+comment on function jobctl.cancel_jobs(jsonb, integer, bigint) is
+'Cancel one batch of the jobs a filter matches (the filter of jobctl.count_jobs): at most max_jobs (1..1000, default
+1000) pending, failed or running jobs with job_id above after_id, in job_id order, each as cancel_job cancels it (a
+running job''s lease is revoked). Returns acted (cancelled), skipped (finished meanwhile), last_id (pass it as
+after_id to the next call) and done (no more to look at); stopped and retry_after are always NULL (the shape of
+retry_jobs). Call it in a loop, one transaction a call; each call is audited with its filter and counts.
+Errors: JC001 a bad filter (field filter.<key>), max_jobs or after_id, 42501 filter.tenant_id is another tenant.
+Example:
+select * from jobctl.cancel_jobs(''{"tenant_id": "acme", "queue": "email", "state": "pending"}'', after_id => 41000);';
