@@ -141,6 +141,11 @@ def test_printed_script_installs_and_upgrades_with_psql_alone(
     ]
 
     with psycopg.connect(scratch_dsn, autocommit=True) as c:
+        c.execute("insert into jobctl._applied (kind, name, checksum) values ('migration', '9999_x.sql', '')")
+    ahead = psql_file(scratch_dsn, script)
+    assert ahead.returncode == 3 and "migrated by a newer jobctl" in ahead.stderr, ahead.stderr
+    with psycopg.connect(scratch_dsn, autocommit=True) as c:
+        c.execute("delete from jobctl._applied where name = '9999_x.sql'")
         c.execute("update jobctl._applied set checksum = 'edited' where name = '0003_job_fillfactor.sql'")
         c.execute("delete from jobctl._applied where name = '0024_tick_lock_schema.sql'")
     refused = psql_file(scratch_dsn, script)

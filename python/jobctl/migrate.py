@@ -118,6 +118,15 @@ def script() -> str:
         "set local client_min_messages = warning;",
         BOOTSTRAP.strip(),
     ]
+    names = ", ".join(f"'{m.name}'" for m in migrations())
+    out += [  # a database a newer package migrated: this script's older functions must not replace its own
+        "select exists (select from jobctl._applied as a where a.kind = 'migration'"
+        f" and a.name not in ({names})) as ahead \\gset",
+        "\\if :ahead",
+        "do $$ begin raise exception 'the database has migrations this script does not know"
+        " (it was migrated by a newer jobctl)'; end $$;",
+        "\\endif",
+    ]
     for m in migrations():
         out += [
             f"-- migration {m.name}",
