@@ -8,7 +8,7 @@ TEST_ENV := JOBCTL_PGNAME=.test-pg JOBCTL_PG_DB=jobctl_test JOBCTL_PG_PORT=55442
 TEST_DSN = $$(cat .test-pg/dsn)
 
 .DEFAULT_GOAL := help
-.PHONY: help setup db db-stop db-destroy migrate validate demo demo-stop test test-db test-quick lint sqlfluff pgtap pytest bench-setup bench bench-quick bench-claim bench-tenants bench-retention bench-held bench-xids bench-notify bench-bloat bench-sealing bench-access bench-limits chaos failover probe sql-reference psql clean
+.PHONY: help setup db db-stop db-destroy migrate validate demo demo-stop test test-db test-quick lint sqlfluff pgtap pytest bench-setup bench bench-quick bench-claim bench-tenants bench-retention bench-held bench-xids bench-notify bench-bloat bench-sealing bench-access bench-limits bench-dashboard bench-counters bench-metrics chaos failover probe sql-reference psql clean
 
 help: ## List the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -97,6 +97,15 @@ bench-access: setup ## The tenant rule's cost: claim and complete as a superuser
 
 bench-limits: setup ## Concurrency keys and paused queues at scale: 100,000 keys at limit 1 (two jobs each) drained beside the same jobs without keys; single claims beside a paused queue of 1,000,000 jobs (about 5 minutes)
 	@$(BIN)/python benchmarks/limits.py
+
+bench-dashboard: setup ## The dashboard at 1,000,000 jobs across 1,000 tenants: GET / (overview) and the other pages, median and p95 of 30 rounds (about 2 minutes)
+	@$(BIN)/python benchmarks/dashboard.py --jobs $${JOBS:-1000000} --tenants $${TENANTS:-1000}
+
+bench-counters: setup ## The counters' cost on the hot path: submit and claim + complete throughput of HEAD against the commit before them, side by side, 5 rounds (about 3 minutes)
+	@$(BIN)/python benchmarks/counters.py
+
+bench-metrics: setup ## /metrics with the job series at 1,000 tenants x 10 queues: the scrape cold and within the TTL, its SQL and rendering halves (about 2 minutes)
+	@$(BIN)/python benchmarks/metrics.py
 
 bench-tenants: setup ## Tenant scenarios: weights 5:3:1 over 60 s, a 1,000,000-job tenant beside 100 small ones (about 5 minutes)
 	@$(BIN)/python benchmarks/tenants.py

@@ -54,14 +54,16 @@ def bench_dsn(base: str, name: str) -> str:
     return make_conninfo(**params)
 
 
-def fresh_database(base: str, name: str) -> str:
+def fresh_database(base: str, name: str, naive: bool = True) -> str:
+    """A new database `name` on the cluster of `base`, migrated (and with the naive queue's schema)."""
     with psycopg.connect(base, autocommit=True) as c:
         c.execute(f'drop database if exists "{name}" with (force)')
         c.execute(f'create database "{name}"')
     dsn = bench_dsn(base, name)
     with psycopg.connect(dsn) as c:
         migrate.migrate(c)
-        c.execute(NAIVE_SCHEMA)
+        if naive:
+            c.execute(NAIVE_SCHEMA)
         c.commit()
     return dsn
 

@@ -7,9 +7,12 @@
 --                below through row-level security)
 -- jobctl_writer  a reader that also submits, cancels and retries jobs, writes schedules and
 --                forgets data subjects
--- jobctl_worker  claims jobs and reports on them (heartbeat, complete, fail, release)
+-- jobctl_worker  claims jobs and reports on them (heartbeat, complete, fail, release) and itself
+--                (worker_beat, worker_gone)
 -- jobctl_api     the HTTP API's login role: a writer that acts only through API tokens
---                (jobctl.authenticate), since it is granted no tenant itself
+--                (jobctl.authenticate), since it is granted no tenant itself; also queue settings
+--                and the tenant pages (pause_tenant, tokens, grants, health) for the tokens
+--                whose scopes allow them
 -- jobctl_admin   everything, for every tenant: tenants, tokens, grants, health
 -- The periodic functions maintain_partitions, reap_expired_leases and expand_schedules run as the
 -- schema owner, from pg_cron or jobctl.tick: they are SECURITY INVOKER (pg_partman sets search_path
@@ -43,15 +46,26 @@ begin
             ('get_job', 'jobctl_reader'), ('list_jobs', 'jobctl_reader'), ('job_history', 'jobctl_reader'),
             ('stats', 'jobctl_reader'), ('claim_metrics', 'jobctl_reader'), ('list_schedules', 'jobctl_reader'),
             ('list_tenants', 'jobctl_reader'), ('cron_next', 'jobctl_reader'), ('list_concurrency_limits', 'jobctl_reader'),
-            ('count_jobs', 'jobctl_reader'),
+            ('count_jobs', 'jobctl_reader'), ('find_jobs', 'jobctl_reader'), ('job_counts', 'jobctl_reader'), ('job_rates', 'jobctl_reader'),
+            ('job_overview', 'jobctl_reader'), ('fairness', 'jobctl_reader'), ('histogram_bounds', 'jobctl_reader'),
+            ('histogram_quantile', 'jobctl_reader'),
             ('_acting_tenants', 'jobctl_reader'),  -- the row-level security policies call it as the reader
+            -- workers serve every tenant: list_workers refuses any caller but one acting for every tenant
+            ('list_workers', 'jobctl_reader'), ('list_audit', 'jobctl_reader'),
             ('submit_job', 'jobctl_writer'), ('submit_jobs', 'jobctl_writer'), ('cancel_job', 'jobctl_writer'),
             ('retry_job', 'jobctl_writer'), ('put_schedule', 'jobctl_writer'), ('drop_schedule', 'jobctl_writer'),
             ('forget_subject', 'jobctl_writer'), ('retry_jobs', 'jobctl_writer'), ('cancel_jobs', 'jobctl_writer'),
+            ('delete_jobs', 'jobctl_writer'),
+            ('pause_schedule', 'jobctl_writer'), ('resume_schedule', 'jobctl_writer'), ('run_schedule', 'jobctl_writer'),
             ('claim_job', 'jobctl_worker'), ('heartbeat', 'jobctl_worker'), ('complete_job', 'jobctl_worker'),
             ('complete_jobs', 'jobctl_worker'), ('fail_job', 'jobctl_worker'), ('release_job', 'jobctl_worker'),
             ('tick', 'jobctl_worker'), ('hint_tags', 'jobctl_worker'),
+            ('worker_beat', 'jobctl_worker'), ('worker_gone', 'jobctl_worker'),
             ('authenticate', 'jobctl_api'),
+            -- tenant administration through API tokens (tenants:read, tenants:write): each function acts
+            -- for the token's tenants only, and health_checks for every-tenant callers only
+            ('pause_tenant', 'jobctl_api'), ('list_api_tokens', 'jobctl_api'), ('list_tenant_grants', 'jobctl_api'),
+            ('health_checks', 'jobctl_api'),
             ('put_tenant', 'jobctl_admin'), ('pause_tenant', 'jobctl_admin'), ('put_concurrency_limit', 'jobctl_admin'),
             -- queues are shared: the functions refuse any caller but one acting for every tenant
             ('put_queue', 'jobctl_admin'), ('pause_queue', 'jobctl_admin'), ('resume_queue', 'jobctl_admin'),
@@ -60,7 +74,7 @@ begin
             ('create_api_token', 'jobctl_admin'),
             ('revoke_api_token', 'jobctl_admin'), ('list_api_tokens', 'jobctl_admin'), ('authenticate', 'jobctl_admin'),
             ('grant_tenant', 'jobctl_admin'), ('revoke_tenant', 'jobctl_admin'),
-            ('list_tenant_grants', 'jobctl_admin')
+            ('list_tenant_grants', 'jobctl_admin'), ('recount_counters', 'jobctl_admin')
         ) as g (name, grantee)
         inner join pg_catalog.pg_proc as p on p.proname = g.name and p.pronamespace = 'jobctl'::regnamespace
         order by p.oid, g.grantee  -- one order every run: a function's privileges list in it (pg_dump equal)
@@ -84,7 +98,7 @@ begin
             and c.relname in (
                 'job', 'job_archive', 'tenant', 'schedule', 'audit_log', '_ready', '_running', '_delayed',
                 '_event', '_event_archive', '_api_token', '_role_tenant', '_held', 'concurrency_limit', 'queue',
-                '_lock', '_tenant_lock', '_hint_key'
+                '_lock', '_tenant_lock', '_hint_key', '_stat_delta', '_stat', '_stat_minute', '_stat_probed'
             )
     loop
         if not v_grant.secured then

@@ -7,6 +7,7 @@ import collections
 import json
 import multiprocessing as mp
 import os
+import threading
 import time
 
 import psycopg
@@ -106,3 +107,51 @@ def test_two_bulk_retries_and_a_worker_retry_every_dead_job_exactly_once(
         (tenant,),
     ).fetchone()
     assert audits == (1500, sum(len(run) for run in calls))
+
+
+def test_bulk_cancel_gives_way_to_a_completion_waiting_for_its_key(dsn: str, name: str) -> None:
+    """A batch that took a concurrency key for one job, then waits for the rows of another job whose
+    completion waits for that key, would deadlock with it: the batch gives way (lock_timeout) and
+    skips that job; the completion then goes through."""
+    tenant, queue = f"{name}_t", f"{name}_q"
+    with psycopg.connect(dsn, autocommit=True) as setup:
+        setup.execute("select jobctl.put_tenant(%s)", [tenant])
+        setup.execute("select jobctl.put_concurrency_limit(%s, 'k', 5)", [tenant])
+        first = setup.execute(
+            "select job_id from jobctl.submit_job(%s, %s, '{}', concurrency_key => 'k')", [tenant, queue]
+        ).fetchone()
+        running = setup.execute(
+            "select job_id from jobctl.submit_job(%s, %s, '{}', concurrency_key => 'k')", [tenant, queue]
+        ).fetchone()
+        assert first is not None and running is not None
+        claimed = setup.execute(
+            "select job_id, lease_epoch from jobctl.claim_job('w', array[%s], 2)", [queue]
+        ).fetchall()
+        epoch = {job_id: e for job_id, e in claimed}[running[0]]
+        setup.execute(
+            "select jobctl.release_job(%s, %s)", [first[0], {job_id: e for job_id, e in claimed}[first[0]]]
+        )
+    with psycopg.connect(dsn) as batch, psycopg.connect(dsn) as worker:
+        batch.execute("select jobctl.cancel_job(%s)", [first[0]])  # holds key k until commit
+        worker.execute("set statement_timeout = '20s'")
+        done: list[object] = []
+
+        def complete() -> None:
+            row = worker.execute("select jobctl.complete_job(%s, %s, null)", [running[0], epoch]).fetchone()
+            worker.commit()
+            done.append(row)
+
+        t = threading.Thread(target=complete)
+        t.start()
+        time.sleep(0.5)  # the completion has deleted its lease row and waits for key k
+        t0 = time.monotonic()
+        row = batch.execute(
+            "select acted, skipped from jobctl.cancel_jobs(%s::jsonb)",
+            [json.dumps({"job_ids": [running[0]]})],
+        ).fetchone()
+        waited = time.monotonic() - t0
+        batch.commit()
+        t.join(20)
+        assert row == (0, 1)  # skipped, not a deadlock error
+        assert waited < 1.0  # gave way before deadlock_timeout would have found the cycle
+        assert done == [(True,)]

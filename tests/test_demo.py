@@ -37,6 +37,8 @@ def test_demo_runs_every_sample_job_to_its_end(tmp_path: Path) -> None:
             assert re.search(rf"job \d+\s+{label}\s+{final}\n", text), (label, text)
         assert "failed attempt 2 (RuntimeError: simulated failure on attempt 2)" in text, text
         assert re.search(r"export TOKEN=jct_\d+_[0-9a-f]{64}", text), text
+        assert re.search(r"The dashboard is at http://127\.0\.0\.1:\d+/ ", text), text
+        assert "PUT /api/v1/schedules/demo-steady -> a job every 10 s" in text, text
     finally:
         subprocess.run(
             [db.ROOT / "bin" / "demo", "stop"], env=env, capture_output=True, timeout=60, check=False

@@ -38,7 +38,7 @@ import psycopg
 from psycopg.rows import dict_row
 from psycopg.types.json import set_json_loads
 
-from jobctl import db, errors, queries
+from jobctl import db, errors, queries, tracing
 
 if TYPE_CHECKING:
     from _typeshed import DataclassInstance
@@ -123,6 +123,7 @@ class JobInfo:
     timeout: timedelta | None
     backoff: Any
     concurrency_key: str | None
+    traceparent: str | None = None  # the W3C trace context of the submit (migration 0025)
 
 
 @dataclass(frozen=True)
@@ -154,6 +155,7 @@ class Schedule:
     last_job_id: int | None
     created_at: datetime
     updated_at: datetime
+    paused: bool = False  # pause_schedule; resume_schedule recomputes next_fire_at from now
 
 
 @dataclass(frozen=True)
@@ -224,7 +226,8 @@ class TenantGrant:
 
 @dataclass(frozen=True)
 class Stats:
-    """A row of jobctl.stats: the jobs of a tenant's queue in one state, and the earliest run_at."""
+    """A row of jobctl.stats: the jobs of a tenant's queue in one state; on the pending row, the run_at
+    of the oldest due job (None when none is due)."""
 
     tenant_id: str
     queue: str
@@ -257,6 +260,133 @@ class HealthCheck:
 
 
 @dataclass(frozen=True)
+class Worker:
+    """A row of list_workers: what a worker last reported (worker_beat; `queues` None: all), whether it
+    beat within the staleness window (`alive`) and the leases it holds now (`running`)."""
+
+    worker_id: str
+    host: str
+    pid: int
+    queues: list[str] | None
+    concurrency: int
+    in_flight: int
+    started_at: datetime
+    last_seen_at: datetime
+    alive: bool
+    running: int
+
+
+@dataclass(frozen=True)
+class AuditEntry:
+    """A row of list_audit: who (`actor`, the login; `token_id`, the API token) did what, for which
+    tenant (None: no tenant, e.g. a queue's settings)."""
+
+    audit_id: int
+    at: datetime
+    actor: str
+    token_id: int | None
+    action: str
+    tenant_id: str | None
+    detail: Any
+
+
+# --- bulk actions and the dashboard's figures (issue 21)
+
+
+@dataclass(frozen=True)
+class JobCount:
+    """A row of count_jobs: the jobs a filter matches, up to max_count; `capped`: at least that many."""
+
+    jobs: int
+    capped: bool
+
+
+@dataclass(frozen=True)
+class BulkBatch:
+    """A row of retry_jobs / cancel_jobs: one batch. Pass `last_id` as after_id to the next call until
+    `done`; `stopped` (JC004, JC005) with `retry_after` seconds when a tenant's room ran out."""
+
+    acted: int
+    skipped: int
+    last_id: int | None
+    done: bool
+    stopped: str | None
+    retry_after: Decimal | None
+
+
+@dataclass(frozen=True)
+class JobOverview:
+    """A row of job_overview: a tenant's queue from the counters (gauges now; rates and wait
+    quantiles, in seconds, over the window; None without claims)."""
+
+    tenant_id: str
+    queue: str
+    pending: int
+    delayed: int
+    retrying: int
+    running: int
+    dead: int
+    completed: int
+    cancelled: int
+    oldest_due_at: datetime | None
+    wait_p50: float | None
+    wait_p99: float | None
+    claims_per_second: float | None
+    completions_per_second: float | None
+
+
+@dataclass(frozen=True)
+class MinuteRates:
+    """One minute of job_rates summed over the tenants and queues asked for, with the wait quantiles
+    (seconds) of the summed histogram."""
+
+    minute: datetime
+    submitted: int
+    claimed: int
+    succeeded: int
+    failed: int
+    died: int
+    fenced: int
+    wait_p50: float | None
+    wait_p99: float | None
+
+
+@dataclass(frozen=True)
+class Fairness:
+    """A row of fairness: a tenant's share of the claims over the window against its weight's share,
+    its running jobs against max_running (None: no limit), its claim-rate room (None: no rate)."""
+
+    tenant_id: str
+    weight: int
+    weight_share: float | None
+    claims: int
+    claim_share: float | None
+    running: int
+    max_running: int | None
+    rate_room: float | None
+    paused: bool
+
+
+def _filter_json(job_filter: Mapping[str, Any]) -> str:
+    """A bulk filter as count_jobs takes it (JSON null: the key left out)."""
+    return json.dumps(dict(job_filter), allow_nan=False, default=str)
+
+
+def _bulk(statement: str, job_filter: Mapping[str, Any], max_jobs: int, after_id: int | None) -> Statement:
+    after = check_id(after_id, "after_id") if after_id is not None else None
+    return statement, {"filter": _filter_json(job_filter), "max_jobs": max_jobs, "after_id": after}
+
+
+def _find_jobs(job_filter: Mapping[str, Any], before_id: int | None, max_rows: int) -> Statement:
+    before = check_id(before_id, "before_id") if before_id is not None else None
+    return queries.FIND_JOBS, {"filter": _filter_json(job_filter), "before_id": before, "max_rows": max_rows}
+
+
+def _seconds(window: timedelta | float) -> timedelta:
+    return window if isinstance(window, timedelta) else timedelta(seconds=window)
+
+
+@dataclass(frozen=True)
 class JobSpec:
     """One job for `submit_many`, with submit_job's parameters. None leaves a parameter to the SQL
     default (priority 0, due now, 3 attempts, exponential backoff, no timeout)."""
@@ -272,6 +402,8 @@ class JobSpec:
     timeout: timedelta | float | str | None = None  # seconds, or an interval such as '5 minutes'
     subject_key: str | None = None
     concurrency_key: str | None = None
+    # the W3C trace context (00-<32 hex>-<16 hex>-<2 hex>) the worker's run span continues (tracing)
+    traceparent: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         """The submit_jobs element: only the keys given, so that SQL applies its own defaults."""
@@ -316,8 +448,12 @@ def check_id(value: int, name: str = "job_id") -> int:
     return value
 
 
-def _jobs_json(jobs: Iterable[JobSpec | Mapping[str, Any]]) -> str:
+def _jobs_json(jobs: Iterable[JobSpec | Mapping[str, Any]], traceparent: str | None = None) -> str:
+    """The submit_jobs array; `traceparent` goes to every job that has none of its own (tracing)."""
     specs = [j.to_json() if isinstance(j, JobSpec) else dict(j) for j in jobs]
+    if traceparent is not None:
+        for spec in specs:
+            spec.setdefault("traceparent", traceparent)
     try:
         return json.dumps(specs, allow_nan=False)
     except (TypeError, ValueError) as e:
@@ -417,6 +553,37 @@ def _claim_metrics(window: timedelta | float, tenant_id: str | None, queue: str 
     return queries.CLAIM_METRICS, {"window": length, "tenant_id": tenant_id, "queue": queue}
 
 
+def _worker_beat(
+    worker_id: str, host: str, pid: int, queues: Sequence[str] | None, concurrency: int, in_flight: int
+) -> Statement:
+    params = {
+        "worker_id": worker_id,
+        "host": host,
+        "pid": pid,
+        "queues": list(queues) if queues is not None else None,
+        "concurrency": concurrency,
+        "in_flight": in_flight,
+    }
+    return queries.WORKER_BEAT, params
+
+
+def _list_workers(stale: timedelta | float) -> Statement:
+    return queries.LIST_WORKERS, {
+        "stale": stale if isinstance(stale, timedelta) else timedelta(seconds=stale)
+    }
+
+
+def _list_audit(tenant_id: str | None, before_id: int | None, max_count: int) -> Statement:
+    before = check_id(before_id, "before_id") if before_id is not None else None
+    return queries.LIST_AUDIT, {"tenant_id": tenant_id, "before_id": before, "max_count": max_count}
+
+
+def _grants(tenant_id: str | None) -> Statement:
+    if tenant_id is None:
+        return queries.LIST_TENANT_GRANTS, {}
+    return queries.LIST_GRANTS_OF, {"tenant_id": tenant_id}
+
+
 def _mapped(e: psycopg.Error) -> BaseException:
     """The jobctl.errors exception for a database error with a known SQLSTATE, else the error itself."""
     return errors.from_db(e) or e
@@ -502,22 +669,33 @@ class Client:
         timeout: timedelta | float | str | None = None,
         subject_key: str | None = None,
         concurrency_key: str | None = None,
+        traceparent: str | None = None,
         conn: Conn | None = None,
     ) -> Submitted:
         """Submit one job. `delay`: due that long from now by the database clock (not with `run_at`).
-        With `conn`, the job commits or rolls back with the caller's transaction."""
-        spec = JobSpec(
-            tenant_id, queue, payload, priority, run_at, dedup_key, max_attempts, backoff, timeout,
-            subject_key, concurrency_key,
-        )  # fmt: skip
-        return _typed(Submitted, self._rows(_submit(spec, delay), conn)[0])
+        With `conn`, the job commits or rolls back with the caller's transaction. `traceparent`: the
+        W3C trace context the job belongs to; with OpenTelemetry, the parent of the `jobctl submit`
+        span, whose context the job stores (jobctl.tracing)."""
+        with tracing.submitting(traceparent, 1, tenant_id, queue) as context:
+            spec = JobSpec(
+                tenant_id, queue, payload, priority, run_at, dedup_key, max_attempts, backoff, timeout,
+                subject_key, concurrency_key, context,
+            )  # fmt: skip
+            return _typed(Submitted, self._rows(_submit(spec, delay), conn)[0])
 
     def submit_many(
-        self, jobs: Iterable[JobSpec | Mapping[str, Any]], *, conn: Conn | None = None
+        self,
+        jobs: Iterable[JobSpec | Mapping[str, Any]],
+        *,
+        traceparent: str | None = None,
+        conn: Conn | None = None,
     ) -> list[Submitted]:
         """Submit a batch (at most 10,000), all or nothing; results in input order. A job may also be a
-        mapping with submit_jobs' keys. An error about one job says which in `index`."""
-        rows = self._rows((queries.SUBMIT_JOBS, {"jobs": _jobs_json(jobs)}), conn)
+        mapping with submit_jobs' keys. An error about one job says which in `index`. `traceparent`
+        (or, with OpenTelemetry, the batch's `jobctl submit` span) goes to every job without one."""
+        jobs = list(jobs)
+        with tracing.submitting(traceparent, len(jobs)) as context:
+            rows = self._rows((queries.SUBMIT_JOBS, {"jobs": _jobs_json(jobs, context)}), conn)
         return [_typed(Submitted, r) for r in rows]
 
     def get_job(self, job_id: int, *, conn: Conn | None = None) -> JobInfo | None:
@@ -585,6 +763,22 @@ class Client:
         """Remove a schedule; False when there was none (jobs it enqueued stay)."""
         rows = self._rows((queries.DROP_SCHEDULE, {"tenant_id": tenant_id, "name": name}), conn)
         return bool(rows[0]["dropped"])
+
+    def pause_schedule(self, tenant_id: str, name: str, *, conn: Conn | None = None) -> bool:
+        """Stop a schedule firing; False when it was paused already. Unknown schedule: NotFound."""
+        rows = self._rows((queries.PAUSE_SCHEDULE, {"tenant_id": tenant_id, "name": name}), conn)
+        return bool(rows[0]["changed"])
+
+    def resume_schedule(self, tenant_id: str, name: str, *, conn: Conn | None = None) -> bool:
+        """Let a paused schedule fire again from its next fire time after now (the runs missed while it
+        was paused are skipped); False when it was not paused."""
+        rows = self._rows((queries.RESUME_SCHEDULE, {"tenant_id": tenant_id, "name": name}), conn)
+        return bool(rows[0]["changed"])
+
+    def run_schedule(self, tenant_id: str, name: str, *, conn: Conn | None = None) -> int:
+        """Submit one run of the schedule now (paused or not); returns the new job's id."""
+        rows = self._rows((queries.RUN_SCHEDULE, {"tenant_id": tenant_id, "name": name}), conn)
+        return int(rows[0]["job_id"])
 
     def next_fire_times(self, cron: str, count: int = 5, *, conn: Conn | None = None) -> list[datetime]:
         """The next `count` fire times of a cron expression after now, as jobctl.cron_next computes them."""
@@ -720,8 +914,12 @@ class Client:
         rows = self._rows((queries.REVOKE_TENANT, {"role": role, "tenant_id": tenant_id}), conn)
         return bool(rows and rows[0]["revoked"])
 
-    def list_tenant_grants(self, *, conn: Conn | None = None) -> list[TenantGrant]:
-        return [_typed(TenantGrant, r) for r in self._rows((queries.LIST_TENANT_GRANTS, {}), conn)]
+    def list_tenant_grants(
+        self, tenant_id: str | None = None, *, conn: Conn | None = None
+    ) -> list[TenantGrant]:
+        """The roles acting for the caller's tenants (tenant_id: for that one only, every-tenant grants
+        left out)."""
+        return [_typed(TenantGrant, r) for r in self._rows(_grants(tenant_id), conn)]
 
     # --- figures and health
 
@@ -747,10 +945,142 @@ class Client:
     def health_checks(self, *, conn: Conn | None = None) -> list[HealthCheck]:
         return [_typed(HealthCheck, r) for r in self._rows((queries.HEALTH_CHECKS, {}), conn)]
 
+    # --- workers and the audit log
+
+    def worker_beat(
+        self,
+        worker_id: str,
+        host: str,
+        pid: int,
+        queues: Sequence[str] | None,
+        concurrency: int,
+        in_flight: int,
+        *,
+        conn: Conn | None = None,
+    ) -> None:
+        """Report a worker to the registry (queues None: all); a worker calls it every few seconds."""
+        self._rows(_worker_beat(worker_id, host, pid, queues, concurrency, in_flight), conn)
+
+    def worker_gone(self, worker_id: str, *, conn: Conn | None = None) -> None:
+        """Take a worker out of the registry (a clean stop)."""
+        self._rows((queries.WORKER_GONE, {"worker_id": worker_id}), conn)
+
+    def list_workers(self, stale: timedelta | float = 60, *, conn: Conn | None = None) -> list[Worker]:
+        """The registered workers; `alive`: seen within `stale` (a timedelta, or seconds; 1 s to 1 h)."""
+        return [_typed(Worker, r) for r in self._rows(_list_workers(stale), conn)]
+
+    def list_audit(
+        self,
+        tenant_id: str | None = None,
+        *,
+        before_id: int | None = None,
+        max_count: int = 100,
+        conn: Conn | None = None,
+    ) -> list[AuditEntry]:
+        """Audit entries of the caller's tenants (or one), newest first; the next page: `before_id` = the
+        last audit_id of this one. max_count 1..1000."""
+        return [_typed(AuditEntry, r) for r in self._rows(_list_audit(tenant_id, before_id, max_count), conn)]
+
     def now(self, *, conn: Conn | None = None) -> datetime:
         """The database clock (the transaction's start on `conn`), which every age is measured by."""
         now: datetime = self._rows((queries.NOW, {}), conn)[0]["now"]
         return now
+
+    # --- bulk actions and the dashboard's figures (issue 21)
+
+    def count_jobs(
+        self,
+        job_filter: Mapping[str, Any],
+        action: str | None = None,
+        max_count: int = 10000,
+        *,
+        conn: Conn | None = None,
+    ) -> JobCount:
+        """How many jobs of the caller's tenants match a bulk filter (action 'retry' or 'cancel': only
+        those it would act on), counted up to max_count."""
+        params = {"filter": _filter_json(job_filter), "action": action, "max_count": max_count}
+        return _typed(JobCount, self._rows((queries.COUNT_JOBS, params), conn)[0])
+
+    def find_jobs(
+        self,
+        job_filter: Mapping[str, Any],
+        before_id: int | None = None,
+        max_rows: int = 50,
+        *,
+        conn: Conn | None = None,
+    ) -> list[JobInfo]:
+        """A page of the jobs a bulk filter matches, hot and archived, newest first; the next page:
+        `before_id` = the last job_id of this one."""
+        rows = self._rows(_find_jobs(job_filter, before_id, max_rows), conn)
+        return [_typed(JobInfo, r) for r in rows]
+
+    def retry_jobs(
+        self,
+        job_filter: Mapping[str, Any],
+        max_jobs: int = 1000,
+        after_id: int | None = None,
+        *,
+        conn: Conn | None = None,
+    ) -> BulkBatch:
+        """Retry one batch of the jobs a filter matches; loop on `last_id` until `done`."""
+        return _typed(
+            BulkBatch, self._rows(_bulk(queries.RETRY_JOBS, job_filter, max_jobs, after_id), conn)[0]
+        )
+
+    def cancel_jobs(
+        self,
+        job_filter: Mapping[str, Any],
+        max_jobs: int = 1000,
+        after_id: int | None = None,
+        *,
+        conn: Conn | None = None,
+    ) -> BulkBatch:
+        """Cancel one batch of the jobs a filter matches; loop on `last_id` until `done`."""
+        statement = _bulk(queries.CANCEL_JOBS, job_filter, max_jobs, after_id)
+        return _typed(BulkBatch, self._rows(statement, conn)[0])
+
+    def delete_jobs(
+        self,
+        job_filter: Mapping[str, Any],
+        max_jobs: int = 1000,
+        after_id: int | None = None,
+        *,
+        conn: Conn | None = None,
+    ) -> BulkBatch:
+        """Delete one batch of the finished (completed, dead, cancelled) jobs a filter matches, with
+        their history; loop on `last_id` until `done`."""
+        statement = _bulk(queries.DELETE_JOBS, job_filter, max_jobs, after_id)
+        return _typed(BulkBatch, self._rows(statement, conn)[0])
+
+    def job_overview(
+        self,
+        window: timedelta | float = 300,
+        tenant_id: str | None = None,
+        queue: str | None = None,
+        *,
+        conn: Conn | None = None,
+    ) -> list[JobOverview]:
+        """Each tenant's queue from the counters: gauges, oldest due job, rates over `window`."""
+        params = {"window": _seconds(window), "tenant_id": tenant_id, "queue": queue}
+        return [_typed(JobOverview, r) for r in self._rows((queries.JOB_OVERVIEW, params), conn)]
+
+    def minute_rates(
+        self,
+        since: datetime,
+        tenant_id: str | None = None,
+        queue: str | None = None,
+        *,
+        conn: Conn | None = None,
+    ) -> list[MinuteRates]:
+        """job_rates per minute since `since`, summed over the tenants and queues asked for."""
+        params = {"since": since, "tenant_id": tenant_id, "queue": queue}
+        return [_typed(MinuteRates, r) for r in self._rows((queries.JOB_RATES_BY_MINUTE, params), conn)]
+
+    def fairness(self, window: timedelta | float = 300, *, conn: Conn | None = None) -> list[Fairness]:
+        """Each tenant's share of the claims over `window` against its weight's share."""
+        return [
+            _typed(Fairness, r) for r in self._rows((queries.FAIRNESS, {"window": _seconds(window)}), conn)
+        ]
 
 
 class AsyncClient:
@@ -811,18 +1141,26 @@ class AsyncClient:
         timeout: timedelta | float | str | None = None,
         subject_key: str | None = None,
         concurrency_key: str | None = None,
+        traceparent: str | None = None,
         conn: AsyncConn | None = None,
     ) -> Submitted:
-        spec = JobSpec(
-            tenant_id, queue, payload, priority, run_at, dedup_key, max_attempts, backoff, timeout,
-            subject_key, concurrency_key,
-        )  # fmt: skip
-        return _typed(Submitted, (await self._rows(_submit(spec, delay), conn))[0])
+        with tracing.submitting(traceparent, 1, tenant_id, queue) as context:
+            spec = JobSpec(
+                tenant_id, queue, payload, priority, run_at, dedup_key, max_attempts, backoff, timeout,
+                subject_key, concurrency_key, context,
+            )  # fmt: skip
+            return _typed(Submitted, (await self._rows(_submit(spec, delay), conn))[0])
 
     async def submit_many(
-        self, jobs: Iterable[JobSpec | Mapping[str, Any]], *, conn: AsyncConn | None = None
+        self,
+        jobs: Iterable[JobSpec | Mapping[str, Any]],
+        *,
+        traceparent: str | None = None,
+        conn: AsyncConn | None = None,
     ) -> list[Submitted]:
-        rows = await self._rows((queries.SUBMIT_JOBS, {"jobs": _jobs_json(jobs)}), conn)
+        jobs = list(jobs)
+        with tracing.submitting(traceparent, len(jobs)) as context:
+            rows = await self._rows((queries.SUBMIT_JOBS, {"jobs": _jobs_json(jobs, context)}), conn)
         return [_typed(Submitted, r) for r in rows]
 
     async def get_job(self, job_id: int, *, conn: AsyncConn | None = None) -> JobInfo | None:
@@ -886,6 +1224,18 @@ class AsyncClient:
     async def drop_schedule(self, tenant_id: str, name: str, *, conn: AsyncConn | None = None) -> bool:
         rows = await self._rows((queries.DROP_SCHEDULE, {"tenant_id": tenant_id, "name": name}), conn)
         return bool(rows[0]["dropped"])
+
+    async def pause_schedule(self, tenant_id: str, name: str, *, conn: AsyncConn | None = None) -> bool:
+        rows = await self._rows((queries.PAUSE_SCHEDULE, {"tenant_id": tenant_id, "name": name}), conn)
+        return bool(rows[0]["changed"])
+
+    async def resume_schedule(self, tenant_id: str, name: str, *, conn: AsyncConn | None = None) -> bool:
+        rows = await self._rows((queries.RESUME_SCHEDULE, {"tenant_id": tenant_id, "name": name}), conn)
+        return bool(rows[0]["changed"])
+
+    async def run_schedule(self, tenant_id: str, name: str, *, conn: AsyncConn | None = None) -> int:
+        rows = await self._rows((queries.RUN_SCHEDULE, {"tenant_id": tenant_id, "name": name}), conn)
+        return int(rows[0]["job_id"])
 
     async def next_fire_times(
         self, cron: str, count: int = 5, *, conn: AsyncConn | None = None
@@ -1029,8 +1379,10 @@ class AsyncClient:
         rows = await self._rows((queries.REVOKE_TENANT, {"role": role, "tenant_id": tenant_id}), conn)
         return bool(rows and rows[0]["revoked"])
 
-    async def list_tenant_grants(self, *, conn: AsyncConn | None = None) -> list[TenantGrant]:
-        return [_typed(TenantGrant, r) for r in await self._rows((queries.LIST_TENANT_GRANTS, {}), conn)]
+    async def list_tenant_grants(
+        self, tenant_id: str | None = None, *, conn: AsyncConn | None = None
+    ) -> list[TenantGrant]:
+        return [_typed(TenantGrant, r) for r in await self._rows(_grants(tenant_id), conn)]
 
     # --- figures and health
 
@@ -1057,7 +1409,127 @@ class AsyncClient:
     async def health_checks(self, *, conn: AsyncConn | None = None) -> list[HealthCheck]:
         return [_typed(HealthCheck, r) for r in await self._rows((queries.HEALTH_CHECKS, {}), conn)]
 
+    # --- workers and the audit log
+
+    async def worker_beat(
+        self,
+        worker_id: str,
+        host: str,
+        pid: int,
+        queues: Sequence[str] | None,
+        concurrency: int,
+        in_flight: int,
+        *,
+        conn: AsyncConn | None = None,
+    ) -> None:
+        await self._rows(_worker_beat(worker_id, host, pid, queues, concurrency, in_flight), conn)
+
+    async def worker_gone(self, worker_id: str, *, conn: AsyncConn | None = None) -> None:
+        await self._rows((queries.WORKER_GONE, {"worker_id": worker_id}), conn)
+
+    async def list_workers(
+        self, stale: timedelta | float = 60, *, conn: AsyncConn | None = None
+    ) -> list[Worker]:
+        return [_typed(Worker, r) for r in await self._rows(_list_workers(stale), conn)]
+
+    async def list_audit(
+        self,
+        tenant_id: str | None = None,
+        *,
+        before_id: int | None = None,
+        max_count: int = 100,
+        conn: AsyncConn | None = None,
+    ) -> list[AuditEntry]:
+        rows = await self._rows(_list_audit(tenant_id, before_id, max_count), conn)
+        return [_typed(AuditEntry, r) for r in rows]
+
     async def now(self, *, conn: AsyncConn | None = None) -> datetime:
         """The database clock (the transaction's start on `conn`), which every age is measured by."""
         now: datetime = (await self._rows((queries.NOW, {}), conn))[0]["now"]
         return now
+
+    # --- bulk actions and the dashboard's figures (issue 21)
+
+    async def count_jobs(
+        self,
+        job_filter: Mapping[str, Any],
+        action: str | None = None,
+        max_count: int = 10000,
+        *,
+        conn: AsyncConn | None = None,
+    ) -> JobCount:
+        params = {"filter": _filter_json(job_filter), "action": action, "max_count": max_count}
+        return _typed(JobCount, (await self._rows((queries.COUNT_JOBS, params), conn))[0])
+
+    async def find_jobs(
+        self,
+        job_filter: Mapping[str, Any],
+        before_id: int | None = None,
+        max_rows: int = 50,
+        *,
+        conn: AsyncConn | None = None,
+    ) -> list[JobInfo]:
+        rows = await self._rows(_find_jobs(job_filter, before_id, max_rows), conn)
+        return [_typed(JobInfo, r) for r in rows]
+
+    async def retry_jobs(
+        self,
+        job_filter: Mapping[str, Any],
+        max_jobs: int = 1000,
+        after_id: int | None = None,
+        *,
+        conn: AsyncConn | None = None,
+    ) -> BulkBatch:
+        statement = _bulk(queries.RETRY_JOBS, job_filter, max_jobs, after_id)
+        return _typed(BulkBatch, (await self._rows(statement, conn))[0])
+
+    async def cancel_jobs(
+        self,
+        job_filter: Mapping[str, Any],
+        max_jobs: int = 1000,
+        after_id: int | None = None,
+        *,
+        conn: AsyncConn | None = None,
+    ) -> BulkBatch:
+        statement = _bulk(queries.CANCEL_JOBS, job_filter, max_jobs, after_id)
+        return _typed(BulkBatch, (await self._rows(statement, conn))[0])
+
+    async def delete_jobs(
+        self,
+        job_filter: Mapping[str, Any],
+        max_jobs: int = 1000,
+        after_id: int | None = None,
+        *,
+        conn: AsyncConn | None = None,
+    ) -> BulkBatch:
+        statement = _bulk(queries.DELETE_JOBS, job_filter, max_jobs, after_id)
+        return _typed(BulkBatch, (await self._rows(statement, conn))[0])
+
+    async def job_overview(
+        self,
+        window: timedelta | float = 300,
+        tenant_id: str | None = None,
+        queue: str | None = None,
+        *,
+        conn: AsyncConn | None = None,
+    ) -> list[JobOverview]:
+        params = {"window": _seconds(window), "tenant_id": tenant_id, "queue": queue}
+        return [_typed(JobOverview, r) for r in await self._rows((queries.JOB_OVERVIEW, params), conn)]
+
+    async def minute_rates(
+        self,
+        since: datetime,
+        tenant_id: str | None = None,
+        queue: str | None = None,
+        *,
+        conn: AsyncConn | None = None,
+    ) -> list[MinuteRates]:
+        params = {"since": since, "tenant_id": tenant_id, "queue": queue}
+        rows = await self._rows((queries.JOB_RATES_BY_MINUTE, params), conn)
+        return [_typed(MinuteRates, r) for r in rows]
+
+    async def fairness(
+        self, window: timedelta | float = 300, *, conn: AsyncConn | None = None
+    ) -> list[Fairness]:
+        rows = await self._rows((queries.FAIRNESS, {"window": _seconds(window)}), conn)
+        return [_typed(Fairness, r) for r in rows]

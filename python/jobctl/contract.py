@@ -16,6 +16,10 @@ SCOPES = (
     "schedules:write",
     "queues:read",
     "queues:write",
+    "tenants:read",
+    "tenants:write",
+    "workers:read",
+    "audit:read",
 )
 # an API token: jct_<token id>_<64 hex>; the id is not secret (list_api_tokens shows it)
 TOKEN_RE = re.compile(r"^jct_(\d+)_[0-9a-f]{64}$")

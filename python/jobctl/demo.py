@@ -70,6 +70,13 @@ def main(base: str) -> None:
             ).fetchone()
             assert row is not None
             tokens[t] = row["token"]
+        # the dashboard's sign-in: a token of every tenant (queues and workers are shared: they need one)
+        row = conn.execute(
+            queries.CREATE_API_TOKEN,
+            {"tenant_id": None, "scopes": list(contract.SCOPES), "label": "demo dashboard"},
+        ).fetchone()
+        assert row is not None
+        dashboard_token = str(row["token"])
         # the scopes as the database stored them, as `jobctl token list` shows them
         listed = conn.execute(queries.LIST_API_TOKENS, {"tenant_id": "acme"}).fetchall()
         scopes = next(t["scopes"] for t in listed if tokens["acme"].startswith(f"jct_{t['token_id']}_"))
@@ -112,6 +119,20 @@ def main(base: str) -> None:
                     f"  {h.at:%H:%M:%S}  {h.event:<10} attempt {h.attempt}  epoch {epoch:<6}"
                     f" {h.worker_id or ''} {h.detail or ''}".rstrip()
                 )
+        # jobs that keep coming, so the dashboard has something to show while it is open
+        for api, cron, sleep in (
+            (acme, "@every 10 seconds", 2),
+            (globex, "@every 15 seconds", 4),
+            (initech, "* * * * *", 1),
+        ):
+            status, out = api.call(
+                "PUT",
+                "/api/v1/schedules/demo-steady",
+                {"cron": cron, "queue": "demo", "payload": {"sleep": sleep}},
+            )
+            if status != 200:
+                sys.exit(f"demo: schedule failed: HTTP {status} {out}")
+        say("PUT /api/v1/schedules/demo-steady -> a job every 10 s (acme), 15 s (globex), minute (initech)")
     print(f"\nThe API is at {base}. A token for tenant acme (scopes {', '.join(scopes)}):\n")
     print(f"  export TOKEN={tokens['acme']}\n")
     print("Try it:")
@@ -122,6 +143,9 @@ def main(base: str) -> None:
     print("  .venv/bin/jobctl get <job_id>        # pending -> running -> completed")
     print(f'  curl -s {base}/api/v1/jobs?limit=5 -H "Authorization: Bearer $TOKEN"')
     print(f"  open {base}/api/v1/docs for the OpenAPI page; make demo-stop stops the worker and the API.")
+    print(f"\nThe dashboard is at {base}/ (docs/dashboard.md). Sign in with this token of every tenant:\n")
+    print(f"  {dashboard_token}\n")
+    print("or with the acme token above to see what one tenant sees.")
 
 
 def watch(client: Client, jobs: dict[int, str], acme: Api, long_id: int, limit_s: float = 60) -> None:

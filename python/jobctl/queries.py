@@ -24,7 +24,7 @@ select job_id, duplicate from jobctl.submit_job(%(tenant_id)s::text, %(queue)s::
 # cannot be decoded fails that job, not the claim)
 CLAIM_JOB = """
 select job_id, tenant_id, queue, payload::text, priority, attempt, max_attempts, lease_epoch,
-    lease_expires_at, extract(epoch from timeout)::float8 as timeout_s
+    lease_expires_at, extract(epoch from timeout)::float8 as timeout_s, traceparent
 from jobctl.claim_job(%(worker_id)s::text, %(queues)s::text[], %(max_jobs)s::int, %(lease)s::interval)
 """
 HEARTBEATS = """
@@ -87,6 +87,9 @@ select jobctl.put_schedule(%(tenant_id)s::text, %(name)s::text, %(cron)s::text, 
 LIST_SCHEDULES = "select * from jobctl.list_schedules(%(tenant_id)s::text)"
 GET_SCHEDULE = "select * from jobctl.list_schedules(%(tenant_id)s::text) as s where s.name = %(name)s::text"
 DROP_SCHEDULE = "select jobctl.drop_schedule(%(tenant_id)s::text, %(name)s::text) as dropped"
+PAUSE_SCHEDULE = "select jobctl.pause_schedule(%(tenant_id)s::text, %(name)s::text) as changed"
+RESUME_SCHEDULE = "select jobctl.resume_schedule(%(tenant_id)s::text, %(name)s::text) as changed"
+RUN_SCHEDULE = "select jobctl.run_schedule(%(tenant_id)s::text, %(name)s::text) as job_id"
 # the next `count` fire times of an expression, each cron_next of the one before
 CRON_TIMES = """
 with recursive t (n, at) as (
@@ -105,6 +108,8 @@ LIST_API_TOKENS = "select * from jobctl.list_api_tokens(%(tenant_id)s::text)"
 GRANT_TENANT = "select jobctl.grant_tenant(%(role)s::text, %(tenant_id)s::text) as granted"
 REVOKE_TENANT = "select jobctl.revoke_tenant(%(role)s::text, %(tenant_id)s::text) as revoked"
 LIST_TENANT_GRANTS = "select * from jobctl.list_tenant_grants()"
+# one tenant's grants (list_tenant_grants shows only the caller's tenants anyway)
+LIST_GRANTS_OF = "select * from jobctl.list_tenant_grants() as g where g.tenant_id = %(tenant_id)s::text"
 AUTHENTICATE = "select token_id, tenant_id, scopes from jobctl.authenticate(%(token)s::text, %(scope)s::text)"
 
 # --- figures and health
@@ -113,7 +118,81 @@ CLAIM_METRICS = """
 select * from jobctl.claim_metrics(%(window)s::interval, %(tenant_id)s::text, %(queue)s::text)
 """
 HEALTH_CHECKS = "select * from jobctl.health_checks()"
+
+# --- workers (shared by every tenant: listed for callers acting for every tenant; their beats:
+# WORKER_BEAT, WORKER_GONE below) and the audit log
+LIST_WORKERS = "select * from jobctl.list_workers(%(stale)s::interval)"
+LIST_AUDIT = "select * from jobctl.list_audit(%(tenant_id)s::text, %(before_id)s::bigint, %(max_count)s::int)"
 PING = "select 1"
 
 # --- the database clock: the ages `jobctl stats` and `jobctl top` show
 NOW = "select now() as now"
+
+# --- bulk actions on a filter (jobctl._job_filter's keys): the count a confirmation states first, then
+# one bounded batch a call, the caller looping on last_id (docs/design.md, Bulk actions)
+COUNT_JOBS = """
+select jobs, capped from jobctl.count_jobs(%(filter)s::jsonb, %(action)s::text, %(max_count)s::int)
+"""
+# a page of the filter's jobs, hot and archived, newest first (the dashboard's list)
+FIND_JOBS = "select * from jobctl.find_jobs(%(filter)s::jsonb, %(before_id)s::bigint, %(max_rows)s::int)"
+RETRY_JOBS = """
+select acted, skipped, last_id, done, stopped, retry_after
+from jobctl.retry_jobs(%(filter)s::jsonb, %(max_jobs)s::int, %(after_id)s::bigint)
+"""
+CANCEL_JOBS = """
+select acted, skipped, last_id, done, stopped, retry_after
+from jobctl.cancel_jobs(%(filter)s::jsonb, %(max_jobs)s::int, %(after_id)s::bigint)
+"""
+DELETE_JOBS = """
+select acted, skipped, last_id, done, stopped, retry_after
+from jobctl.delete_jobs(%(filter)s::jsonb, %(max_jobs)s::int, %(after_id)s::bigint)
+"""
+
+# --- the dashboard's figures (issue 21): the counters' gauges and rates, never a scan of the jobs
+JOB_OVERVIEW = """
+select * from jobctl.job_overview(%(window)s::interval, %(tenant_id)s::text, %(queue)s::text)
+"""
+# per minute over every tenant and queue the caller sees (or one): the events summed, and the wait
+# quantiles of the summed histogram
+JOB_RATES_BY_MINUTE = """
+with r as (
+    select * from jobctl.job_rates(%(since)s::timestamptz, %(tenant_id)s::text, %(queue)s::text)
+), b as (
+    select r.minute, u.k, sum(u.n)::bigint as n
+    from r cross join lateral unnest(r.wait_buckets) with ordinality as u (n, k)
+    group by r.minute, u.k
+), h as (
+    select b.minute, array_agg(b.n order by b.k) as buckets from b group by b.minute
+)
+select m.minute, m.submitted, m.claimed, m.succeeded, m.failed, m.died, m.fenced,
+    jobctl.histogram_quantile(0.5::float8, h.buckets) as wait_p50,
+    jobctl.histogram_quantile(0.99::float8, h.buckets) as wait_p99
+from (
+    select r.minute, sum(r.submitted)::bigint as submitted, sum(r.claimed)::bigint as claimed,
+        sum(r.succeeded)::bigint as succeeded, sum(r.failed)::bigint as failed,
+        sum(r.died)::bigint as died, sum(r.fenced)::bigint as fenced
+    from r group by r.minute
+) as m
+left join h on h.minute = m.minute
+order by m.minute
+"""
+FAIRNESS = "select * from jobctl.fairness(%(window)s::interval)"
+
+# --- Prometheus and the worker registry (issue 21: metrics and tracing). The job series of /metrics:
+# job_counts of the caller's tenants, the oldest due job's age by the database clock; the buckets
+# come per bucket (not cumulative), one more than histogram_bounds
+METRICS_JOB_COUNTS = """
+select c.tenant_id, c.queue, c.pending, c.delayed, c.retrying, c.running, c.dead, c.completed, c.cancelled,
+    coalesce(greatest(extract(epoch from now() - c.oldest_due_at)::float8, 0::float8), 0::float8)
+        as oldest_due_age,
+    c.submitted, c.claimed, c.succeeded, c.failed, c.died, c.withdrawn, c.retried, c.fenced,
+    c.wait_buckets, c.wait_seconds, c.run_buckets, c.run_seconds
+from jobctl.job_counts() as c
+"""
+HISTOGRAM_BOUNDS = "select jobctl.histogram_bounds() as bounds"
+# the worker's own entry in the registry of workers, every few seconds from its tick loop; gone at exit
+WORKER_BEAT = """
+select jobctl.worker_beat(%(worker_id)s::text, %(host)s::text, %(pid)s::int, %(queues)s::text[],
+    %(concurrency)s::int, %(in_flight)s::int)
+"""
+WORKER_GONE = "select jobctl.worker_gone(%(worker_id)s::text)"

@@ -1,7 +1,7 @@
 -- jobctl._acting_tenants: the tenants the caller may act for with scope; NULL means every tenant.
 -- - In a transaction that ran jobctl.authenticate (the HTTP API), the token's tenant, if the token
 --   (re-verified here: a setting anyone can write proves nothing by itself) has the scope; a token
---   that may change a tenant's jobs (schedules) may also read them back.
+--   that may change a tenant's jobs (schedules, settings) may also read them back.
 -- - Otherwise by database role: a superuser or a member of jobctl_admin acts for every tenant;
 --   any other login for the tenants granted (jobctl.grant_tenant) to the roles it is a member of.
 --   session_user, not current_user: inside a SECURITY DEFINER function current_user is the owner.
@@ -24,10 +24,11 @@ declare
     v_all boolean;
 begin
     if v_secret <> '' then
-        -- a token that may change a tenant's jobs (schedules) may read them back
+        -- a token that may change a tenant's jobs (schedules, settings) may read them back
         v_token := jobctl._token(v_secret, case p_scope
             when 'jobs:read' then array['jobs:read', 'jobs:submit', 'jobs:cancel', 'jobs:retry']
             when 'schedules:read' then array['schedules:read', 'schedules:write']
+            when 'tenants:read' then array['tenants:read', 'tenants:write']
             else array[p_scope]
         end);
         return case when v_token.tenant_id is not null then array[v_token.tenant_id] end;

@@ -5,7 +5,7 @@
 -- to the key's next job (jobctl._admit). Returns the outcome with the job row as read: cancelled;
 -- missing (no such hot job of these tenants: the caller tells unknown from archived); state
 -- (completed, dead or cancelled); busy (it changed state five times while we tried).
--- Writes: _ready/_delayed/_held/_running (delete), job (update), _event.
+-- Writes: _ready/_delayed/_held/_running (delete), job (update), _event, _stat_delta.
 create or replace function jobctl._cancel(p_job_id bigint, p_tenants text[], out outcome text, out job jobctl.job)
 language plpgsql
 as $$
@@ -33,6 +33,7 @@ begin
             if v_owned then
                 insert into jobctl._event (job_id, job_created_at, at, event, attempt, lease_epoch, worker_id)
                 values (v_job.job_id, v_job.created_at, v_run.started_at, 'claimed', v_run.attempt, v_run.lease_epoch, v_run.worker_id);
+                insert into jobctl._stat_delta (tenant_id, queue, running) values (v_job.tenant_id, v_job.queue, -1);
             end if;
         else
             v_owned := jobctl._take_queue_row(v_job);
@@ -41,6 +42,7 @@ begin
             update jobctl.job as j set state = 'cancelled', finished_at = v_now
             where j.job_id = v_job.job_id and j.created_at = v_job.created_at;
             perform jobctl._count_finished(array[v_job.tenant_id]);
+            insert into jobctl._stat_delta (tenant_id, queue, cancelled, withdrawn) values (v_job.tenant_id, v_job.queue, 1, 1);
             if v_job.concurrency_key is not null then
                 perform jobctl._admit(array[v_job.tenant_id], array[v_job.concurrency_key]);  -- its place, if it had one
             end if;

@@ -1,8 +1,10 @@
 -- jobctl._complete: complete the jobs running under the given epochs (of the caller's tenants);
 -- the rest are fenced.
 -- A completed job with a concurrency key gives its place to the key's next job (jobctl._admit).
--- Locks: the _running rows, then the job rows. Writes: _running (delete), job (update), through
--- _admit _held and _ready.
+-- The counters move the completed jobs from running to completed, with their run times, and count
+-- the fenced acks of the caller's tenants' jobs.
+-- Locks: the _running rows, then the job rows. Writes: _running (delete), job (update),
+-- _stat_delta, through _admit _held and _ready.
 create or replace function jobctl._complete(p_ids bigint[], p_epochs bigint[], p_results jsonb[])
 returns table (job_id bigint, completed boolean)
 language plpgsql
@@ -49,7 +51,14 @@ begin
         where r.job_id = a.job_id and r.lease_epoch = a.lease_epoch
             -- another tenant's job is fenced like an unknown one
             and r.tenant_id = any(coalesce((select jobctl._acting_tenants('jobs:work')), array[r.tenant_id]))
-        returning r.job_id, r.lease_epoch, r.created_at, r.tenant_id, r.concurrency_key, a.result
+        returning r.job_id, r.lease_epoch, r.created_at, r.tenant_id, r.queue, r.concurrency_key, a.result,
+            greatest(extract(epoch from v_now - r.started_at), 0)::double precision as run
+    ),
+    tally as (
+        insert into jobctl._stat_delta (tenant_id, queue, running, completed, succeeded, run_bucket, run_seconds)
+        select g.tenant_id, g.queue, -count(*), count(*), count(*), jobctl._stat_bucket(g.run), sum(g.run)
+        from gone as g
+        group by 1, 2, 6
     )
     select array_agg(g.job_id), array_agg(g.lease_epoch), array_agg(g.created_at),
         min(g.created_at), max(g.created_at),
@@ -75,6 +84,14 @@ begin
         return query select a.job_id, true from unnest(p_ids) as a (job_id);
         return;
     end if;
+    -- the fenced acks, counted on their jobs' tenants and queues (the caller's tenants only: acks
+    -- of other tenants' jobs must not move their counters)
+    insert into jobctl._stat_delta (tenant_id, queue, fenced)
+    select j.tenant_id, j.queue, count(*)
+    from jobctl.job as j
+    where j.job_id = any(array(select a.job_id from unnest(p_ids) as a (job_id) where a.job_id <> all(coalesce(v_ids, '{}'))))
+        and j.tenant_id = any(coalesce((select jobctl._acting_tenants('jobs:work')), array[j.tenant_id]))
+    group by j.tenant_id, j.queue;
     return query
     -- a join, not a per-row EXISTS over the completed list: batches of 1,000 stay linear
     select a.job_id, d.job_id is not null

@@ -4,7 +4,8 @@
 -- once when p_now_due) or dead (no attempts left, or not retryable). Records the attempt's
 -- claim and its end in _event. A job with a concurrency key keeps its place while it is due at
 -- once, and gives it up (jobctl._admit lets the key's next job in) when it waits for its backoff or
--- dies. Writes: job, _event, _ready or _delayed, through _admit _held.
+-- dies. The counters move them from running to pending, retrying or dead, with their run times.
+-- Writes: job, _event, _ready or _delayed, _stat_delta, through _admit _held.
 create or replace function jobctl._end_attempts(
     p_ended jsonb,          -- [{job_id, created_at, attempt, lease_epoch, worker_id, started_at}]
     p_error text,
@@ -65,9 +66,23 @@ begin
         from changed as c where c.state = 'failed' and c.run_at <= v_now
     ),
     later as (
-        insert into jobctl._delayed (run_at, job_id, created_at, queue, tenant_id, priority, concurrency_key)
-        select c.run_at, c.job_id, c.created_at, c.queue, c.tenant_id, c.priority, c.concurrency_key
+        insert into jobctl._delayed (run_at, job_id, created_at, queue, tenant_id, priority, concurrency_key, retry)
+        select c.run_at, c.job_id, c.created_at, c.queue, c.tenant_id, c.priority, c.concurrency_key, true
         from changed as c where c.state = 'failed' and c.run_at > v_now
+    ),
+    tally as (
+        insert into jobctl._stat_delta (
+            tenant_id, queue, running, pending, retrying, dead, failed, died, run_bucket, run_seconds
+        )
+        select c.tenant_id, c.queue, -count(*),
+            count(*) filter (where c.state = 'failed' and c.run_at <= v_now),
+            count(*) filter (where c.state = 'failed' and c.run_at > v_now),
+            count(*) filter (where c.state = 'dead'), count(*), count(*) filter (where c.state = 'dead'),
+            jobctl._stat_bucket(x.run), sum(x.run)
+        from changed as c
+        inner join ended as e on e.job_id = c.job_id
+        cross join lateral (select greatest(extract(epoch from v_now - e.started_at), 0)::double precision as run) as x
+        group by c.tenant_id, c.queue, 9
     )
     select array_agg(c.job_id), array_agg(c.state), array_agg(c.tenant_id) filter (where c.state = 'dead'),
         array_agg(c.tenant_id) filter (where c.concurrency_key is not null and (c.state = 'dead' or c.run_at > v_now)),

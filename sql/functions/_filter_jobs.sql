@@ -1,11 +1,14 @@
--- jobctl._filter_jobs: the ids of the hot jobs that match a filter checked by jobctl._job_filter,
+-- jobctl._filter_jobs: the ids of the jobs that match a filter checked by jobctl._job_filter,
 -- belong to p_tenants (NULL: every tenant) and are in one of p_states (NULL: any), with job_id
--- above p_after, in job_id order, at most p_limit of them. The statement names only the filter's
--- keys, so each call is planned for them (an index on tenant_id, subject_key or dedup_key when the
--- filter has one; the job_id order otherwise, which the limit stops early). Archived jobs are left
--- out: they are finished and read-only. Reads: job.
+-- above p_after, in job_id order, at most p_limit of them; with p_newest_first, below p_after and
+-- newest first (a listing's keyset page). The statement names only the filter's keys, so each call
+-- is planned for them (an index on tenant_id, subject_key or dedup_key when the filter has one; the
+-- job_id order otherwise, which the limit stops early). Archived jobs only with p_archived (a
+-- listing): the bulk actions leave them out, since they are finished and read-only.
+-- Reads: job (and job_archive).
 create or replace function jobctl._filter_jobs(
-    p_filter jsonb, p_tenants text[], p_states text[], p_after bigint, p_limit integer
+    p_filter jsonb, p_tenants text[], p_states text[], p_after bigint, p_limit integer,
+    p_newest_first boolean default false, p_archived boolean default false
 )
 returns setof bigint
 language plpgsql
@@ -29,7 +32,7 @@ begin
         v_where := v_where || ' and j.state = any($3)';
     end if;
     if p_after is not null then
-        v_where := v_where || ' and j.job_id > $4';
+        v_where := v_where || case when p_newest_first then ' and j.job_id < $4' else ' and j.job_id > $4' end;
     end if;
     v_where := v_where || concat(
         case when p_filter ? 'tenant_id' then ' and j.tenant_id = $1 ->> ''tenant_id''' end,
@@ -47,7 +50,10 @@ begin
             ' and strpos(lower(j.last_error), lower($1 ->> ''error_contains'')) > 0' end
     );
     return query execute
-        'select j.job_id from jobctl.job as j where true' || v_where || ' order by j.job_id limit $5'
+        'select j.job_id from '
+        || case when p_archived then '(select * from jobctl.job union all select * from jobctl.job_archive)' else 'jobctl.job' end
+        || ' as j where true' || v_where
+        || ' order by j.job_id' || case when p_newest_first then ' desc' else '' end || ' limit $5'
     using p_filter, p_tenants, v_states, p_after, p_limit;
 end
 $$;

@@ -25,7 +25,8 @@ select
     j.lease_epoch,
     j.timeout,
     j.backoff,
-    j.concurrency_key
+    j.concurrency_key,
+    j.traceparent
 from (
     select * from jobctl.job
     union all

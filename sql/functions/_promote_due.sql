@@ -1,7 +1,8 @@
 -- jobctl._promote_due: move delayed jobs whose run_at has come from _delayed to _ready, oldest
 -- first, at most p_limit (a job with a concurrency key to _held, and jobctl._admit lets it in while
 -- its key has room). Rows another session is promoting are skipped, never waited for.
--- Writes: _delayed (delete), _ready and _held (insert). Returns the number made due.
+-- The counters move them from delayed or retrying to pending.
+-- Writes: _delayed (delete), _ready, _held and _stat_delta (insert). Returns the number made due.
 create or replace function jobctl._promote_due(p_limit integer default 10000)
 returns integer
 language plpgsql
@@ -34,6 +35,12 @@ begin
         select due.tenant_id, due.concurrency_key, due.run_at, due.job_id, due.created_at, due.queue, due.priority from due
         where due.concurrency_key is not null
         returning tenant_id, concurrency_key
+    ),
+    tally as (
+        insert into jobctl._stat_delta (tenant_id, queue, pending, delayed, retrying)
+        select due.tenant_id, due.queue, count(*), -count(*) filter (where not due.retry), -count(*) filter (where due.retry)
+        from due
+        group by due.tenant_id, due.queue
     )
     select (select array_agg(distinct m.queue) from moved as m), (select count(*) from moved),
         (select array_agg(w.tenant_id) from waiting as w), (select array_agg(w.concurrency_key) from waiting as w)

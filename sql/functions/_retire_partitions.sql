@@ -16,6 +16,7 @@ declare
     v_part record;
     v_unfinished bigint[];
     v_moved bigint[];
+    v_finished jsonb;  -- [{tenant_id, queue, part, dead, completed, cancelled}]
 begin
     -- a detached table has no bounds any more: note them first
     select array_agg(p) into v_parts
@@ -30,6 +31,19 @@ begin
         select d.job_id from jobctl._delayed as d where d.created_at < now() - p_hot + interval '1 day'
         union all
         select r.job_id from jobctl._running as r where r.created_at < now() - p_hot + interval '1 day'
+    ) as x;
+    -- the finished jobs of the days that may retire leave the counters' hot gauges (migration 0025):
+    -- counted here, before any lock (a scan of those days), and taken off once their partition has
+    -- gone to the archive below
+    select jsonb_agg(x) into v_finished
+    from (
+        select j.tenant_id, j.queue, j.tableoid::bigint as part,  -- (an oid: detaching renames the schema)
+            count(*) filter (where j.state = 'dead') as dead, count(*) filter (where j.state = 'completed') as completed,
+            count(*) filter (where j.state = 'cancelled') as cancelled
+        from jobctl.job as j
+        where j.created_at < now() - p_hot + interval '1 day' and j.state in ('dead', 'completed', 'cancelled')
+            and j.tableoid <> 'jobctl.job_default'::regclass
+        group by 1, 2, 3
     ) as x;
     execute format(
         'update %I.part_config set retention = %L where parent_table in (%L, %L) and retention is distinct from %L',
@@ -63,6 +77,15 @@ begin
                 ), 'jobctl._event')
             ) using coalesce(v_unfinished, '{}');
         end if;
+        if v_part.parent = 'jobctl.job'::regclass then
+            insert into jobctl._stat_delta (tenant_id, queue, dead, completed, cancelled)
+            select f.tenant_id, f.queue, -sum(f.dead), -sum(f.completed), -sum(f.cancelled)
+            from jsonb_to_recordset(v_finished) as f (
+                tenant_id text, queue text, part bigint, dead bigint, completed bigint, cancelled bigint
+            )
+            where f.part = v_part.part::oid::bigint
+            group by f.tenant_id, f.queue;
+        end if;
         execute format(
             'alter table %s attach partition %s for values from (%L) to (%L)',
             case v_part.parent when 'jobctl.job'::regclass then 'jobctl.job_archive' else 'jobctl._event_archive' end,
@@ -79,6 +102,13 @@ begin
     kept as (
         insert into jobctl.job_archive select * from gone
         returning job_id
+    ),
+    tally as (
+        insert into jobctl._stat_delta (tenant_id, queue, dead, completed, cancelled)
+        select g.tenant_id, g.queue, -count(*) filter (where g.state = 'dead'),
+            -count(*) filter (where g.state = 'completed'), -count(*) filter (where g.state = 'cancelled')
+        from gone as g
+        group by g.tenant_id, g.queue
     )
     select array_agg(k.job_id) into v_moved from kept as k;
     if v_moved is not null then

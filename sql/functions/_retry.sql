@@ -8,7 +8,7 @@
 -- only when p_stop_over_limit, JC004 or JC005 with retry_after in seconds, checked before the job
 -- is touched, so that a batch can stop there with what it did so far.
 -- Writes: _ready/_delayed/_held (delete), job (update), _ready or (a keyed job, then
--- jobctl._admit) _held (insert), _event.
+-- jobctl._admit) _held (insert), _event, _stat_delta.
 create or replace function jobctl._retry(
     p_job_id bigint, p_tenants text[], p_stop_over_limit boolean,
     out outcome text, out job jobctl.job, out retry_after numeric
@@ -88,6 +88,10 @@ begin
                 values (v_job.tenant_id, v_job.concurrency_key, v_now, v_job.job_id, v_job.created_at, v_job.queue, v_job.priority);
                 perform jobctl._admit(array[v_job.tenant_id], array[v_job.concurrency_key]);
             end if;
+            -- (a failed job's queue row counted itself out in _take_queue_row)
+            insert into jobctl._stat_delta (tenant_id, queue, pending, dead, cancelled, retried)
+            values (v_job.tenant_id, v_job.queue, 1, case when v_job.state = 'dead' then -1 end,
+                case when v_job.state = 'cancelled' then -1 end, 1);
             insert into jobctl._event (job_id, job_created_at, at, event, attempt, lease_epoch, worker_id, detail)
             values (v_job.job_id, v_job.created_at, v_now, 'retried', v_job.attempt, v_job.lease_epoch, null,
                 format('manual retry of a %s job', v_job.state));

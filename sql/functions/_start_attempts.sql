@@ -1,13 +1,14 @@
 -- jobctl._start_attempts: the second half of a claim. The caller has deleted these jobs' _ready
 -- rows (so it owns them); each job becomes running with attempt + 1 and a new lease epoch, and its
--- lease goes into _running. Writes: job (HOT update), _running (insert).
+-- lease goes into _running; the counters move them from pending to running, with their waits.
+-- Writes: job (HOT update), _running (insert), _stat_delta (insert).
 -- A statement of its own so that it alone runs with enable_seqscan off (docs/design.md §6).
 create or replace function jobctl._start_attempts(
     p_ids bigint[], p_cas timestamptz[], p_worker text, p_now timestamptz, p_lease interval
 )
 returns table (
     job_id bigint, tenant_id text, queue text, payload jsonb, priority integer, attempt integer,
-    max_attempts integer, lease_epoch bigint, lease_expires_at timestamptz, timeout interval
+    max_attempts integer, lease_epoch bigint, lease_expires_at timestamptz, timeout interval, traceparent text
 )
 language plpgsql  -- not sql: a SQL function would plan its statement on every call
 set plan_cache_mode = force_generic_plan
@@ -41,7 +42,8 @@ begin
         where j.job_id = any(p_ids) and j.created_at = any(p_cas)
             and j.created_at between v_first and v_last
         returning j.job_id, j.created_at, j.tenant_id, j.queue, j.payload, j.priority, j.attempt,
-            j.max_attempts, j.lease_epoch, j.timeout, j.concurrency_key
+            j.max_attempts, j.lease_epoch, j.timeout, j.concurrency_key, j.traceparent,
+            greatest(extract(epoch from p_now - j.run_at), 0)::double precision as wait
     ),
     leased as (
         insert into jobctl._running (
@@ -51,11 +53,17 @@ begin
         select c.job_id, c.created_at, c.tenant_id, c.queue, c.attempt, c.lease_epoch, p_worker, p_now,
             p_now + p_lease, p_now + c.timeout, c.concurrency_key
         from claimed as c
+    ),
+    tally as (
+        insert into jobctl._stat_delta (tenant_id, queue, pending, running, claimed, wait_bucket, wait_seconds)
+        select c.tenant_id, c.queue, -count(*), count(*), count(*), jobctl._stat_bucket(c.wait), sum(c.wait)
+        from claimed as c
+        group by 1, 2, 6
     )
     select c.job_id, c.tenant_id, c.queue,
         case when c.payload ? '$jobctl_sealed' then jobctl._unseal(c.tenant_id, c.payload) else c.payload end,
         c.priority::integer, c.attempt, c.max_attempts,
-        c.lease_epoch, p_now + p_lease, c.timeout
+        c.lease_epoch, p_now + p_lease, c.timeout, c.traceparent
     from claimed as c;
 end
 $$;

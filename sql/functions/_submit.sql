@@ -74,9 +74,10 @@ begin
             -- characters (docs/security.md, Bounds); one match a job, the field found below
             when concat(o.tenant_id, o.queue, o.dedup_key, o.subject_key, o.concurrency_key) ~ jobctl._unprintable()
                 then 16
+            when o.traceparent !~ '^[0-9a-f]{2}-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$' then 17
         end as n
         from unnest(p_specs) with ordinality as o (
-            tenant_id, queue, payload, priority, run_at, dedup_key, max_attempts, backoff, timeout, subject_key, concurrency_key, ord
+            tenant_id, queue, payload, priority, run_at, dedup_key, max_attempts, backoff, timeout, subject_key, concurrency_key, traceparent, ord
         )
     ) as x
     where x.n is not null
@@ -99,10 +100,11 @@ begin
             when 13 then 'payload must not have the key $jobctl_sealed: it marks encrypted payloads'
             when 14 then 'concurrency_key must be NULL or a string of 1 to 200 characters'
             when 15 then 'payload is nested more than 100 levels deep'
+            when 17 then 'traceparent must be NULL or a W3C traceparent: 2-32-16-2 lowercase hex digits joined by -'
         end;
         v_field := (array[
             'tenant_id', 'tenant_id', 'queue', 'queue', 'payload', 'payload', 'priority', 'max_attempts', 'timeout',
-            'dedup_key', 'run_at', 'subject_key', 'payload', 'concurrency_key', 'payload'
+            'dedup_key', 'run_at', 'subject_key', 'payload', 'concurrency_key', 'payload', null, 'traceparent'
         ])[v_bad.n];
         if v_bad.n = 16 then
             v_field := case
@@ -126,7 +128,7 @@ begin
     if v_tenants is not null then
         select o.ord, o.tenant_id into v_bad
         from unnest(p_specs) with ordinality as o (
-            tenant_id, queue, payload, priority, run_at, dedup_key, max_attempts, backoff, timeout, subject_key, concurrency_key, ord
+            tenant_id, queue, payload, priority, run_at, dedup_key, max_attempts, backoff, timeout, subject_key, concurrency_key, traceparent, ord
         )
         where o.tenant_id <> all(v_tenants)
         order by o.ord
@@ -164,7 +166,7 @@ begin
     if v_sealing then
         select o.ord, o.tenant_id into v_bad
         from unnest(p_specs) with ordinality as o (
-            tenant_id, queue, payload, priority, run_at, dedup_key, max_attempts, backoff, timeout, subject_key, concurrency_key, ord
+            tenant_id, queue, payload, priority, run_at, dedup_key, max_attempts, backoff, timeout, subject_key, concurrency_key, traceparent, ord
         )
         inner join jobctl.tenant as t on t.tenant_id = o.tenant_id and t.encrypt_payloads
         where jobctl._key_check(jobctl._payload_key(o.tenant_id)) is distinct from t.payload_key_check
@@ -184,10 +186,10 @@ begin
                 o.tenant_id, o.queue,
                 case when t.encrypt_payloads then jobctl._seal(o.payload, jobctl._payload_key(o.tenant_id)) else o.payload end,
                 o.priority, o.run_at, o.dedup_key, o.max_attempts, o.backoff, o.timeout, o.subject_key,
-                o.concurrency_key
+                o.concurrency_key, o.traceparent
             )::jobctl._job_spec
             from unnest(p_specs) with ordinality as o (
-                tenant_id, queue, payload, priority, run_at, dedup_key, max_attempts, backoff, timeout, subject_key, concurrency_key, ord
+                tenant_id, queue, payload, priority, run_at, dedup_key, max_attempts, backoff, timeout, subject_key, concurrency_key, traceparent, ord
             )
             left join jobctl.tenant as t on t.tenant_id = o.tenant_id
             order by o.ord
@@ -213,7 +215,7 @@ begin
         -- the key; each spec's answer is the k-th new job (slot -k) or the holder's id (slot > 0)
         select array_agg(row(
                 m.tenant_id, m.queue, m.payload, m.priority, m.run_at, m.dedup_key, m.max_attempts, m.backoff,
-                m.timeout, m.subject_key, m.concurrency_key
+                m.timeout, m.subject_key, m.concurrency_key, m.traceparent
             )::jobctl._job_spec order by m.ord) filter (where m.is_new),
             array_agg(coalesce(m.held_by, -m.k) order by m.ord),
             array_agg(not m.is_new order by m.ord)
@@ -228,7 +230,7 @@ begin
                         select o.*, case when o.dedup_key is null then o.ord
                             else min(o.ord) over (partition by o.tenant_id, o.dedup_key) end as first_ord
                         from unnest(p_specs) with ordinality as o (
-                            tenant_id, queue, payload, priority, run_at, dedup_key, max_attempts, backoff, timeout, subject_key, concurrency_key, ord
+                            tenant_id, queue, payload, priority, run_at, dedup_key, max_attempts, backoff, timeout, subject_key, concurrency_key, traceparent, ord
                         )
                     ) as s
                     left join lateral (
@@ -293,19 +295,26 @@ begin
     with fresh as (
         select o.*, nextval('jobctl.job_id_seq') as new_id, coalesce(o.run_at, v_now) as due
         from unnest(v_specs) with ordinality as o (
-            tenant_id, queue, payload, priority, run_at, dedup_key, max_attempts, backoff, timeout, subject_key, concurrency_key, ord
+            tenant_id, queue, payload, priority, run_at, dedup_key, max_attempts, backoff, timeout, subject_key, concurrency_key, traceparent, ord
         )
         order by o.ord
     ),
     new_job as (
         insert into jobctl.job (
             job_id, created_at, tenant_id, queue, priority, run_at, max_attempts, timeout, backoff,
-            dedup_key, payload, subject_key, concurrency_key
+            dedup_key, payload, subject_key, concurrency_key, traceparent
         )
         select
             f.new_id, v_now, f.tenant_id, f.queue, f.priority, f.due, coalesce(f.max_attempts, 3),
-            f.timeout, f.backoff, f.dedup_key, f.payload, f.subject_key, f.concurrency_key
+            f.timeout, f.backoff, f.dedup_key, f.payload, f.subject_key, f.concurrency_key, f.traceparent
         from fresh as f
+    ),
+    tally as (
+        -- the counters (migration 0025): due jobs are pending, the others delayed
+        insert into jobctl._stat_delta (tenant_id, queue, submitted, pending, delayed)
+        select f.tenant_id, f.queue, count(*), count(*) filter (where f.due <= v_now), count(*) filter (where f.due > v_now)
+        from fresh as f
+        group by f.tenant_id, f.queue
     ),
     new_ready as (
         insert into jobctl._ready (queue, tenant_id, priority, run_at, job_id, created_at)

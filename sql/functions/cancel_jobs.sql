@@ -2,13 +2,17 @@
 -- pending, failed or running hot jobs of the caller's tenants with job_id above after_id, in
 -- job_id order, each exactly as cancel_job cancels it (jobctl._cancel: a running job's lease is
 -- revoked, so its worker is fenced). The caller loops, one short transaction a call, passing
--- last_id back as after_id until done. A job that finished meanwhile is skipped.
+-- last_id back as after_id until done. A job that finished meanwhile is skipped, and so is one
+-- whose rows another transaction holds for over lock_timeout (a completion waiting for a
+-- concurrency key this batch took for an earlier job would otherwise deadlock with it): each job
+-- is cancelled in a subtransaction of its own, which the timeout rolls back.
 -- One audit entry a call. Writes: as jobctl._cancel, audit_log.
 create or replace function jobctl.cancel_jobs(filter jsonb, max_jobs integer default 1000, after_id bigint default null)
 returns table (acted integer, skipped integer, last_id bigint, done boolean, stopped text, retry_after numeric)
 language plpgsql
 security definer
 set search_path = pg_catalog, pg_temp
+set lock_timeout = '500ms'  -- under deadlock_timeout (1 s): a batch gives way before a cycle is found
 as $$
 #variable_conflict use_variable
 declare
@@ -29,9 +33,13 @@ begin
     loop
         v_seen := v_seen + 1;
         v_last := v_id;
-        if (select c.outcome from jobctl._cancel(v_id, v_tenants) as c) = 'cancelled' then
-            v_acted := v_acted + 1;
-        end if;
+        begin
+            if (select c.outcome from jobctl._cancel(v_id, v_tenants) as c) = 'cancelled' then
+                v_acted := v_acted + 1;
+            end if;
+        exception when lock_not_available then
+            null;  -- busy: skipped
+        end;
     end loop;
     perform jobctl._audit('cancel_jobs', v_filter ->> 'tenant_id', jsonb_build_object(
         'filter', v_filter || case when v_filter ? 'subject_key' then '{"subject_key": "(given)"}'::jsonb else '{}' end,
@@ -44,7 +52,7 @@ $$;
 comment on function jobctl.cancel_jobs(jsonb, integer, bigint) is
 'Cancel one batch of the jobs a filter matches (the filter of jobctl.count_jobs): at most max_jobs (1..1000, default
 1000) pending, failed or running jobs with job_id above after_id, in job_id order, each as cancel_job cancels it (a
-running job''s lease is revoked). Returns acted (cancelled), skipped (finished meanwhile), last_id (pass it as
+running job''s lease is revoked). Returns acted (cancelled), skipped (finished meanwhile, or held by another transaction for over 0.5 s), last_id (pass it as
 after_id to the next call) and done (no more to look at); stopped and retry_after are always NULL (the shape of
 retry_jobs). Call it in a loop, one transaction a call; each call is audited with its filter and counts.
 Errors: JC001 a bad filter (field filter.<key>), max_jobs or after_id, 42501 filter.tenant_id is another tenant.

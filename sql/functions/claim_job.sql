@@ -26,7 +26,8 @@ returns table (
     max_attempts integer,
     lease_epoch bigint,
     lease_expires_at timestamptz,
-    timeout interval
+    timeout interval,
+    traceparent text
 )
 language plpgsql
 security definer
@@ -85,7 +86,7 @@ $$;
 comment on function jobctl.claim_job(text, text[], integer, interval) is
 'Claim up to max_jobs (1..1000) due jobs from the given queues (NULL: all) under a lease. Each comes
 back running with attempt + 1 and a new lease_epoch (fencing token) greater than any before. Never hands one job
-to two callers. Across tenants, claims are shared by weight (a tenant''s weight is split evenly over its queues in
+to two callers. traceparent: the W3C trace context the job was submitted with (NULL: none). Across tenants, claims are shared by weight (a tenant''s weight is split evenly over its queues in
 the filter); within a tenant''s queue, higher priority first, then earlier run_at. Paused tenants and queues are
 skipped; a tenant''s and a queue''s max_running and claim_rate (with its burst) hold under concurrent claimers, which
 then take fewer jobs. A sealed payload the session has no key for comes back as its envelope. Needs READ COMMITTED.

@@ -1,7 +1,9 @@
 -- jobctl.count_jobs: how many hot jobs of the caller's tenants match a bulk filter (what a bulk
 -- action's confirmation states first), counted up to max_count: the scan stops at max_count + 1
--- matches, so a broad filter costs at most that many index entries and the answer is then "at
--- least max_count" (capped). action narrows to the states retry_jobs or cancel_jobs would act on.
+-- matches and the answer is then "at least max_count" (capped). A broad filter thus reads about
+-- that many rows; a narrow one without an index of its own (error_contains, a time range) reads
+-- the caller's jobs until it has found them, at worst all of them. action narrows to the states
+-- retry_jobs, cancel_jobs or delete_jobs would act on.
 -- Reads: job (jobctl._filter_jobs).
 create or replace function jobctl.count_jobs(filter jsonb, action text default null, max_count integer default 10000)
 returns table (jobs bigint, capped boolean)
@@ -16,8 +18,8 @@ declare
     v_states text[];
     v_n bigint;
 begin
-    if action is not null and action not in ('retry', 'cancel') then
-        raise exception using errcode = 'JC001', message = format('action must be retry, cancel or NULL, not %s', action),
+    if action is not null and action not in ('retry', 'cancel', 'delete') then
+        raise exception using errcode = 'JC001', message = format('action must be retry, cancel, delete or NULL, not %s', action),
             detail = 'field: action';
     end if;
     if max_count is null or max_count not between 1 and 100000 then
@@ -31,6 +33,7 @@ begin
     v_states := case action
         when 'retry' then array['failed', 'dead', 'cancelled']
         when 'cancel' then array['pending', 'failed', 'running']
+        when 'delete' then array['completed', 'dead', 'cancelled']
     end;
     select count(*) into v_n
     from jobctl._filter_jobs(v_filter, jobctl._acting_tenants('jobs:read'), v_states, null, max_count + 1);
@@ -40,8 +43,8 @@ $$;
 
 comment on function jobctl.count_jobs(jsonb, text, integer) is
 'How many hot jobs of the caller''s tenants match a bulk filter, counted up to max_count (1..100000,
-default 10000); capped true means at least that many. action retry or cancel counts only the jobs in a state
-retry_jobs or cancel_jobs acts on. The filter is a JSON object with any of tenant_id, queue, state (one or an array),
+default 10000); capped true means at least that many. action retry, cancel or delete counts only the jobs in a state
+retry_jobs, cancel_jobs or delete_jobs acts on. The filter is a JSON object with any of tenant_id, queue, state (one or an array),
 job_ids (1 to 1000), dedup_key, subject_key, concurrency_key, created_after, created_before, finished_after,
 finished_before (ISO 8601, exclusive) and error_contains (a case-insensitive substring of last_error); {} matches
 every job the caller may act on. Archived jobs are not counted: no bulk action can change them.

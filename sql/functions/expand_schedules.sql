@@ -8,7 +8,9 @@
 -- more than 90 s old when expanded was missed (the expanders were down); of the missed ones only
 -- the latest catch_up are enqueued, the on-time ones all are. With skip_overlap a run is skipped
 -- while the schedule's previous run is unfinished. A run over its tenant's submit rate, or failing
--- otherwise (logged as a warning), stays due for a later expansion. Does nothing on a standby.
+-- otherwise (logged as a warning), stays due for a later expansion. A paused schedule is skipped
+-- (jobctl.pause_schedule; resume_schedule moves its next fire time past the pause). Does nothing on
+-- a standby.
 -- Locks: schedule rows. Writes: schedule, and through jobctl._submit job, _ready, _delayed.
 create or replace function jobctl.expand_schedules()
 returns integer
@@ -37,7 +39,7 @@ begin
             select d.tenant_id, d.name, d.next_fire_at,
                 row_number() over (partition by d.tenant_id order by d.next_fire_at, d.name) as turn
             from jobctl.schedule as d
-            where d.next_fire_at <= v_now
+            where d.next_fire_at <= v_now and not d.paused
         ) as d
         order by d.turn, d.next_fire_at
         limit 1000
@@ -45,7 +47,7 @@ begin
         -- locked in a statement of its own, whose snapshot sees what a racing expander committed:
         -- a schedule it moved on is no longer due, one it holds is skipped
         select * into v_s from jobctl.schedule as s
-        where s.tenant_id = v_due.tenant_id and s.name = v_due.name and s.next_fire_at <= v_now
+        where s.tenant_id = v_due.tenant_id and s.name = v_due.name and s.next_fire_at <= v_now and not s.paused
         for update skip locked;
         continue when not found;
         -- the latest catch_up missed fire times (walking back from the cut-off), oldest first
@@ -82,7 +84,7 @@ begin
             begin
                 select s.job_id into v_job
                 from jobctl._submit(array[row(
-                    v_s.tenant_id, v_s.queue, v_s.payload, v_s.priority, v_fire, null, null, null, null, null, null
+                    v_s.tenant_id, v_s.queue, v_s.payload, v_s.priority, v_fire, null, null, null, null, null, null, null
                 )::jobctl._job_spec], false, p_caller => false) as s;
             exception when others then
                 if sqlstate <> 'JC005' then
@@ -113,7 +115,7 @@ comment on function jobctl.expand_schedules() is
 race; returns how many. Workers call it a few times a second and pg_cron every minute, through tick. A fire time
 over 90 s old was missed: only the schedule''s latest catch_up missed runs are enqueued. A run that cannot be
 enqueued (over its tenant''s submit rate, or any other error) stays due for the next call; errors other than the
-rate go to the server log. Does nothing on a standby.
+rate go to the server log. Paused schedules are skipped. Does nothing on a standby.
 Errors: none.
 Example:
 select jobctl.expand_schedules();';

@@ -43,7 +43,15 @@ begin
     with hot as (
         delete from jobctl.job as j
         where j.tenant_id = forget_subject.tenant_id and j.subject_key = forget_subject.subject_key
-        returning j.job_id
+        returning j.job_id, j.tenant_id, j.queue, j.state
+    ),
+    tally as (
+        -- (the active ones were cancelled above: every deleted hot job is finished)
+        insert into jobctl._stat_delta (tenant_id, queue, dead, completed, cancelled)
+        select h.tenant_id, h.queue, -count(*) filter (where h.state = 'dead'),
+            -count(*) filter (where h.state = 'completed'), -count(*) filter (where h.state = 'cancelled')
+        from hot as h
+        group by h.tenant_id, h.queue
     ),
     archived as (
         delete from jobctl.job_archive as j

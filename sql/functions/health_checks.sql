@@ -1,5 +1,6 @@
 -- jobctl.health_checks: what `jobctl doctor` reports, one row per check with a verdict (ok, warn,
--- fail). Read-only; reads catalogs, pg_stat views and, when present, pg_cron's tables.
+-- fail). Read-only; reads catalogs, pg_stat views and, when present, pg_cron's tables. The health of
+-- the whole scheduler: only for callers acting for every tenant (an API token: tenants:read).
 create or replace function jobctl.health_checks()
 returns table (check_name text, verdict text, observed text, detail text)
 language plpgsql
@@ -24,6 +25,7 @@ declare
     v_stale bigint;
     r record;
 begin
+    perform jobctl._require_every_tenant('tenants:read', 'the health of the scheduler');
     check_name := 'extension pg_partman';
     select e.extversion into observed from pg_catalog.pg_extension as e where e.extname = 'pg_partman';
     verdict := case when observed is null then 'fail' else 'ok' end;
@@ -236,7 +238,8 @@ comment on function jobctl.health_checks() is
 'Health of the scheduler, one row per check with verdict ok, warn or fail: extensions, pg_cron
 jobs and their last run, reaper lag, dead tuples and bloat (estimated) of the queue tables, transaction-ID age, the
 oldest snapshot, partitions made ahead, rows in the default partition, the NOTIFY queue, privileges
-(docs/security.md). What jobctl doctor prints.
-Errors: none.
+(docs/security.md). What jobctl doctor prints. Only for callers acting for every tenant (an API token needs
+tenants:read).
+Errors: 42501 the caller does not act for every tenant.
 Example:
 select check_name, verdict, observed from jobctl.health_checks() where verdict <> ''ok'';';

@@ -1,4 +1,5 @@
--- jobctl.list_tenants: every tenant's settings (see put_tenant).
+-- jobctl.list_tenants: every tenant's settings (see put_tenant), of the caller's tenants (an API
+-- token: with tenants:read or tenants:write).
 create or replace function jobctl.list_tenants()
 returns table (
     tenant_id text, weight integer, max_pending bigint, max_running integer, submit_rate numeric, submit_burst integer,
@@ -14,7 +15,7 @@ as $$
         t.claim_burst, t.paused, t.created_at, t.updated_at, t.encrypt_payloads
     from jobctl.tenant as t
     -- the caller's tenants only (NULL: all of them)
-    where t.tenant_id = any(coalesce((select jobctl._acting_tenants('jobs:read')), array[t.tenant_id]))
+    where t.tenant_id = any(coalesce((select jobctl._acting_tenants('tenants:read')), array[t.tenant_id]))
     order by t.tenant_id
 $$;
 

@@ -1,6 +1,7 @@
 -- jobctl.release_job: give back the lease of a job the worker will not finish (graceful shutdown).
 -- The attempt does not count: the job is pending again, due now, attempt back to what it was.
--- Locks: the _running row, then the job row. Writes: _running (delete), job, _event, _ready.
+-- Locks: the _running row, then the job row. Writes: _running (delete), job, _event, _ready,
+-- _stat_delta (running to pending).
 create or replace function jobctl.release_job(job_id bigint, lease_epoch bigint)
 returns boolean
 language plpgsql
@@ -35,6 +36,7 @@ begin
     -- (a job with a concurrency key keeps its place)
     insert into jobctl._ready (queue, tenant_id, priority, run_at, job_id, created_at, concurrency_key)
     values (v_run.queue, v_run.tenant_id, v_prio, v_now, v_run.job_id, v_run.created_at, v_run.concurrency_key);
+    insert into jobctl._stat_delta (tenant_id, queue, running, pending) values (v_run.tenant_id, v_run.queue, -1, 1);
     perform jobctl._notify(array[v_run.queue]);
     return true;
 end

@@ -1,5 +1,6 @@
--- jobctl.stats: jobs per tenant, queue and state in hot storage, with the oldest run_at of
--- unfinished ones. Exact; it scans the job partitions (see docs/design.md on its cost).
+-- jobctl.stats: jobs per tenant, queue and state in hot storage, with the run_at of the oldest due
+-- job, from the counters (jobctl.job_counts: no scan of the job partitions, so it is cheap enough
+-- to call every second). A failed job whose backoff has passed is due again and counts as pending.
 create or replace function jobctl.stats(tenant_id text default null, queue text default null)
 returns table (tenant_id text, queue text, state text, jobs bigint, oldest_run_at timestamptz)
 language sql
@@ -7,20 +8,26 @@ security definer
 set search_path = pg_catalog, pg_temp
 stable
 as $$
-    select j.tenant_id, j.queue, j.state, count(*),
-        min(j.run_at) filter (where j.state in ('pending', 'failed', 'running'))
-    from jobctl.job as j
-    where (stats.tenant_id is null or j.tenant_id = stats.tenant_id)
-        and (stats.queue is null or j.queue = stats.queue)
-        -- the caller's tenants only (NULL: all of them)
-        and j.tenant_id = any(coalesce((select jobctl._acting_tenants('jobs:read')), array[j.tenant_id]))
-    group by j.tenant_id, j.queue, j.state
+    select c.tenant_id, c.queue, s.state, s.jobs, s.oldest_run_at
+    from jobctl.job_counts(stats.tenant_id, stats.queue) as c
+    cross join lateral (values
+        ('cancelled', c.cancelled, null::timestamptz),
+        ('completed', c.completed, null),
+        ('dead', c.dead, null),
+        ('failed', c.retrying, null),
+        ('pending', c.pending + c.delayed, c.oldest_due_at),
+        ('running', c.running, null)
+    ) as s (state, jobs, oldest_run_at)
+    where s.jobs > 0
     order by 1, 2, 3
 $$;
 
 comment on function jobctl.stats(text, text) is
-'How many jobs each tenant and queue holds in each state in hot storage, with the oldest run_at of
-unfinished jobs; optionally for one tenant and/or queue. Only the caller''s tenants.
+'How many jobs each tenant and queue holds in each state in hot storage: pending (due, or delayed
+to a later run_at; a failed job whose backoff has passed is due again and counts here), failed (waiting out its
+backoff), running, and completed, dead and cancelled until retention takes them; oldest_run_at is the run_at of
+the oldest due job on the pending row (NULL when none is due, and on the other rows). Optionally for one tenant
+and/or queue. Only the caller''s tenants. From the counters (jobctl.job_counts), not a scan of the jobs.
 Errors: none.
 Example:
 select * from jobctl.stats(''acme'');';

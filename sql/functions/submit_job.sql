@@ -10,7 +10,8 @@ create or replace function jobctl.submit_job(
     backoff jsonb default null,
     timeout interval default null,
     subject_key text default null,
-    concurrency_key text default null
+    concurrency_key text default null,
+    traceparent text default null
 )
 returns table (job_id bigint, duplicate boolean)
 language plpgsql  -- not sql: a SQL function that is not inlined is planned on every call (docs/design.md §6)
@@ -25,20 +26,23 @@ begin
             submit_job.tenant_id, submit_job.queue, submit_job.payload, submit_job.priority,
             submit_job.run_at, submit_job.dedup_key, submit_job.max_attempts,
             jobctl._normalize_backoff(submit_job.backoff), submit_job.timeout, submit_job.subject_key,
-            submit_job.concurrency_key
+            submit_job.concurrency_key, submit_job.traceparent
         )::jobctl._job_spec],
         false
     ) as s;
 end
 $$;
 
-comment on function jobctl.submit_job(text, text, jsonb, integer, timestamptz, text, integer, jsonb, interval, text, text) is
+comment on function jobctl.submit_job(
+    text, text, jsonb, integer, timestamptz, text, integer, jsonb, interval, text, text, text
+) is
 'Submit one job; returns its id, or the id of the job already holding (tenant_id, dedup_key) with
 duplicate = true (nothing changed). run_at NULL = due now. priority -100..100, higher first. max_attempts NULL = 3.
 backoff {"strategy": exponential|linear|fixed, "base", "max", "jitter"} (defaults exponential, 5 s, 1 h, true).
 timeout: a running job past it is failed. subject_key: the person the payload is about (jobctl.forget_subject).
 concurrency_key: at most the key''s limit (jobctl.put_concurrency_limit) of its jobs run at once, admitted in run_at
-order. A tenant first seen here is registered with the defaults. Only for the caller''s tenants.
+order. traceparent: the W3C trace context of the caller''s span (tracing; handed to the worker by claim_job).
+A tenant first seen here is registered with the defaults. Only for the caller''s tenants.
 Errors: JC001 naming the bad field, JC002 payload over 64 KiB, JC003 a bad backoff, JC004 over the tenant''s
 max_pending, JC005 over its submit rate, JC006 dedup_key under REPEATABLE READ, JC008 the tenant encrypts and the
 session lacks its key, 42501 another tenant.

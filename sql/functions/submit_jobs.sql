@@ -13,7 +13,7 @@ declare
     v_key text;
     v_keys constant text[] := array[
         'tenant_id', 'queue', 'payload', 'priority', 'run_at', 'dedup_key', 'max_attempts', 'backoff', 'timeout',
-        'subject_key', 'concurrency_key'
+        'subject_key', 'concurrency_key', 'traceparent'
     ];
 begin
     if jobs is null or jsonb_typeof(jobs) <> 'array' then
@@ -35,6 +35,7 @@ begin
             or jsonb_typeof(a.e -> 'dedup_key') not in ('string', 'null')
             or jsonb_typeof(a.e -> 'subject_key') not in ('string', 'null')
             or jsonb_typeof(a.e -> 'concurrency_key') not in ('string', 'null')
+            or jsonb_typeof(a.e -> 'traceparent') not in ('string', 'null')
         else true end
     order by a.i
     limit 1;
@@ -42,7 +43,7 @@ begin
         v_key := case when v_bad.kind = 'object' then
             (select k.key from jsonb_object_keys(v_bad.e - v_keys) as k (key) limit 1) end;
         if v_bad.kind = 'object' and v_key is null then
-            v_key := (select k.key from unnest(array['tenant_id', 'queue', 'dedup_key', 'subject_key', 'concurrency_key']) as k (key)
+            v_key := (select k.key from unnest(array['tenant_id', 'queue', 'dedup_key', 'subject_key', 'concurrency_key', 'traceparent']) as k (key)
                       where jsonb_typeof(v_bad.e -> k.key) not in ('string', 'null') limit 1);
             raise exception using errcode = 'JC001',
                 message = format('jobs[%s].%s must be a string', v_bad.i - 1, v_key),
@@ -72,7 +73,8 @@ begin
         case when a.e ? 'timeout' and a.e -> 'timeout' <> 'null'
             then jobctl._to_interval(a.e -> 'timeout', format('jobs[%s].timeout', a.i - 1)) end,
         a.e ->> 'subject_key',
-        a.e ->> 'concurrency_key'
+        a.e ->> 'concurrency_key',
+        a.e ->> 'traceparent'
     )::jobctl._job_spec order by a.i)
     into v_specs
     from jsonb_array_elements(jobs) with ordinality as a (e, i);

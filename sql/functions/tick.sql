@@ -1,12 +1,15 @@
 -- jobctl.tick: one pass of periodic work, one caller at a time per database (a lock on
 -- jobctl_owner._tick_lock, which takes no transaction id: another caller returns 0 at once): promote due
--- delayed jobs, reap expired leases, expand due schedules; while the xmin horizon is held back
+-- delayed jobs, reap expired leases, expand due schedules, fold the counters' deltas and probe
+-- busy lanes for their oldest due job (at most a batch a 100 ms); while the xmin horizon is held back
 -- (jobctl._horizon_held), rotate the slot partitions of _ready, _running and _lane_cache
 -- (truncations, under ACCESS EXCLUSIVE locks held only by this short transaction), and otherwise
 -- delete the lane-cache rows newer ones superseded and those of filters no claim used for a
 -- minute (VACUUM can then remove them). With p_full, last, also recount the unfinished jobs of
 -- max_pending tenants (a scan of the queue tables: once a minute; last, because a tenant row whose
--- offset it changes stays locked until commit, and claims skip a locked tenant row meanwhile).
+-- offset it changes stays locked until commit, and claims skip a locked tenant row meanwhile), and
+-- forget the counters' minutes older than 6 hours. Each pass also forgets the workers that have
+-- not beaten for an hour (jobctl.worker_beat).
 -- Workers call tick(false) a few times a second (jobctl worker: every 0.25 s), so orphans come back
 -- and schedules fire within about a second of their time while any worker runs; pg_cron calls
 -- tick() every minute as the backstop and for the recount (its own 1.4 has no sub-minute schedule,
@@ -40,9 +43,14 @@ begin
     if exists (select from jobctl._running as r where r.lease_expires_at < v_now or r.deadline < v_now) then
         v_n := v_n + jobctl.reap_expired_leases();
     end if;
-    if exists (select from jobctl.schedule as s where s.next_fire_at <= v_now) then
+    if exists (select from jobctl.schedule as s where s.next_fire_at <= v_now and not s.paused) then
         v_n := v_n + jobctl.expand_schedules();
     end if;
+    -- the counters' deltas into their totals (migration 0025)
+    if exists (select from jobctl._stat_delta) then
+        perform jobctl._stat_fold();
+    end if;
+    perform jobctl._stat_probe();
     if jobctl._horizon_held() then
         perform jobctl._rotate_slots();
     else
@@ -51,8 +59,11 @@ begin
             and (c.fresh_until < v_now - interval '1 minute'  -- a filter no claim used for a minute
                  or exists (select from jobctl._lane_cache as n where n.queues_key = c.queues_key and n.fresh_until > c.fresh_until));
     end if;
+    -- the registry of workers forgets those not seen for an hour (jobctl.worker_beat; no match: no write)
+    delete from jobctl._worker as w where w.last_seen_at < v_now - interval '1 hour';
     if p_full then
         perform jobctl._recount_pending(null);
+        delete from jobctl._stat_minute as m where m.minute < v_now - interval '6 hours';
     end if;
     return v_n;
 end

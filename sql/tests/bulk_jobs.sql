@@ -2,7 +2,7 @@
 -- one past it), batches and their cursor, tenant isolation, quota and rate mid-batch, audit entries.
 -- Tenants tap_bulk_*, queues tap_bulk_*; every claim names its queue.
 begin;
-select plan(80);
+select plan(94);
 set local jit = off;
 \ir helpers.psql
 
@@ -131,7 +131,10 @@ select throws_ok(
 );
 select lives_ok($$select jobctl.count_jobs('{"queue": null, "state": null}')$$, 'a JSON null is an absent key');
 select throws_ok(
-    $$select jobctl.count_jobs('{}', 'delete')$$, 'JC001', 'action must be retry, cancel or NULL, not delete', 'a bad action'
+    $$select jobctl.count_jobs('{}', 'purge')$$,
+    'JC001',
+    'action must be retry, cancel, delete or NULL, not purge',
+    'a bad action'
 );
 select throws_ok(
     $$select jobctl.count_jobs('{}', max_count => 0)$$, 'JC001', 'max_count must be between 1 and 100000, not 0', 'max_count 0'
@@ -414,6 +417,29 @@ select throws_ok(
     'JC005', 'tenant tap_bulk_rate is over its submit rate (0.001 a second)', 'and the next call raises JC005'
 );
 
+-- a filter over several tenants: a tenant without room is skipped, the others' jobs are retried
+select jobctl.put_tenant('tap_bulk_full');
+select jobctl.put_tenant('tap_bulk_room');
+create temp table m as
+select
+    t.t,
+    (jobctl.submit_job(t.t, 'tap_bulk_mq', jsonb_build_object('g', g.g))).job_id as job_id
+from unnest(array['tap_bulk_full', 'tap_bulk_room']) as t (t), generate_series(1, 2) as g (g);
+select jobctl.cancel_job(m.job_id) from m;
+select jobctl.submit_job('tap_bulk_full', 'tap_bulk_mq', '{"fills": "max_pending"}');
+select jobctl.put_tenant('tap_bulk_full', max_pending => 1);
+select results_eq(
+    $$select acted, skipped, done, stopped from jobctl.retry_jobs('{"queue": "tap_bulk_mq", "state": "cancelled"}')$$,
+    $$values (2, 2, true, 'JC004'::text)$$,
+    'several tenants: the full one''s two jobs skipped, the other''s two retried, done, stopped names the limit'
+);
+select results_eq(
+    $$select j.tenant_id, j.state, count(*)::integer from jobctl.job as j where j.queue = 'tap_bulk_mq'
+      group by 1, 2 order by 1, 2$$,
+    $$values ('tap_bulk_full'::text, 'cancelled'::text, 2), ('tap_bulk_full', 'pending', 1), ('tap_bulk_room', 'pending', 2)$$,
+    'and the full tenant''s jobs stay cancelled'
+);
+
 -- ---------------------------------------------------------------------------------------------
 -- nothing written on a refused call; a subject key is not kept in the audit entry
 create temp table audit_before as select count(*) as n from jobctl.audit_log;
@@ -428,6 +454,79 @@ select is(
         order by a.audit_id desc limit 1
     ),
     '(given)', 'the audit entry says a subject key was given, not which'
+);
+
+-- ---------------------------------------------------------------------------------------------
+-- delete_jobs: finished jobs only, with their history, counted out of the counters, audited
+select jobctl.put_tenant('tap_bulk_del');
+create temp table del as
+select (jobctl.submit_job('tap_bulk_del', 'tap_bulk_dq', jsonb_build_object('g', g))).job_id from generate_series(1, 3) as g;
+select jobctl.cancel_job(del.job_id) from del
+where del.job_id < (select max(x.job_id) from del as x);
+select is(
+    (select c.jobs from jobctl.count_jobs('{"tenant_id": "tap_bulk_del"}', 'delete') as c), 2::bigint,
+    'count_jobs with action delete counts the finished jobs'
+);
+select results_eq(
+    $$select acted, skipped, done from jobctl.delete_jobs('{"tenant_id": "tap_bulk_del"}')$$,
+    $$values (2, 0, true)$$, 'delete_jobs deletes the two cancelled jobs'
+);
+select results_eq(
+    $$select j.job_id from jobctl.job as j where j.tenant_id = 'tap_bulk_del'$$,
+    $$select max(job_id) from del$$, 'the pending job stays'
+);
+select is_empty(
+    $$select from jobctl._event as e
+      where e.job_id in (select job_id from del where job_id < (select max(x.job_id) from del as x))$$,
+    'their history went with them'
+);
+select results_eq(
+    $$select pending, cancelled from jobctl.job_counts('tap_bulk_del')$$, $$values (1::bigint, 0::bigint)$$,
+    'the counters lose them'
+);
+select is(
+    (
+        select (a.detail ->> 'deleted')::integer from jobctl.audit_log as a
+        where a.action = 'delete_jobs'
+        order by a.audit_id desc limit 1
+    ),
+    2, 'one audit entry with the count'
+);
+select throws_ok(
+    $$select jobctl.delete_jobs('{}', max_jobs => 1001)$$, 'JC001', 'max_jobs must be between 1 and 1000, not 1001',
+    'max_jobs over its bound'
+);
+
+-- find_jobs: a page of the filter's jobs, newest first, keyset by job_id
+select results_eq(
+    $$select job_id from jobctl.find_jobs('{"tenant_id": "tap_bulk_room", "queue": "tap_bulk_mq"}')$$,
+    $$select job_id from m where t = 'tap_bulk_room' order by job_id desc$$,
+    'find_jobs lists the filter''s jobs newest first'
+);
+select results_eq(
+    $$select job_id from jobctl.find_jobs('{"tenant_id": "tap_bulk_room", "queue": "tap_bulk_mq"}', max_rows => 1)$$,
+    $$select max(job_id) from m where t = 'tap_bulk_room'$$,
+    'max_rows bounds the page'
+);
+select results_eq(
+    format(
+        'select job_id from jobctl.find_jobs(''{"tenant_id": "tap_bulk_room", "queue": "tap_bulk_mq"}'', before_id => %s)',
+        (
+            select max(m.job_id) from m
+            where m.t = 'tap_bulk_room'
+        )
+    ),
+    $$select min(job_id) from m where t = 'tap_bulk_room'$$,
+    'before_id gives the next page'
+);
+select results_eq(
+    $$select state from jobctl.find_jobs('{"queue": "tap_bulk_mq", "state": ["cancelled"]}')$$,
+    $$values ('cancelled'::text), ('cancelled')$$,
+    'states and no tenant: every tenant the caller acts for'
+);
+select throws_ok(
+    $$select * from jobctl.find_jobs('{}', max_rows => 1001)$$, 'JC001', 'max_rows must be between 1 and 1000, not 1001',
+    'max_rows over its bound'
 );
 
 select * from finish();

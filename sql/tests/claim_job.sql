@@ -26,6 +26,7 @@ create temp table c (
     lease_epoch bigint,
     lease_expires_at timestamptz,
     timeout interval,
+    traceparent text,
     t0 timestamptz,
     t1 timestamptz
 );
@@ -41,7 +42,7 @@ declare
 begin
     insert into c (
         tag, job_id, tenant_id, queue, payload, priority, attempt, max_attempts, lease_epoch, lease_expires_at,
-        timeout, t0, t1
+        timeout, traceparent, t0, t1
     )
     select p_tag, x.*, v_t0, clock_timestamp()
     from jobctl.claim_job('tap_claim_w', p_queues, p_max, p_lease) as x;

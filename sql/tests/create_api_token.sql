@@ -147,7 +147,8 @@ select is(
 
 select is(
     pg_temp.hint_of($$select jobctl.create_api_token('tap_token_b', array['jobs:delete'])$$),
-    'Scopes: jobs:cancel, jobs:read, jobs:retry, jobs:submit, queues:read, queues:write, schedules:read, schedules:write.',
+    'Scopes: audit:read, jobs:cancel, jobs:read, jobs:retry, jobs:submit, queues:read, queues:write, schedules:read, '
+    'schedules:write, tenants:read, tenants:write, workers:read.',
     'the HINT of an unknown scope lists the valid ones'
 );
 
@@ -179,6 +180,7 @@ select results_eq(
 select is(
     jobctl._api_scopes(),
     array[
+        'audit:read',
         'jobs:cancel',
         'jobs:read',
         'jobs:retry',
@@ -186,9 +188,12 @@ select is(
         'queues:read',
         'queues:write',
         'schedules:read',
-        'schedules:write'
+        'schedules:write',
+        'tenants:read',
+        'tenants:write',
+        'workers:read'
     ],
-    'the eight scopes'
+    'the twelve scopes'
 );
 select isnt(
     obj_description('jobctl.create_api_token(text, text[], text)'::regprocedure), null, 'create_api_token has a comment'

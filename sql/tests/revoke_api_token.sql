@@ -66,6 +66,8 @@ select results_eq(
     $$select token_id, 'tap_revoke_t' from pg_temp.tok(2)$$,
     'token 2 still authenticates'
 );
+-- (authenticate made the transaction act as token 2: back to the test's own login)
+select set_config('jobctl.api_token', '', true);
 select is(
     pg_temp.n_revoked() - (select n from revoked_before),
     1::bigint,

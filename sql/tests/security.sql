@@ -47,28 +47,33 @@ insert into granted values
 (
     'jobctl_reader', '{}', array[
         'get_job', 'list_jobs', 'job_history', 'stats', 'claim_metrics', 'list_schedules', 'list_tenants',
-        'cron_next', '_acting_tenants', 'list_concurrency_limits', 'count_jobs'
+        'cron_next', '_acting_tenants', 'list_concurrency_limits', 'count_jobs', 'find_jobs', 'job_counts', 'job_rates',
+        'job_overview', 'fairness', 'histogram_bounds', 'histogram_quantile',
+        'list_workers', 'list_audit'
     ]
 ),
 (
     'jobctl_writer', array['jobctl_reader'], array[
         'submit_job', 'submit_jobs', 'cancel_job', 'retry_job', 'put_schedule', 'drop_schedule', 'forget_subject',
-        'retry_jobs', 'cancel_jobs'
+        'retry_jobs', 'cancel_jobs', 'delete_jobs',
+        'pause_schedule', 'resume_schedule', 'run_schedule'
     ]
 ),
 (
     'jobctl_worker', '{}', array[
-        'claim_job', 'heartbeat', 'complete_job', 'complete_jobs', 'fail_job', 'release_job', 'tick', 'hint_tags'
+        'claim_job', 'heartbeat', 'complete_job', 'complete_jobs', 'fail_job', 'release_job', 'tick', 'hint_tags',
+        'worker_beat', 'worker_gone'
     ]
 ),
 ('jobctl_api', array['jobctl_writer', 'jobctl_reader'], array[
-    'authenticate', 'put_queue', 'pause_queue', 'resume_queue', 'list_queues'
+    'authenticate', 'put_queue', 'pause_queue', 'resume_queue', 'list_queues',
+    'pause_tenant', 'list_api_tokens', 'list_tenant_grants', 'health_checks'
 ]),
 (
     'jobctl_admin', array['jobctl_writer', 'jobctl_reader', 'jobctl_worker'], array[
         'put_tenant', 'pause_tenant', 'health_checks', 'create_api_token', 'revoke_api_token', 'list_api_tokens',
         'authenticate', 'grant_tenant', 'revoke_tenant', 'list_tenant_grants', 'put_concurrency_limit',
-        'put_queue', 'pause_queue', 'resume_queue', 'list_queues'
+        'put_queue', 'pause_queue', 'resume_queue', 'list_queues', 'recount_counters'
     ]
 );
 

@@ -2,7 +2,7 @@
 -- backoff normalisation, dedup. Tenants tap_submit_*, queues tap_submit_*.
 -- JC006 (dedup_key under REPEATABLE READ) needs its own transaction: submit_job_repeatable_read.sql.
 begin;
-select plan(70);
+select plan(74);
 -- the tests join temp tables that have no statistics: keep JIT from compiling those plans
 set local jit = off;
 \ir helpers.psql
@@ -18,9 +18,12 @@ $$;
 
 select has_function(
     'jobctl', 'submit_job',
-    array['text', 'text', 'jsonb', 'integer', 'timestamp with time zone', 'text', 'integer', 'jsonb', 'interval', 'text', 'text'],
+    array[
+        'text', 'text', 'jsonb', 'integer', 'timestamp with time zone', 'text', 'integer', 'jsonb', 'interval', 'text', 'text',
+        'text'
+    ],
     'submit_job(tenant_id, queue, payload, priority, run_at, dedup_key, max_attempts, backoff, timeout, subject_key,'
-    || ' concurrency_key) exists'
+    || ' concurrency_key, traceparent) exists'
 );
 
 -- a plain job: due now, defaults
@@ -354,10 +357,39 @@ select throws_ok(
     'JC003', null, 'a backoff base over 30 days: JC003'
 );
 
+-- the W3C trace context is stored as given and handed to the claimer
+select throws_ok(
+    $$select jobctl.submit_job('tap_submit_t1', 'tap_submit_q', '{}', traceparent => '00-abc-01')$$,
+    'JC001', 'traceparent must be NULL or a W3C traceparent: 2-32-16-2 lowercase hex digits joined by -',
+    'a malformed traceparent: JC001 naming the field'
+);
+select throws_ok(
+    $$select jobctl.submit_jobs('[{"tenant_id": "tap_submit_t1", "queue": "q", "payload": {}, "traceparent": 7}]')$$,
+    'JC001', 'jobs[0].traceparent must be a string', 'submit_jobs: a traceparent that is not a string: JC001'
+);
+select jobctl.submit_job(
+    'tap_submit_tp', 'tap_submit_tq', '{}',
+    traceparent => '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01'
+);
+select is(
+    (
+        select j.traceparent from jobctl.get_job((
+            select max(x.job_id) from jobctl.job as x
+            where x.tenant_id = 'tap_submit_tp'
+        )) as j
+    ),
+    '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01', 'submit_job stores the traceparent; get_job shows it'
+);
+select is(
+    (select c.traceparent from jobctl.claim_job('tap_submit_w', array['tap_submit_tq']) as c),
+    '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01', 'claim_job hands the traceparent to the worker'
+);
+
 select has_function('jobctl', 'submit_job', 'submit_job is installed');
 select isnt(
     obj_description(
-        'jobctl.submit_job(text, text, jsonb, integer, timestamptz, text, integer, jsonb, interval, text, text)'::regprocedure
+        'jobctl.submit_job(text, text, jsonb, integer, timestamptz, text, integer, jsonb, interval, text, text, text)'
+        ::regprocedure
     ),
     null, 'submit_job has a comment'
 );

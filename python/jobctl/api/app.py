@@ -13,9 +13,10 @@ from psycopg.conninfo import conninfo_to_dict
 from psycopg_pool import AsyncConnectionPool
 
 from jobctl import __version__, db
-from jobctl.api import error_handlers, metrics, queue_routes, routes, schedule_routes
+from jobctl.api import admin_routes, error_handlers, metrics, queue_routes, routes, schedule_routes
 from jobctl.api.limits import BodyLimit, TenantSlots
 from jobctl.client import AsyncClient
+from jobctl.dashboard import install as install_dashboard
 
 MAX_BODY_BYTES = 1024 * 1024  # larger request bodies are refused (413) before they are parsed
 APPLICATION_NAME = "jobctl-api"
@@ -35,7 +36,8 @@ rule.
 **Authentication.** Send `Authorization: Bearer <token>` with a token made by
 `jobctl.create_api_token(tenant_id, scopes)`. A token speaks for one tenant (or, made with a NULL
 tenant, for every tenant: an admin token) and only for its scopes: `jobs:read`, `jobs:submit`,
-`jobs:cancel`, `jobs:retry`, `schedules:read`, `schedules:write`. Only its SHA-256 is stored. No or
+`jobs:cancel`, `jobs:retry`, `schedules:read`, `schedules:write`, `queues:read`, `queues:write`,
+`tenants:read`, `tenants:write`, `workers:read`, `audit:read`. Only its SHA-256 is stored. No or
 a bad token: 401; a missing scope: 403. Another tenant's job is invisible: it answers 404, exactly
 as an unknown id does. Only `jobs:read` shows a job's contents: a submit that repeats a `dedup_key`
 answers a token without it with the first job's `job_id`, `tenant_id` and `state` only.
@@ -123,7 +125,18 @@ def create_app(
         openapi_tags=[
             {"name": "jobs", "description": "A tenant's jobs. Each endpoint needs a token with its scope."},
             {"name": "schedules", "description": "A tenant's recurring schedules (cron expressions, UTC)."},
-            {"name": "operations", "description": "For load balancers and monitoring; no token."},
+            {
+                "name": "operations",
+                "description": "For load balancers and monitoring; no token, but the "
+                "health checks (tenants:read, admin token).",
+            },
+            {
+                "name": "tenants",
+                "description": "Tenants' settings, pause and resume, tokens and grants "
+                "(tenants:read, tenants:write): a tenant token for its own tenant.",
+            },
+            {"name": "workers", "description": "The registry of workers (workers:read, admin token)."},
+            {"name": "audit", "description": "The audit log (audit:read): a tenant token sees its tenant's."},
         ],
     )
     app.state.list_slots = TenantSlots(list_concurrency)
@@ -133,4 +146,7 @@ def create_app(
     app.include_router(routes.router)
     app.include_router(schedule_routes.router)
     app.include_router(queue_routes.router)
+    app.include_router(admin_routes.router)
+    # --- the web dashboard (issue 21): pages at /, assets at /static; the API stays under /api/v1
+    install_dashboard(app)
     return app

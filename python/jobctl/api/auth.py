@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Annotated, Any
 
@@ -116,28 +117,36 @@ def authorized(scope: str) -> Callable[..., AsyncIterator[Caller]]:
             token = _token(request)
         except errors.Unauthorized as e:
             raise _refuse(request, e, scope) from None
-        # one transaction: authenticate's effect (the functions act for the token's tenant only)
-        # lasts until its end, so a pooled connection never carries it to the next request
-        async with pool_of(request).connection() as conn, conn.transaction():
-            try:
-                cur = await conn.execute(queries.AUTHENTICATE, {"token": token, "scope": scope})
-                row = await cur.fetchone()
-            except psycopg.Error as e:
-                err = error_handlers.from_db(e)
-                if isinstance(err, errors.Unauthorized | errors.Forbidden):
-                    raise _refuse(request, err, scope, token) from None
-                raise
-            assert row is not None  # authenticate returns a row or raises
-            token_id, tenant_id, scopes = row
-            yield Caller(
-                token_id=int(token_id),
-                tenant_id=tenant_id,
-                scopes=frozenset(scopes),
-                conn=conn,
-                client=client_of(request),
-            )
+        async with session(request, token, scope) as caller:
+            yield caller
 
     return dependency
+
+
+@asynccontextmanager
+async def session(request: Request, token: str, scope: str) -> AsyncIterator[Caller]:
+    """The Caller of a token that may perform scope, on a pooled connection in one transaction; else
+    401 or 403 (logged). The API's bearer dependency and the dashboard's cookie both come here.
+    One transaction: authenticate's effect (the functions act for the token's tenant only) lasts
+    until its end, so a pooled connection never carries it to the next request."""
+    async with pool_of(request).connection() as conn, conn.transaction():
+        try:
+            cur = await conn.execute(queries.AUTHENTICATE, {"token": token, "scope": scope})
+            row = await cur.fetchone()
+        except psycopg.Error as e:
+            err = error_handlers.from_db(e)
+            if isinstance(err, errors.Unauthorized | errors.Forbidden):
+                raise _refuse(request, err, scope, token) from None
+            raise
+        assert row is not None  # authenticate returns a row or raises
+        token_id, tenant_id, scopes = row
+        yield Caller(
+            token_id=int(token_id),
+            tenant_id=tenant_id,
+            scopes=frozenset(scopes),
+            conn=conn,
+            client=client_of(request),
+        )
 
 
 def caller_for(scope: str) -> Any:

@@ -105,6 +105,13 @@ class JobSubmit(BaseModel):
         description="1-200 characters: at most the key's limit of its jobs run at once "
         "(jobctl.put_concurrency_limit; limit 1: one at a time), admitted in run_at order. Default: none.",
     )
+    traceparent: str | None = Field(
+        default=None,
+        description="The W3C trace context the job belongs to, `00-<32 hex trace id>-<16 hex span id>-<2 hex "
+        "flags>` (e.g. the `traceparent` header of the request that led to this submit). The worker's run "
+        "span continues it. With OpenTelemetry in the API, the API's `jobctl submit` span is its child and "
+        "the job stores that span's context (same trace). Default: the API's submit span, if any.",
+    )
 
     @field_validator("run_at", mode="before")
     @classmethod
@@ -138,6 +145,9 @@ class Job(BaseModel):
     timeout: float | None = Field(description="Seconds a run may take, or null.")
     backoff: dict[str, JsonValue] | None = Field(description="The backoff in force (null: the defaults).")
     concurrency_key: str | None = Field(default=None, description="The job's concurrency key, or null.")
+    traceparent: str | None = Field(
+        default=None, description="The W3C trace context stored at submit (tracing), or null."
+    )
 
     @classmethod
     def of(cls, info: client.JobInfo) -> Job:
@@ -265,9 +275,14 @@ class Schedule(BaseModel):
     skip_overlap: bool
     next_fire_at: datetime = Field(description="The next fire time not yet enqueued.")
     last_fire_at: datetime | None = Field(description="The fire time of the latest run enqueued, or null.")
-    last_job_id: int | None = Field(description="The latest run's job, or null.")
+    last_job_id: int | None = Field(description="The latest run's job (scheduled or run by hand), or null.")
     created_at: datetime
     updated_at: datetime
+    paused: bool = Field(
+        default=False,
+        description="true: it fires nothing until resumed; a resume starts it from the next fire time after "
+        "now (missed runs are skipped).",
+    )
 
 
 def schedule_of(row: client.Schedule) -> Schedule:
@@ -327,3 +342,112 @@ class QueueOut(BaseModel):
 
 class QueueList(BaseModel):
     queues: list[Queue] = Field(description="Ordered by name.")
+
+
+class ScheduleRun(BaseModel):
+    job_id: int = Field(description="The job the run submitted (due now).")
+    schedule: Schedule = Field(description="The schedule, its last_job_id the new job.")
+
+
+# --- tenant administration, workers, the audit log, health (admin_routes)
+
+
+class Tenant(BaseModel):
+    """A tenant's settings (`jobctl.list_tenants`); null limits and rates: unlimited."""
+
+    tenant_id: str
+    weight: int
+    max_pending: int | None
+    max_running: int | None
+    submit_rate: float | None = Field(description="Submits a second, null: no limit.")
+    submit_burst: int | None
+    claim_rate: float | None = Field(description="Claims a second, null: no limit.")
+    claim_burst: int | None
+    paused: bool = Field(description="true: its jobs are not claimed (submits go on).")
+    created_at: datetime
+    updated_at: datetime
+    encrypt_payloads: bool
+
+
+def tenant_of(row: client.Tenant) -> Tenant:
+    return Tenant(**fields_of(row))
+
+
+class TenantOut(BaseModel):
+    tenant: Tenant
+
+
+class TenantList(BaseModel):
+    tenants: list[Tenant] = Field(description="The token's tenants (an admin token: all), ordered by id.")
+
+
+class ApiToken(BaseModel):
+    """An API token as `jobctl.list_api_tokens` shows it: never the token itself (only its hash is kept)."""
+
+    token_id: int
+    tenant_id: str | None = Field(description="null: an admin token (every tenant).")
+    scopes: list[str]
+    label: str | None
+    created_at: datetime
+    revoked_at: datetime | None
+
+
+class TokenList(BaseModel):
+    tokens: list[ApiToken] = Field(description="Revoked ones included, ordered by token_id.")
+
+
+class TenantGrant(BaseModel):
+    role_name: str = Field(description="A database role that acts for the tenant (jobctl.grant_tenant).")
+    tenant_id: str | None
+    granted_at: datetime
+    granted_by: str | None
+
+
+class GrantList(BaseModel):
+    grants: list[TenantGrant] = Field(description="Ordered by role name.")
+
+
+class Worker(BaseModel):
+    """A worker as it last reported itself (`jobctl.worker_beat`)."""
+
+    worker_id: str
+    host: str
+    pid: int
+    queues: list[str] | None = Field(description="The queues it claims from; null: all.")
+    concurrency: int
+    in_flight: int = Field(description="Jobs it was running at its last beat.")
+    started_at: datetime
+    last_seen_at: datetime
+    alive: bool = Field(description="It beat within `stale` seconds.")
+    running: int = Field(description="Leases it holds now.")
+
+
+class WorkerList(BaseModel):
+    workers: list[Worker] = Field(description="Ordered by worker_id.")
+
+
+class AuditEntry(BaseModel):
+    audit_id: int
+    at: datetime
+    actor: str = Field(description="The database login that acted (for the API: its own login).")
+    token_id: int | None = Field(description="The API token that acted, or null.")
+    action: str
+    tenant_id: str | None = Field(description="null: no tenant (queues, admin tokens, every-tenant grants).")
+    detail: JsonValue
+
+
+class AuditPage(BaseModel):
+    entries: list[AuditEntry] = Field(description="Newest first (audit_id descending).")
+    next: int | None = Field(description="Pass as `before` for the next page; null on the last page.")
+
+
+class HealthCheck(BaseModel):
+    check_name: str
+    verdict: Literal["ok", "warn", "fail"]
+    observed: str | None
+    detail: str | None
+
+
+class HealthChecks(BaseModel):
+    verdict: Literal["ok", "warn", "fail"] = Field(description="The worst verdict of the checks.")
+    checks: list[HealthCheck] = Field(description="What `jobctl doctor` reports, one row per check.")

@@ -174,7 +174,9 @@ async def submit_job(
     act = audit.begin(request, audit.Action(caller.token_id, caller.tenant_id, "submit"))
     act.tenant = caller.tenant_for(job.tenant_id, "tenant_id")
     spec = job.model_dump(mode="json", exclude_unset=True) | {"tenant_id": act.tenant}
-    made = (await call(caller.client.submit_many([spec], conn=caller.conn)))[0]
+    traceparent = spec.pop("traceparent", None)  # the parent of the submit span (jobctl.tracing)
+    submitted = caller.client.submit_many([spec], traceparent=traceparent, conn=caller.conn)
+    made = (await call(submitted))[0]
     act.job_id, duplicate = made.job_id, made.duplicate
     first = await _job(caller, act.job_id)
     # a dedup hit may be another token's job: its contents are for jobs:read only

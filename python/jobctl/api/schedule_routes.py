@@ -1,7 +1,7 @@
-"""The schedule endpoints: one contract function each (put_schedule, list_schedules,
-drop_schedule), called through the app's AsyncClient on the request's connection, behind the same
-token check as the job endpoints (scopes schedules:read and schedules:write; a tenant token acts only
-for its tenant)."""
+"""The schedule endpoints: one function each (put_schedule, list_schedules, drop_schedule,
+pause_schedule, resume_schedule, run_schedule), called through the app's AsyncClient on the
+request's connection, behind the same token check as the job endpoints (scopes schedules:read
+and schedules:write; a tenant token acts only for its tenant)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from fastapi import APIRouter, Path, Query, Request
 
 from jobctl.api import audit
 from jobctl.api.auth import Caller, caller_for
-from jobctl.api.models import Dropped, ScheduleIn, ScheduleList, ScheduleOut, schedule_of
+from jobctl.api.models import Dropped, ScheduleIn, ScheduleList, ScheduleOut, ScheduleRun, schedule_of
 from jobctl.api.routes import TOO_MANY_LISTS, call, error_responses, list_slot, not_found
 
 Name = Annotated[str, Path(min_length=1, max_length=200, description="The schedule's name.")]
@@ -90,3 +90,86 @@ async def drop_schedule(
         raise not_found(f"schedule {name}", "name")
     act.record(200)
     return Dropped(dropped=True)
+
+
+async def _schedule(caller: Caller, tenant_id: str, name: str) -> ScheduleOut:
+    found = await call(
+        caller.client.get_schedule(tenant_id, name, conn=caller.conn),
+        {"tenant_id": tenant_id, "name": name},
+        TENANT_AS_SENT,
+    )
+    if found is None:
+        raise not_found(f"schedule {name}", "name")
+    return ScheduleOut(schedule=schedule_of(found))
+
+
+async def _pause(
+    request: Request, caller: Caller, name: str, tenant: str | None, paused: bool
+) -> ScheduleOut:
+    act = audit.begin(
+        request,
+        audit.Action(caller.token_id, caller.tenant_id, "pause_schedule" if paused else "resume_schedule"),
+    )
+    act.tenant = caller.tenant_for(tenant, "tenant")
+    change = caller.client.pause_schedule if paused else caller.client.resume_schedule
+    params = {"tenant_id": act.tenant, "name": name}
+    await call(change(act.tenant, name, conn=caller.conn), params, TENANT_AS_SENT)
+    act.record(200)
+    return await _schedule(caller, act.tenant, name)
+
+
+@router.post(
+    "/schedules/{name}/pause",
+    summary="Pause a schedule",
+    responses=error_responses(404, 422, notes={404: "No such schedule."}),
+)
+async def pause_schedule(
+    request: Request,
+    name: Name,
+    caller: Annotated[Caller, caller_for("schedules:write")],
+    tenant: Tenant = None,
+) -> ScheduleOut:
+    """Stop a schedule firing until it is resumed (scope `schedules:write`); runs already enqueued stay."""
+    return await _pause(request, caller, name, tenant, True)
+
+
+@router.post(
+    "/schedules/{name}/resume",
+    summary="Resume a schedule",
+    responses=error_responses(404, 422, notes={404: "No such schedule."}),
+)
+async def resume_schedule(
+    request: Request,
+    name: Name,
+    caller: Annotated[Caller, caller_for("schedules:write")],
+    tenant: Tenant = None,
+) -> ScheduleOut:
+    """Let a paused schedule fire again (scope `schedules:write`). Its next fire time is the first one after
+    now: the runs it missed while paused are skipped, not caught up."""
+    return await _pause(request, caller, name, tenant, False)
+
+
+@router.post(
+    "/schedules/{name}/run",
+    summary="Run a schedule now",
+    responses=error_responses(
+        404, 422, 429, notes={404: "No such schedule.", 429: "Over the tenant's quota or submit rate."}
+    ),
+)
+async def run_schedule(
+    request: Request,
+    name: Name,
+    caller: Annotated[Caller, caller_for("schedules:write")],
+    tenant: Tenant = None,
+) -> ScheduleRun:
+    """Submit one run of the schedule now, paused or not (scope `schedules:write`): a job of its queue,
+    payload and priority, due now, which becomes its `last_job_id`; its next fire time is unchanged."""
+    act = audit.begin(request, audit.Action(caller.token_id, caller.tenant_id, "run_schedule"))
+    act.tenant = caller.tenant_for(tenant, "tenant")
+    params = {"tenant_id": act.tenant, "name": name}
+    act.job_id = await call(
+        caller.client.run_schedule(act.tenant, name, conn=caller.conn), params, TENANT_AS_SENT
+    )
+    out = await _schedule(caller, act.tenant, name)
+    act.record(200)
+    return ScheduleRun(job_id=act.job_id, schedule=out.schedule)

@@ -29,10 +29,11 @@ import logging
 import random
 import time
 from datetime import timedelta
+from typing import Any
 
 import psycopg
 
-from jobctl import queries
+from jobctl import queries, tracing
 from jobctl.db import connection_kwargs
 from jobctl.worker.calls import (
     APP_NAME,
@@ -141,6 +142,8 @@ class Claimer:
             "lease": timedelta(seconds=self.lease),
         }
         sending = Sending()
+        sent_at = asyncio.get_running_loop().time()
+        sent_ns = time.time_ns()  # the claim span's start (tracing)
         call = asyncio.ensure_future(
             self.db.call("claim_job", rows(queries.CLAIM_JOB, params, sending), abort=self.stopping.is_set)
         )
@@ -167,7 +170,13 @@ class Claimer:
         claimed = call.result()  # GaveUp or psycopg.Error: to the claim loop
         # timeouts count from here (a retried claim: from its last try)
         claimed_at = asyncio.get_running_loop().time()
+        if self.running.metrics is not None:
+            self.running.metrics.claim.observe(claimed_at - sent_at)
         log.debug("claimed", extra={"jobs": len(claimed), "asked": max_jobs})
+        claim: Any = None  # the claim span's context, which each run links to
+        if tracing.TRACER is not None and claimed:
+            traceparents = [row[10] for row in claimed]
+            claim = tracing.claimed(sent_ns, time.time_ns(), self.worker_id, max_jobs, traceparents)
         self.stats.claimed += len(claimed)
         jobs = []
         for row in claimed:
@@ -186,7 +195,7 @@ class Claimer:
                 self.running.track(self.running.outbox.release(job))
             return len(claimed)
         for job in jobs:
-            self.running.start(job, claimed_at)
+            self.running.start(job, claimed_at, claim)
         return len(claimed)
 
     # --- wake-ups

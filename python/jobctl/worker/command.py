@@ -84,6 +84,16 @@ def load_handler(spec: str) -> Handler:
     help="On SIGTERM/SIGINT, seconds to let running jobs finish before giving them back.",
 )
 @click.option("--worker-id", default=None, help="Recorded on claims. Default: hostname:pid.")
+@click.option(
+    "--metrics-port",
+    type=click.IntRange(0, 65535),
+    default=0,
+    show_default=True,
+    help="Serve this process's Prometheus metrics on this port (0: none).",
+)
+@click.option(
+    "--metrics-host", default="127.0.0.1", show_default=True, help="The address --metrics-port listens on."
+)
 @logs.format_option
 @click.option(
     "--log-level",
@@ -100,6 +110,8 @@ def worker_command(
     poll_interval: float,
     grace: float,
     worker_id: str | None,
+    metrics_port: int,
+    metrics_host: str,
     log_format: str,
     log_level: str,
 ) -> None:
@@ -122,6 +134,8 @@ def worker_command(
         poll_interval=poll_interval,
         grace=grace,
         worker_id=worker_id,
+        metrics_port=metrics_port,
+        metrics_host=metrics_host,
     )
     try:
         asyncio.run(worker.run())

@@ -5,6 +5,11 @@ one whose completion waits in the outbox (until complete_jobs is sent for it); a
 heartbeat answers `cancelled` or `lost` is stopped and nothing is reported for it. A failed
 heartbeat is logged with the job count; the next one tries again.
 
+Every BEAT_EVERY seconds the same loop as the tick reports the worker to the registry of workers
+(jobctl.worker_beat: host, pid, queues, concurrency, jobs in flight), on the worker's pool, no
+connection of its own; `Registration.gone` removes it at a clean exit (jobctl.worker_gone). A
+schema without the registry (before migration 0025) is logged once and not asked again.
+
 Every TICK_EVERY seconds the worker calls jobctl.tick(false): promotion, reaping, schedules, the
 queue tables' upkeep (one caller at a time per database does the work: a lock on
 jobctl_owner._tick_lock, tried without waiting). A failed tick is logged and tried again TICK_ERROR_WAIT
@@ -15,7 +20,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
+import socket
 from datetime import timedelta
+from typing import Any
 
 import psycopg
 
@@ -30,6 +38,8 @@ log = logging.getLogger("jobctl.worker")
 # jobctl.tick(false) this often: orphans come back and schedules fire within about a second; after
 # an error a retry cannot cure, this much later
 TICK_EVERY, TICK_ERROR_WAIT = 0.25, 30.0
+BEAT_EVERY = 5.0  # a worker_beat this often (the registry forgets a worker an hour after its last)
+GONE_WAIT = 2.0  # at exit, how long worker_gone may take
 
 
 async def heartbeat_loop(db: Database, running: Running, outbox: Outbox, lease: float) -> None:
@@ -84,9 +94,60 @@ async def _heartbeat(
             running.stop(slot, status)
 
 
-async def tick_loop(db: Database) -> None:
+class Registration:
+    """This worker's entry in the registry of workers: its beats' parameters, and whether one landed."""
+
+    def __init__(self, worker_id: str, queues: list[str] | None, concurrency: int, running: Running) -> None:
+        self.worker_id = worker_id
+        self.queues = queues
+        self.concurrency = concurrency
+        self.running = running
+        self.active = True  # False: the schema has no registry, or the worker is leaving it
+        self.registered = False  # a beat landed: worker_gone is due at exit
+
+    def params(self) -> dict[str, Any]:
+        return {
+            "worker_id": self.worker_id,
+            "host": socket.gethostname(),
+            "pid": os.getpid(),
+            "queues": self.queues,
+            "concurrency": self.concurrency,
+            "in_flight": self.running.busy,
+        }
+
+    async def beat(self, db: Database) -> None:
+        try:
+            await db.call("worker_beat", value(queries.WORKER_BEAT, self.params()))
+        except psycopg.errors.UndefinedFunction:
+            log.warning("jobctl.worker_beat is missing (run jobctl migrate); the worker is not registered")
+            self.active = False
+            return
+        except psycopg.Error as e:
+            log.warning("worker beat failed; trying again later", extra=error_fields(e))
+            return
+        self.registered = True
+
+    async def gone(self, db: Database) -> None:
+        """Leave the registry (a clean exit); a failure is logged: the entry expires after an hour."""
+        self.active = False
+        if not self.registered:
+            return
+        try:
+            await asyncio.wait_for(
+                db.call("worker_gone", value(queries.WORKER_GONE, {"worker_id": self.worker_id})), GONE_WAIT
+            )
+        except (GaveUp, TimeoutError, psycopg.Error) as e:
+            log.warning("could not leave the registry of workers", extra=error_fields(e))
+
+
+async def tick_loop(db: Database, registration: Registration | None = None) -> None:
+    loop = asyncio.get_running_loop()
+    beat_at = loop.time()
     while True:
         try:
+            if registration is not None and registration.active and loop.time() >= beat_at:
+                beat_at = loop.time() + BEAT_EVERY
+                await registration.beat(db)
             await db.call("tick", value(queries.TICK, {}))
         except GaveUp:
             return

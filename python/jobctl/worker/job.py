@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from collections.abc import AsyncIterator, Iterator
 from contextlib import (
     AbstractAsyncContextManager,
@@ -20,7 +21,7 @@ from typing import Any
 import psycopg
 from psycopg_pool import AsyncConnectionPool, ConnectionPool
 
-from jobctl import queries
+from jobctl import queries, tracing
 from jobctl.errors import first_line
 
 Conn = psycopg.Connection[tuple[Any, ...]]
@@ -124,11 +125,13 @@ class Job:
     lease_expires_at: datetime
     timeout: float | None
     result: Any = None
+    traceparent: str | None = None  # the W3C trace context stored with the job at submit (tracing)
     _sync_pool: ConnectionPool[Conn] | None = field(default=None, repr=False)
     _async_pool: AsyncConnectionPool[AsyncConn] | None = field(default=None, repr=False)
     _cancel: threading.Event | None = field(default=None, repr=False)  # made by wait_cancelled()
     _stop_reason: str | None = field(default=None, repr=False)  # set once: the job is cancelled
     _completed: bool = field(default=False, repr=False)
+    _span: Any = field(default=None, repr=False)  # the attempt's run span (tracing; None without)
 
     @property
     def idempotency_key(self) -> str:
@@ -226,12 +229,14 @@ def _sync_transaction(job: Job, pool: ConnectionPool[Conn]) -> Iterator[Conn]:
     with pool.connection() as conn, conn.transaction():
         yield conn
         params = job._params()
+        started_ns = time.time_ns()
         try:
             row = conn.execute(queries.COMPLETE_JOB, params).fetchone()
         except psycopg.Error as e:
             if result_refused(e):  # the transaction rolls back either way
                 raise ResultRefused(rejection(e)) from e
             raise
+        _traced(job, started_ns, bool(row and row[0]))
         if not (row and row[0]):
             raise job._fenced()
     job._completed = True
@@ -242,6 +247,7 @@ async def _async_transaction(job: Job, pool: AsyncConnectionPool[AsyncConn]) -> 
     async with pool.connection() as conn, conn.transaction():
         yield conn
         params = job._params()
+        started_ns = time.time_ns()
         try:
             cur = await conn.execute(queries.COMPLETE_JOB, params)
         except psycopg.Error as e:
@@ -249,6 +255,15 @@ async def _async_transaction(job: Job, pool: AsyncConnectionPool[AsyncConn]) -> 
                 raise ResultRefused(rejection(e)) from e
             raise
         row = await cur.fetchone()
+        _traced(job, started_ns, bool(row and row[0]))
         if not (row and row[0]):
             raise job._fenced()
     job._completed = True
+
+
+def _traced(job: Job, started_ns: int, completed: bool) -> None:
+    """The `jobctl complete` span of a completion in the job's own transaction (tracing)."""
+    if job._span is not None:
+        tracing.reported("jobctl complete", job._span, started_ns, time.time_ns(), completed, **{
+            "jobctl.in_transaction": True,
+        })  # fmt: skip

@@ -15,12 +15,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from dataclasses import asdict, dataclass
 from typing import Any
 
 import psycopg
 
-from jobctl import queries
+from jobctl import queries, tracing
 from jobctl.errors import first_line
 from jobctl.worker.calls import Database, GaveUp, Sending, bigint_array, describe, error_fields, rows, value
 from jobctl.worker.job import Job, rejection, result_refused
@@ -111,6 +112,7 @@ class Outbox:
             # NULL when no job has a result: complete_jobs then skips joining the results
             "results": results if any(r is not None for r in results) else None,
         }
+        started_ns = time.time_ns()
         try:
             answers = await self.db.call(
                 "complete_jobs", rows(queries.COMPLETE_JOBS, params, self._send_state)
@@ -128,12 +130,18 @@ class Outbox:
             )
             await self._complete_each(batch)
             return
+        ended_ns = time.time_ns()
         for (job, _), (_, completed) in zip(batch, answers, strict=True):
             self._completed(job, bool(completed))
+            if job._span is not None:
+                tracing.reported("jobctl complete", job._span, started_ns, ended_ns, bool(completed), **{
+                    "jobctl.batch": len(batch),
+                })  # fmt: skip
 
     async def _complete_each(self, batch: list[tuple[Job, str | None]]) -> None:
         for job, result in batch:
             params = {"job_id": job.job_id, "lease_epoch": job.lease_epoch, "result": result}
+            started_ns = time.time_ns()
             try:
                 ok = await self.db.call("complete_job", value(queries.COMPLETE_JOB, params))
             except GaveUp:
@@ -146,6 +154,8 @@ class Outbox:
                     await self.fail(job, f"completion failed: {describe(e, one_line=True)}", retryable=True)
                 continue
             self._completed(job, bool(ok))
+            if job._span is not None:
+                tracing.reported("jobctl complete", job._span, started_ns, time.time_ns(), bool(ok))
 
     def _completed(self, job: Job, completed: bool) -> None:
         if completed:
@@ -161,6 +171,7 @@ class Outbox:
             "error": error.replace("\x00", "\\0"),  # text cannot hold NUL
             "retryable": retryable,
         }
+        started_ns = time.time_ns()
         try:
             state = await self.db.call("fail_job", value(queries.FAIL_JOB, params))
         except (GaveUp, psycopg.Error) as e:
@@ -170,6 +181,10 @@ class Outbox:
             )
             return
         extra = {**ids(job), "error": first_line(error)}
+        if job._span is not None:
+            tracing.reported("jobctl fail", job._span, started_ns, time.time_ns(), state is not None, **{
+                "jobctl.state": state or "fenced", "jobctl.retryable": retryable,
+            })  # fmt: skip
         if state is None:
             self.stats.fenced += 1
             log.warning("job failure fenced: its lease was no longer current", extra=extra)

@@ -5,7 +5,9 @@ asyncio loop and a small autocommit pool of the worker's own (`calls.Database`):
 - claiming.py: the claim loop (`max_jobs = free slots`) and the listener whose hints wake it;
 - running.py: each claimed job's handler in a slot, its outcome booked as it ends, stops supervised;
 - outbox.py: completions in batches (complete_jobs), failures and give-backs, and the `Stats`;
-- heartbeats.py: the heartbeat (lease/3) and jobctl.tick (TICK_EVERY);
+- heartbeats.py: the heartbeat (lease/3), jobctl.tick (TICK_EVERY) and the registry of workers
+  (worker_beat every BEAT_EVERY, worker_gone at exit);
+- metrics.py: the process's Prometheus metrics, served on --metrics-port (none without);
 - calls.py: the pool and the one retry wrapper every database call goes through.
 
 Shutdown. The first stop ends claiming at once: a claim still waiting for a connection or for its
@@ -34,7 +36,8 @@ from typing import Any
 
 from jobctl.worker.calls import Database
 from jobctl.worker.claiming import Claimer
-from jobctl.worker.heartbeats import heartbeat_loop, tick_loop
+from jobctl.worker.heartbeats import Registration, heartbeat_loop, tick_loop
+from jobctl.worker.metrics import WorkerMetrics
 from jobctl.worker.outbox import MAX_BATCH, Outbox, Stats
 from jobctl.worker.running import Handler, Running
 
@@ -68,6 +71,8 @@ class Worker:
         grace: float = 30.0,
         worker_id: str | None = None,
         handle_signals: bool = True,
+        metrics_port: int = 0,
+        metrics_host: str = "127.0.0.1",
     ) -> None:
         if not 1 <= concurrency <= MAX_BATCH:
             raise ValueError(f"concurrency must be from 1 to {MAX_BATCH}")
@@ -100,6 +105,13 @@ class Worker:
             lease=lease,
             poll_interval=poll_interval,
         )
+        self._registration = Registration(self.worker_id, self.queues, concurrency, self._running)
+        # the process's metrics (served from run() on metrics_port; 0: none)
+        self.metrics_port, self.metrics_host = metrics_port, metrics_host
+        self.metrics: WorkerMetrics | None = None
+        if metrics_port:
+            self.metrics = WorkerMetrics(self.stats, lambda: self._running.busy, concurrency, self.worker_id)
+            self._running.metrics = self.metrics
 
     @property
     def is_async(self) -> bool:
@@ -133,6 +145,8 @@ class Worker:
             for sig in (signal.SIGTERM, signal.SIGINT):
                 loop.add_signal_handler(sig, self.request_stop)
         try:
+            if self.metrics is not None:
+                self.metrics.serve(self.metrics_port, self.metrics_host)  # OSError: the port is taken
             await self._db.open()
             await self._running.open()
             log.info(
@@ -146,6 +160,8 @@ class Worker:
             )
             await self._serve()
         finally:
+            if self.metrics is not None:
+                self.metrics.close()
             await self._close()
             if self.handle_signals:
                 for sig in (signal.SIGTERM, signal.SIGINT):
@@ -160,7 +176,7 @@ class Worker:
             asyncio.create_task(
                 heartbeat_loop(self._db, self._running, self._outbox, self.lease), name="jobctl-heartbeat"
             ),
-            asyncio.create_task(tick_loop(self._db), name="jobctl-tick"),
+            asyncio.create_task(tick_loop(self._db, self._registration), name="jobctl-tick"),
         ]
         flusher = asyncio.create_task(self._outbox.run(), name="jobctl-flush")
         claimer = asyncio.create_task(self._claimer.run(), name="jobctl-claim")
@@ -185,6 +201,7 @@ class Worker:
             await asyncio.wait(background, timeout=1.0)
             self._outbox.close()
             await asyncio.gather(flusher, return_exceptions=True)
+            await self._registration.gone(self._db)
 
     def _task_ended(self, task: asyncio.Task[Any], stopping: bool) -> None:
         """A long-lived task ended: a crash unless it returned because the worker is stopping."""

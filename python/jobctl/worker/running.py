@@ -24,13 +24,17 @@ from collections.abc import Awaitable, Callable, Coroutine
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from psycopg_pool import AsyncConnectionPool, ConnectionPool
 
+from jobctl import tracing
 from jobctl.worker.calls import async_pool, describe, sync_pool
 from jobctl.worker.job import AsyncConn, Conn, Job, LeaseLost, PermanentError, ResultRefused, result_json
 from jobctl.worker.outbox import Outbox, Stats, ids
+
+if TYPE_CHECKING:
+    from jobctl.worker.metrics import WorkerMetrics
 
 log = logging.getLogger("jobctl.worker")
 
@@ -46,6 +50,17 @@ def is_async_handler(handler: Handler) -> bool:
     )
 
 
+def outcome(job: Job, error: BaseException | None) -> str:
+    """How a handler ended, for the handler duration histogram (worker/metrics.py)."""
+    if job._stop_reason is not None:
+        return job._stop_reason
+    if error is None or job._completed:
+        return "ok"
+    if isinstance(error, LeaseLost):
+        return "fenced"
+    return "permanent" if isinstance(error, PermanentError) else "error"
+
+
 @dataclass(eq=False, slots=True)
 class Slot:
     """A job whose handler is running: what the heartbeat extends and a stop acts on."""
@@ -55,6 +70,7 @@ class Slot:
     timer: asyncio.TimerHandle | None = None  # its timeout (jobs without one have no timer)
     supervised: bool = False  # a supervisor task reports it (else the handler's end does)
     ended: bool = False  # handler_ended ran
+    started: float = 0.0  # the loop's time when the handler started (with metrics only)
 
 
 class Running:
@@ -76,6 +92,7 @@ class Running:
         self._tx_pool: AsyncConnectionPool[AsyncConn] | None = None
         self._sync_tx_pool: ConnectionPool[Conn] | None = None
         self._executor: ThreadPoolExecutor | None = None
+        self.metrics: WorkerMetrics | None = None  # the process's Prometheus metrics (--metrics-port)
 
     async def open(self) -> None:
         if self.is_async:
@@ -101,7 +118,7 @@ class Running:
 
     def job(self, row: tuple[Any, ...]) -> Job:
         """A claimed row as the Job its handler gets."""
-        job_id, tenant_id, queue, payload, priority, attempt, max_attempts, epoch, expires, timeout = row
+        job_id, tenant_id, queue, payload, priority, attempt, max_attempts, epoch, expires, timeout, tp = row
         return Job(
             job_id=int(job_id),
             tenant_id=tenant_id,
@@ -113,20 +130,27 @@ class Running:
             lease_epoch=int(epoch),
             lease_expires_at=expires,
             timeout=None if timeout is None else float(timeout),
+            traceparent=tp,
             _sync_pool=self._sync_tx_pool,
             _async_pool=self._tx_pool,
         )
 
     # --- a job's way through
 
-    def start(self, job: Job, claimed_at: float) -> None:
-        """Run the job's handler in a slot; its timeout counts from `claimed_at` (the loop's time)."""
+    def start(self, job: Job, claimed_at: float, claim: Any = None) -> None:
+        """Run the job's handler in a slot; its timeout counts from `claimed_at` (the loop's time).
+        `claim`: the claim span's context (tracing), which the run span links to."""
         loop = asyncio.get_running_loop()
         slot = Slot(job)
+        if self.metrics is not None:
+            slot.started = loop.time()
+        if tracing.TRACER is not None:
+            job._span = tracing.start_run(job, claim)
         if self.is_async:
             slot.handler = loop.create_task(self._run_async(slot))
         else:
-            slot.handler = loop.run_in_executor(self._executor, self.handler, job)
+            handler = self.handler if job._span is None else tracing.in_span(job._span, self.handler)
+            slot.handler = loop.run_in_executor(self._executor, handler, job)
             slot.handler.add_done_callback(partial(self._thread_ended, slot))
         self.busy += 1
         if job.timeout is not None:
@@ -144,7 +168,11 @@ class Running:
     async def _run_async(self, slot: Slot) -> None:
         """An async handler's task; it books the outcome itself as it ends (no done callback)."""
         try:
-            value = await self.handler(slot.job)  # even a call that fails is the job's failure
+            if slot.job._span is None:
+                value = await self.handler(slot.job)  # even a call that fails is the job's failure
+            else:
+                with tracing.current(slot.job._span):
+                    value = await self.handler(slot.job)
         except (KeyboardInterrupt, SystemExit, GeneratorExit):
             raise  # asyncio lets the first two stop the loop; the last closes the unfinished task
         except BaseException as e:
@@ -164,6 +192,11 @@ class Running:
         slot.ended = True
         self.busy -= 1
         self.slot_freed.set()
+        if self.metrics is not None:
+            seconds = asyncio.get_running_loop().time() - slot.started
+            self.metrics.handler.labels(slot.job.queue, outcome(slot.job, error)).observe(seconds)
+        if slot.job._span is not None:
+            tracing.end_run(slot.job._span, outcome(slot.job, error), error)
         if slot.timer is not None:
             slot.timer.cancel()
         if slot.supervised:

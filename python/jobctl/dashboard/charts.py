@@ -1,0 +1,154 @@
+"""Charts as inline SVG, drawn on the server: no script, no style attributes (the page's CSP allows
+neither inline), only presentation attributes and the style sheet's classes."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from datetime import datetime
+from html import escape
+
+from markupsafe import Markup
+
+WIDTH, HEIGHT = 560, 180
+LEFT, RIGHT, TOP, BOTTOM = 46, 10, 12, 24
+
+
+def _axis(peak: float) -> tuple[float, int]:
+    """The axis top and its number of intervals: steps of 1, 2 or 5 times a power of ten, 3 to 5 of
+    them (1 and 4 for nothing to show)."""
+    if peak <= 0:
+        return 1.0, 4
+    rough = peak / 4
+    power = 10 ** math.floor(math.log10(rough))
+    step = next(m * power for m in (1, 2, 5, 10) if rough <= m * power)
+    intervals = max(1, math.ceil(peak / step - 1e-9))
+    return step * intervals, intervals
+
+
+def number(value: float | None, unit: str = "") -> str:
+    """A figure for a chart's axis or a table cell: short, with k/M for large ones."""
+    if value is None:
+        return "–"
+    if abs(value) >= 1e6:
+        return f"{value / 1e6:.1f}M{unit}"
+    if abs(value) >= 1e4:
+        return f"{value / 1e3:.0f}k{unit}"
+    if abs(value) >= 100 or value == int(value):
+        return f"{value:.0f}{unit}"
+    if abs(value) >= 1:
+        return f"{value:.1f}{unit}"
+    return f"{value:.2f}{unit}"
+
+
+def seconds(value: float | None) -> str:
+    """A duration: ms under a second, s under a minute, then m and h."""
+    if value is None:
+        return "–"
+    if value < 1:
+        return f"{value * 1000:.0f} ms"
+    if value < 60:
+        return f"{value:.1f} s"
+    if value < 3600:
+        return f"{value / 60:.1f} min"
+    if value < 86400:
+        return f"{value / 3600:.1f} h"
+    return f"{value / 86400:.1f} d"
+
+
+def line_chart(
+    title: str,
+    times: Sequence[datetime],
+    series: Sequence[tuple[str, str, Sequence[float | None]]],
+    unit: str = "",
+    formatter: str = "number",
+) -> Markup:
+    """A line chart of a few series over the same minutes: (label, css class, values). Gaps (None)
+    break a line."""
+    fmt = seconds if formatter == "seconds" else (lambda v: number(v, unit))
+    peak = max((v for _, _, values in series for v in values if v is not None), default=0.0)
+    top, intervals = _axis(peak)
+    plot_w, plot_h = WIDTH - LEFT - RIGHT, HEIGHT - TOP - BOTTOM
+    n = max(len(times), 2)
+
+    def x(i: int) -> float:
+        return LEFT + plot_w * i / (n - 1)
+
+    def y(v: float) -> float:
+        return TOP + plot_h * (1 - v / top)
+
+    parts = [
+        f'<svg class="chart" viewBox="0 0 {WIDTH} {HEIGHT}" role="img" aria-label="{escape(title)}">',
+        f"<title>{escape(title)}</title>",
+    ]
+    for k in range(intervals + 1):  # grid lines and their figures
+        value = top * k / intervals
+        gy = y(value)
+        parts.append(f'<line class="grid" x1="{LEFT}" x2="{WIDTH - RIGHT}" y1="{gy:.1f}" y2="{gy:.1f}"/>')
+        label = escape(fmt(value))
+        parts.append(f'<text class="axis" x="{LEFT - 6}" y="{gy + 4:.1f}" text-anchor="end">{label}</text>')
+    if times:
+        for i in sorted({0, (len(times) - 1) // 2, len(times) - 1}):
+            label = times[i].strftime("%H:%M")
+            anchor = "start" if i == 0 else "end" if i == len(times) - 1 else "middle"
+            parts.append(
+                f'<text class="axis" x="{x(i):.1f}" y="{HEIGHT - 6}" text-anchor="{anchor}">{label}</text>'
+            )
+    for label, css, values in series:
+        runs: list[list[str]] = [[]]
+        for i, v in enumerate(values):
+            if v is None:
+                runs.append([])
+            else:
+                runs[-1].append(f"{x(i):.1f},{y(v):.1f}")
+        for run in runs:
+            if len(run) == 1:
+                cx, cy = run[0].split(",")
+                parts.append(f'<circle class="line {css}" cx="{cx}" cy="{cy}" r="2"/>')
+            elif run:
+                parts.append(f'<polyline class="line {css}" points="{" ".join(run)}"/>')
+        del label
+    if not any(v is not None and v > 0 for _, _, values in series for v in values):
+        parts.append(
+            f'<text class="empty" x="{LEFT + plot_w / 2:.0f}" y="{TOP + plot_h / 2:.0f}" '
+            'text-anchor="middle">nothing in the last hour</text>'
+        )
+    parts.append("</svg>")
+    return Markup("".join(parts))
+
+
+def share_bar(claim_share: float | None, weight_share: float | None) -> Markup:
+    """A tenant's share of the claims (bar) against its weight's share (tick), both 0..1."""
+    w = 160
+    got = max(0.0, min(1.0, claim_share or 0.0))
+    due = max(0.0, min(1.0, weight_share or 0.0))
+    if weight_share is None:  # nothing due or running: no share is owed
+        over = "fair"
+    else:
+        over = "over" if got > due * 1.5 and got - due > 0.02 else "under" if got < due / 1.5 else "fair"
+    return Markup(
+        f'<svg class="share" viewBox="0 0 {w} 14" width="{w}" height="14" role="img" '
+        f'aria-label="claims {got:.0%}, weight {due:.0%}">'
+        f'<rect class="track" x="0" y="3" width="{w}" height="8" rx="2"/>'
+        f'<rect class="bar {over}" x="0" y="3" width="{w * got:.1f}" height="8" rx="2"/>'
+        + (
+            f'<line class="tick" x1="{w * due:.1f}" x2="{w * due:.1f}" y1="0" y2="14"/>'
+            if weight_share
+            else ""
+        )
+        + "</svg>"
+    )
+
+
+def meter(used: int, limit: int | None) -> Markup:
+    """used of limit as a small bar (no limit: the figure alone)."""
+    if not limit:
+        return Markup("")
+    w = 60
+    part = max(0.0, min(1.0, used / limit))
+    css = "full" if part >= 1 else "busy" if part >= 0.8 else "ok"
+    return Markup(
+        f'<svg class="meter" viewBox="0 0 {w} 8" width="{w}" height="8" role="img" aria-label="{part:.0%}">'
+        f'<rect class="track" x="0" y="0" width="{w}" height="8" rx="2"/>'
+        f'<rect class="bar {css}" x="0" y="0" width="{w * part:.1f}" height="8" rx="2"/></svg>'
+    )

@@ -1,0 +1,262 @@
+"""Rendering: the Jinja2 environment over the package's templates (autoescape on), its filters, and
+the page and action wrappers every route goes through (sign-in, scope, errors as pages)."""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+import psycopg
+from jinja2 import Environment, PackageLoader, StrictUndefined
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, RedirectResponse, Response
+
+from jobctl import errors
+from jobctl.api.auth import Caller
+from jobctl.client import RawJson
+from jobctl.dashboard import charts, cron_words, web
+
+log = logging.getLogger("jobctl.dashboard")
+
+LIVE_HEADER = "x-jobctl-live"  # the poller's request: only the page's live block
+SEALED_KEY = "$jobctl_sealed"  # a payload stored encrypted and not opened for this caller
+
+env = Environment(
+    loader=PackageLoader("jobctl.dashboard", "templates"),
+    autoescape=True,
+    undefined=StrictUndefined,
+    trim_blocks=True,
+    lstrip_blocks=True,
+    auto_reload=False,  # the templates ship in the package: compiled once per process
+)
+
+
+def _when(value: datetime | None) -> str:
+    return "–" if value is None else value.strftime("%Y-%m-%d %H:%M:%S")
+
+
+def _age(value: datetime | None, now: datetime) -> str:
+    """How long ago (or, in the future, 'in ...')."""
+    if value is None:
+        return "–"
+    delta = (now - value).total_seconds()
+    text = charts.seconds(abs(delta)).replace(" ms", " ms").replace(".0 ", " ")
+    return f"in {text}" if delta < 0 else f"{text} ago"
+
+
+def _duration(value: timedelta | float | None) -> str:
+    if value is None:
+        return "–"
+    return charts.seconds(value.total_seconds() if isinstance(value, timedelta) else value)
+
+
+def pretty_json(value: Any) -> str:
+    if isinstance(value, RawJson):
+        return value.text
+    return json.dumps(value, indent=2, ensure_ascii=False, sort_keys=False, default=str)
+
+
+def is_sealed(value: Any) -> bool:
+    return isinstance(value, dict) and SEALED_KEY in value
+
+
+def _grouped(value: int | float | None) -> str:
+    if value is None:
+        return "–"
+    return f"{value:,}" if isinstance(value, int) else f"{value:,.1f}"
+
+
+env.filters.update(
+    when=_when,
+    age=_age,
+    duration=_duration,
+    num=charts.number,
+    secs=charts.seconds,
+    grouped=_grouped,
+    cron_words=cron_words.describe,
+    pretty_json=pretty_json,
+    sealed=is_sealed,
+    pct=lambda v: "–" if v is None else f"{v:.0%}",
+)
+env.globals.update(meter=charts.meter, share_bar=charts.share_bar)
+# the macros as a global, not a template's import: a live block rendered alone sees them too
+env.globals["m"] = env.get_template("macros.html").module
+
+
+READ_SCOPES = frozenset(
+    {"jobs:read", "schedules:read", "queues:read", "tenants:read", "workers:read", "audit:read"}
+)
+
+
+@dataclass(frozen=True)
+class Me:
+    """Who is signed in, as jobctl.authenticate named the token (kept past its transaction)."""
+
+    token_id: int
+    tenant_id: str | None
+    scopes: frozenset[str]
+    csrf: str
+
+    def may(self, scope: str) -> bool:
+        return scope in self.scopes
+
+    @property
+    def read_only(self) -> bool:
+        return not (self.scopes - READ_SCOPES)
+
+    @classmethod
+    def of(cls, caller: Caller, request: Request) -> Me:
+        token = web.session_token(request)
+        return cls(
+            caller.token_id, caller.tenant_id, caller.scopes, web.csrf_for(web.secret_of(request), token)
+        )
+
+
+NAV = (
+    ("overview", "/", "Overview"),
+    ("jobs", "/jobs", "Jobs"),
+    ("queues", "/queues", "Queues"),
+    ("tenants", "/tenants", "Tenants"),
+    ("schedules", "/schedules", "Schedules"),
+    ("workers", "/workers", "Workers"),
+)
+
+
+def render(
+    request: Request, template: str, context: dict[str, Any], status: int = 200, me: Me | None = None
+) -> HTMLResponse:
+    """The page, or only its `live` block when the poller asks (header x-jobctl-live)."""
+    tmpl = env.get_template(template)
+    ctx = {"request": request, "me": me, "nav": NAV, "section": "", "title": "", "live": False} | context
+    if request.headers.get(LIVE_HEADER) and "live" in tmpl.blocks:
+        body = "".join(tmpl.blocks["live"](tmpl.new_context(ctx)))
+    else:
+        body = tmpl.render(ctx)
+    return HTMLResponse(body, status_code=status)
+
+
+def to_sign_in(request: Request, expired: bool = False) -> Response:
+    target = request.url.path + (f"?{request.url.query}" if request.url.query else "")
+    if request.headers.get(LIVE_HEADER):  # the poller: the page reloads itself on 401
+        response: Response = Response(status_code=401)
+    else:
+        response = RedirectResponse(
+            "/sign-in?" + ("expired=1&" if expired else "") + "next=" + _quote(target), status_code=303
+        )
+    if expired:
+        clear_cookie(response, request)
+    return response
+
+
+def _quote(text: str) -> str:
+    from urllib.parse import quote
+
+    return quote(text, safe="")
+
+
+def clear_cookie(response: Response, request: Request) -> None:
+    response.delete_cookie(
+        web.COOKIE, path="/", secure=web.is_https(request), httponly=True, samesite="strict"
+    )
+
+
+SCOPE_WORDS = {
+    "jobs:read": "see jobs",
+    "jobs:cancel": "cancel jobs",
+    "jobs:retry": "retry jobs",
+    "queues:read": "see the queues (shared by every tenant: an admin token)",
+    "queues:write": "change queues (an admin token)",
+    "schedules:read": "see schedules",
+    "schedules:write": "change schedules",
+    "tenants:read": "see tenant administration",
+    "tenants:write": "change tenants",
+}
+
+
+def problem(
+    request: Request, err: BaseException, scope: str, me: Me | None, section: str = ""
+) -> HTMLResponse:
+    """An error as a page of its own: what this token may not do, what is not there, or what broke."""
+    if isinstance(err, errors.Forbidden):
+        status, heading = 403, "Not for this token"
+        text = f"This token may not {SCOPE_WORDS.get(scope, scope)}."
+        if err.sqlstate == "42501" and "tenant" in str(err):
+            text = str(err)
+    elif isinstance(err, errors.NotFound):
+        status, heading, text = 404, "Not found", str(err)
+    elif isinstance(err, errors.OverLimit):
+        status, heading, text = 429, "Over the limit", str(err)
+    elif isinstance(err, errors.JobctlError):
+        status, heading, text = err.http_status, "Refused", str(err)
+    elif isinstance(err, psycopg.errors.UndefinedFunction):
+        status, heading = 501, "Not in this database yet"
+        text = "The database lacks a function this page needs: run `jobctl migrate`. " + errors.first_line(
+            str(err)
+        )
+    elif isinstance(err, psycopg.OperationalError):
+        status, heading, text = 503, "Database unavailable", "The database did not answer; try again shortly."
+    else:
+        log.exception("dashboard page failed", exc_info=err)
+        status, heading, text = 500, "Something broke", errors.first_line(str(err))
+    context = {"heading": heading, "text": text, "section": section, "title": heading, "status": status}
+    return render(request, "problem.html", context, status=status, me=me)
+
+
+Build = Callable[[Caller], Awaitable[dict[str, Any]]]
+
+
+async def page(request: Request, scope: str, template: str, build: Build, section: str) -> Response:
+    """A page: the session's token authenticated for scope, build's context gathered on its
+    connection (one transaction), then rendered after the connection is back in the pool."""
+    me: Me | None = None
+    try:
+        async with web.signed_in(request, scope) as caller:
+            me = Me.of(caller, request)
+            context = await build(caller)
+    except web.NotSignedIn:
+        return to_sign_in(request)
+    except errors.Unauthorized:
+        return to_sign_in(request, expired=True)
+    except (errors.JobctlError, psycopg.Error) as e:
+        return problem(request, e, scope, me, section)
+    return render(request, template, {"section": section} | context, me=me)
+
+
+Act = Callable[[Caller, dict[str, list[str]]], Awaitable[Response]]
+
+
+async def action(request: Request, scope: str, act: Act, section: str) -> Response:
+    """A POST: same-origin and CSRF checked (else 403), then the token authenticated for scope (so a
+    read-only token is refused 403 by the database), then act on the request's transaction."""
+    me: Me | None = None
+    try:
+        form = await web.read_form(request)
+        web.check_post(request, form, web.session_token(request))
+        async with web.signed_in(request, scope) as caller:
+            me = Me.of(caller, request)
+            return await act(caller, form)
+    except (web.Refused, web.NotSignedIn):
+        return render(
+            request,
+            "problem.html",
+            {
+                "heading": "Refused",
+                "text": "This form did not come from this dashboard's own page (CSRF check): "
+                "reload the page and retry.",
+                "title": "Refused",
+                "status": 403,
+            },
+            status=403,
+        )
+    except errors.Unauthorized:
+        return to_sign_in(request, expired=True)
+    except (errors.JobctlError, psycopg.Error) as e:
+        return problem(request, e, scope, me, section)
+
+
+def field(form: dict[str, list[str]], name: str, default: str = "") -> str:
+    return (form.get(name) or [default])[0].strip()

@@ -1,0 +1,143 @@
+"""The dashboard's session, CSRF and response headers.
+
+Session: the API token itself, in an HttpOnly, SameSite=Strict, Path=/ cookie (Secure over https).
+Each request authenticates it exactly as the API authenticates a bearer token (jobctl.api.auth.session:
+jobctl.authenticate for the page's scope, in the request's transaction), so the database acts for the
+token's tenant and scopes only; nothing here filters tenants.
+
+CSRF: every POST carries a hidden field, the HMAC-SHA256 of the session token under a secret of the
+app's own (made when the app is made: a restart invalidates open forms, never sessions), and must come
+from this origin (Origin, else Referer, equal to the request's own). The sign-in form, before there is
+a session, uses a random pre-session cookie in place of the token.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import secrets
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from urllib.parse import parse_qsl, urlsplit
+
+from starlette.datastructures import MutableHeaders
+from starlette.requests import Request
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from jobctl.api import auth
+
+COOKIE = "jobctl_session"
+PRE_COOKIE = "jobctl_signin"  # the sign-in form's CSRF nonce, before a session exists
+CSRF_FIELD = "csrf"
+MAX_FORM_BYTES = 256 * 1024
+
+CSP = (
+    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+    "connect-src 'self'; form-action 'self'; base-uri 'none'; object-src 'none'; frame-ancestors 'none'"
+)
+HEADERS = {
+    "content-security-policy": CSP,
+    "x-frame-options": "DENY",
+    "x-content-type-options": "nosniff",
+    "referrer-policy": "same-origin",
+    "cache-control": "no-store",
+}
+API_PREFIXES = ("/api/", "/metrics")  # their own answers: JSON, no dashboard headers
+
+
+class NotSignedIn(Exception):
+    """No session cookie: the page sends the browser to the sign-in form."""
+
+
+class Refused(Exception):
+    """A POST without a valid CSRF field or from another origin (403)."""
+
+
+def secret_of(request: Request) -> bytes:
+    key: bytes = request.app.state.dashboard_secret
+    return key
+
+
+def new_secret() -> bytes:
+    return secrets.token_bytes(32)
+
+
+def csrf_for(secret: bytes, token: str) -> str:
+    return hmac.new(secret, b"jobctl-dashboard-csrf:" + token.encode(), hashlib.sha256).hexdigest()
+
+
+def session_token(request: Request) -> str:
+    token = request.cookies.get(COOKIE, "")
+    if not token:
+        raise NotSignedIn()
+    return token
+
+
+def is_https(request: Request) -> bool:
+    return request.url.scheme == "https"
+
+
+def same_origin(request: Request) -> bool:
+    """Whether the request names this origin: its Origin header, else its Referer, must be the
+    scheme, host and port the request came to."""
+    own = f"{request.url.scheme}://{request.headers.get('host', '')}".lower()
+    origin = request.headers.get("origin")
+    if origin is not None:
+        return origin.lower() == own
+    referer = request.headers.get("referer")
+    if not referer:
+        return False
+    parts = urlsplit(referer)
+    return f"{parts.scheme}://{parts.netloc}".lower() == own
+
+
+async def read_form(request: Request) -> dict[str, list[str]]:
+    """An urlencoded form body (the dashboard's only kind), each field's values in order."""
+    if not request.headers.get("content-type", "").startswith("application/x-www-form-urlencoded"):
+        raise Refused("not a form")
+    raw = await request.body()
+    if len(raw) > MAX_FORM_BYTES:
+        raise Refused("form too large")
+    form: dict[str, list[str]] = {}
+    for key, value in parse_qsl(raw.decode("utf-8", "replace"), keep_blank_values=True):
+        form.setdefault(key, []).append(value)
+    return form
+
+
+def check_post(request: Request, form: dict[str, list[str]], token: str) -> None:
+    """Refused unless the form's CSRF field is the token's and the request is same-origin."""
+    sent = (form.get(CSRF_FIELD) or [""])[0]
+    if not same_origin(request) or not hmac.compare_digest(sent, csrf_for(secret_of(request), token)):
+        raise Refused("CSRF check failed")
+
+
+@asynccontextmanager
+async def signed_in(request: Request, scope: str) -> AsyncIterator[auth.Caller]:
+    """The Caller of the session's token for scope, as the API's bearer auth gives it."""
+    async with auth.session(request, session_token(request), scope) as caller:
+        yield caller
+
+
+class SecurityHeaders:
+    """Adds the dashboard's headers (CSP, frame denial, nosniff, referrer policy, no-store) to every
+    response outside the API's paths."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or str(scope.get("path", "")).startswith(API_PREFIXES):
+            await self.app(scope, receive, send)
+            return
+        static = str(scope.get("path", "")).startswith("/static/")
+
+        async def with_headers(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                headers = MutableHeaders(scope=message)
+                for name, value in HEADERS.items():
+                    if static and name == "cache-control":
+                        value = "public, max-age=300"
+                    headers[name] = value
+            await send(message)
+
+        await self.app(scope, receive, with_headers)
