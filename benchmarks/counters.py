@@ -4,9 +4,11 @@ of jobctl at HEAD against jobctl at a base commit without them, side by side in 
 Two scratch databases on the given cluster: one installed from the base commit's schema (`jobctl
 migrate --print` of a git worktree at BASE), one from this checkout. Each round runs the same
 workloads on both, in alternating order: single submits, batches of 100, single claim + complete,
-and claims of 50 completed in one complete_jobs, each by two client processes at once. Prints the
-median throughput of each side and the ratio HEAD / base (1.00: no cost; the target is >= 0.95)
-over ROUNDS rounds, and writes benchmarks/results/counters.json.
+and claims of 50 completed in one complete_jobs, each by two client processes at once. Prints, over
+ROUNDS rounds, the median throughput of each side and the median ratio HEAD / base (1.00: no cost;
+the target is >= 0.95), and the same for the CPU time the server's backends spent a job (read from
+/proc: the cluster runs on this machine), which the shared machine's noise moves far less than
+wall time; writes benchmarks/results/counters.json.
 
     .venv/bin/python benchmarks/counters.py [--dsn DSN] [--base 033a8f4] [--rounds 5]
 """
@@ -87,7 +89,8 @@ def make_db(dsn: str, name: str, script: str) -> str:
 def client(dsn: str, workload: str, tenant: str, out: multiprocessing.Queue) -> None:  # type: ignore[type-arg]
     with psycopg.connect(dsn, autocommit=True) as conn:
         conn.execute("set jobctl.payload_keys = '{}'")
-        t0 = time.perf_counter()
+        pid = conn.info.backend_pid
+        t0, cpu0 = time.perf_counter(), backend_cpu(pid)
         if workload == "submit":
             for _ in range(N):
                 conn.execute("select jobctl.submit_job(%s, 'bench', '{}')", [tenant])
@@ -114,20 +117,28 @@ def client(dsn: str, workload: str, tenant: str, out: multiprocessing.Queue) -> 
                     "select count(*) from jobctl.complete_jobs(%s, %s, %s::jsonb[])",
                     [[r[0] for r in rows], [r[1] for r in rows], [None] * len(rows)],
                 )
-        out.put(time.perf_counter() - t0)
+        out.put((time.perf_counter() - t0, backend_cpu(pid) - cpu0))
 
 
-def run(dsn: str, workload: str) -> float:
-    """Jobs a second of CLIENTS concurrent clients (each its own tenant)."""
+def backend_cpu(pid: int) -> float:
+    """The CPU seconds (user + system) a server backend of this machine's cluster has used: what the
+    statements cost the database, without the clients' and the machine's noise in wall time."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def run(dsn: str, workload: str) -> tuple[float, float]:
+    """Jobs a second of CLIENTS concurrent clients (each its own tenant), and the backends' CPU
+    milliseconds a job."""
     ctx = multiprocessing.get_context("spawn")
     out = ctx.Queue()
     procs = [ctx.Process(target=client, args=(dsn, workload, f"bench{i}", out)) for i in range(CLIENTS)]
     for p in procs:
         p.start()
-    times = [out.get(timeout=600) for _ in procs]
+    got = [out.get(timeout=600) for _ in procs]
     for p in procs:
         p.join()
-    return CLIENTS * N / max(times)
+    return CLIENTS * N / max(t for t, _ in got), 1000 * sum(c for _, c in got) / (CLIENTS * N)
 
 
 def main() -> None:
@@ -148,19 +159,26 @@ def main() -> None:
     }
     workloads = ["submit", "submit_batch", "claim", "claim_batch"]
     rates: dict[str, dict[str, list[float]]] = {w: {"base": [], "head": []} for w in workloads}
+    cpu: dict[str, dict[str, list[float]]] = {w: {"base": [], "head": []} for w in workloads}
     try:
         for r in range(args.rounds):
             order = ["base", "head"] if r % 2 == 0 else ["head", "base"]
             for side in order:
                 # submit and submit_batch fill the queue that claim and claim_batch drain
                 for w in workloads:
-                    rates[w][side].append(run(sides[side], w))
+                    rate, ms = run(sides[side], w)
+                    rates[w][side].append(rate)
+                    cpu[w][side].append(ms)
                 with psycopg.connect(sides[side], autocommit=True) as conn:
                     conn.execute("select jobctl.tick(false)")
                     conn.execute("vacuum analyze")
             print(
                 f"round {r + 1}: "
-                + ", ".join(f"{w} {rates[w]['head'][-1] / rates[w]['base'][-1]:.3f}" for w in workloads)
+                + ", ".join(
+                    f"{w} {rates[w]['head'][-1] / rates[w]['base'][-1]:.3f}"
+                    f" (cpu {cpu[w]['head'][-1] / cpu[w]['base'][-1]:.3f})"
+                    for w in workloads
+                )
             )
     finally:
         with psycopg.connect(args.dsn, autocommit=True) as conn:
@@ -176,17 +194,26 @@ def main() -> None:
         "jobs_per_client": N,
         "workloads": {},
     }
-    print(f"\n{'workload':<14}{'base jobs/s':>14}{'head jobs/s':>14}{'head/base':>11}")
+    print(
+        f"\n{'workload':<14}{'base jobs/s':>12}{'head jobs/s':>12}{'head/base':>10}"
+        f"{'base cpu ms':>13}{'head cpu ms':>13}{'head/base':>10}"
+    )
     for w in workloads:
-        base = statistics.median(rates[w]["base"])
-        head = statistics.median(rates[w]["head"])
-        ratios = [h / b for h, b in zip(rates[w]["head"], rates[w]["base"], strict=True)]
+        base, head = statistics.median(rates[w]["base"]), statistics.median(rates[w]["head"])
+        ratio = statistics.median([h / b for h, b in zip(rates[w]["head"], rates[w]["base"], strict=True)])
+        base_cpu, head_cpu = statistics.median(cpu[w]["base"]), statistics.median(cpu[w]["head"])
+        cpu_ratio = statistics.median([h / b for h, b in zip(cpu[w]["head"], cpu[w]["base"], strict=True)])
         result["workloads"][w] = {  # type: ignore[index]
             "base_median": round(base, 1),
             "head_median": round(head, 1),
-            "ratio_median": round(statistics.median(ratios), 3),
+            "ratio_median": round(ratio, 3),
+            "base_cpu_ms_per_job": round(base_cpu, 4),
+            "head_cpu_ms_per_job": round(head_cpu, 4),
+            "cpu_ratio_median": round(cpu_ratio, 3),
         }
-        print(f"{w:<14}{base:>14.0f}{head:>14.0f}{statistics.median(ratios):>11.3f}")
+        print(
+            f"{w:<14}{base:>12.0f}{head:>12.0f}{ratio:>10.3f}{base_cpu:>13.4f}{head_cpu:>13.4f}{cpu_ratio:>10.3f}"
+        )
     (ROOT / "benchmarks" / "results" / "counters.json").write_text(json.dumps(result, indent=2) + "\n")
 
 
