@@ -246,6 +246,15 @@ def test_schedule_put_list_next_drop(cli: Cli, name: str) -> None:
     assert all(t.endswith("+00:00") for t in ok_json(cli("schedule", "next", "@hourly", "--json")))
     assert "[JC001, field: cron]" in failed(cli("schedule", "put", name, "bad", "0 25 * * *", "q"))
     assert "cron hour field '25' is invalid" in failed(cli("schedule", "next", "0 25 * * *"))
+    assert "paused schedule nightly" in ok(cli("schedule", "pause", name, "nightly"))
+    assert "was paused already" in ok(cli("schedule", "pause", name, "nightly"))
+    assert ok_json(cli("schedule", "list", name, "--json"))[0]["paused"] is True
+    job_id = int(ok(cli("schedule", "run", name, "nightly")).split()[1])
+    assert ok_json(cli("get", str(job_id), "--json"))["queue"] == "reports"
+    assert "resumed schedule nightly" in ok(cli("schedule", "resume", name, "nightly"))
+    assert f"no schedule none of tenant {name} [P0002, field: name]" in failed(
+        cli("schedule", "pause", name, "none")
+    )
     assert "dropped" in ok(cli("schedule", "drop", name, "nightly"))
     assert "no schedule nightly" in failed(cli("schedule", "drop", name, "nightly"))
 

@@ -1,4 +1,4 @@
-"""Recurring schedules: `schedule put|list|drop|next`, through jobctl.client."""
+"""Recurring schedules: `schedule put|list|drop|pause|resume|run|next`, through jobctl.client."""
 
 from __future__ import annotations
 
@@ -80,9 +80,9 @@ def list_(tenant_id: str | None, as_json: bool) -> None:
     if as_json:
         echo_json(schedules)
         return
-    headers = ["TENANT", "NAME", "CRON", "QUEUE", "NEXT FIRE (UTC)", "LAST FIRE (UTC)", "LAST JOB"]
+    headers = ["TENANT", "NAME", "CRON", "QUEUE", "NEXT FIRE (UTC)", "LAST FIRE (UTC)", "LAST JOB", "PAUSED"]
     rows = [
-        [s.tenant_id, s.name, s.cron, s.queue, s.next_fire_at, s.last_fire_at, s.last_job_id]
+        [s.tenant_id, s.name, s.cron, s.queue, s.next_fire_at, s.last_fire_at, s.last_job_id, s.paused]
         for s in schedules
     ]
     click.echo(output.table(headers, rows))
@@ -102,6 +102,49 @@ def drop(tenant_id: str, name: str, as_json: bool) -> None:
         raise errors.NotFound(f"no schedule {name} for tenant {tenant_id}")
     else:
         click.echo(f"dropped schedule {name}")
+
+
+@schedule.command()
+@click.argument("tenant_id", metavar="TENANT")
+@click.argument("name")
+@json_option
+def pause(tenant_id: str, name: str, as_json: bool) -> None:
+    """Stop a schedule firing until `schedule resume` (jobctl.pause_schedule)."""
+    with Client() as client:
+        changed = client.pause_schedule(tenant_id, name)
+    if as_json:
+        echo_json({"tenant_id": tenant_id, "name": name, "paused": True, "changed": changed})
+    else:
+        click.echo(f"paused schedule {name}" if changed else f"schedule {name} was paused already")
+
+
+@schedule.command()
+@click.argument("tenant_id", metavar="TENANT")
+@click.argument("name")
+@json_option
+def resume(tenant_id: str, name: str, as_json: bool) -> None:
+    """Let a paused schedule fire again from its next fire time after now: the runs it missed while
+    paused are skipped (jobctl.resume_schedule)."""
+    with Client() as client:
+        changed = client.resume_schedule(tenant_id, name)
+    if as_json:
+        echo_json({"tenant_id": tenant_id, "name": name, "paused": False, "changed": changed})
+    else:
+        click.echo(f"resumed schedule {name}" if changed else f"schedule {name} was not paused")
+
+
+@schedule.command()
+@click.argument("tenant_id", metavar="TENANT")
+@click.argument("name")
+@json_option
+def run(tenant_id: str, name: str, as_json: bool) -> None:
+    """Submit one run of a schedule now, paused or not (jobctl.run_schedule); prints the job's id."""
+    with Client() as client:
+        job_id = client.run_schedule(tenant_id, name)
+    if as_json:
+        echo_json({"tenant_id": tenant_id, "name": name, "job_id": job_id})
+    else:
+        click.echo(f"job {job_id}")
 
 
 @schedule.command("next")
