@@ -3,7 +3,8 @@
 -- job_counts; at most once a 100 ms however many ticks run (jobctl._stat_probed), so the probes
 -- cost at most p_lanes x 10 index probes a second. A lane's answer is thus as old as the number of
 -- busy lanes / (p_lanes x 10) seconds at most (1 s up to 1,000 lanes). jobctl.tick calls it, under
--- its lock, after the fold. Writes: _stat (HOT updates), _stat_probed.
+-- its lock, after the fold. Reads first: an idle database's tick (no busy lane) writes nothing.
+-- Writes: _stat (HOT updates), _stat_probed.
 create or replace function jobctl._stat_probe(p_lanes integer default 100)
 returns integer
 language plpgsql
@@ -11,6 +12,10 @@ as $$
 declare
     v_n integer;
 begin
+    if not exists (select from jobctl._stat as s where s.pending > 0)
+       or not exists (select from jobctl._stat_probed as p where p.at < clock_timestamp() - interval '100 milliseconds') then
+        return 0;
+    end if;
     update jobctl._stat_probed as p set at = clock_timestamp()
     where p.at < clock_timestamp() - interval '100 milliseconds';
     if not found then
