@@ -55,7 +55,9 @@ begin
             ('submit_job', 'jobctl_writer'), ('submit_jobs', 'jobctl_writer'), ('cancel_job', 'jobctl_writer'),
             ('retry_job', 'jobctl_writer'), ('put_schedule', 'jobctl_writer'), ('drop_schedule', 'jobctl_writer'),
             ('forget_subject', 'jobctl_writer'), ('retry_jobs', 'jobctl_writer'), ('cancel_jobs', 'jobctl_writer'),
-            ('delete_jobs', 'jobctl_writer'),
+            ('delete_jobs', 'jobctl_writer'), ('submit_workflow', 'jobctl_writer'), ('submit_batch', 'jobctl_writer'),
+            ('parent_results', 'jobctl_reader'), ('get_batch', 'jobctl_reader'),
+            ('parent_results', 'jobctl_worker'), ('get_batch', 'jobctl_worker'),
             ('pause_schedule', 'jobctl_writer'), ('resume_schedule', 'jobctl_writer'), ('run_schedule', 'jobctl_writer'),
             ('claim_job', 'jobctl_worker'), ('heartbeat', 'jobctl_worker'), ('complete_job', 'jobctl_worker'),
             ('complete_jobs', 'jobctl_worker'), ('fail_job', 'jobctl_worker'), ('release_job', 'jobctl_worker'),
@@ -98,7 +100,8 @@ begin
             and c.relname in (
                 'job', 'job_archive', 'tenant', 'schedule', 'audit_log', '_ready', '_running', '_delayed',
                 '_event', '_event_archive', '_api_token', '_role_tenant', '_held', 'concurrency_limit', 'queue',
-                '_lock', '_tenant_lock', '_hint_key', '_stat_delta', '_stat', '_stat_minute', '_stat_probed'
+                '_lock', '_tenant_lock', '_hint_key', '_stat_delta', '_stat', '_stat_minute', '_stat_probed',
+                '_waiting', '_edge', '_recheck', 'batch'
             )
     loop
         if not v_grant.secured then

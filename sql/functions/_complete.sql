@@ -1,10 +1,11 @@
 -- jobctl._complete: complete the jobs running under the given epochs (of the caller's tenants);
 -- the rest are fenced.
--- A completed job with a concurrency key gives its place to the key's next job (jobctl._admit).
+-- A completed job with a concurrency key gives its place to the key's next job (jobctl._admit), and
+-- its children whose last parent it was are released (jobctl._parents_ended).
 -- The counters move the completed jobs from running to completed, with their run times, and count
 -- the fenced acks of the caller's tenants' jobs.
 -- Locks: the _running rows, then the job rows. Writes: _running (delete), job (update),
--- _stat_delta, through _admit _held and _ready.
+-- _stat_delta, through _admit _held and _ready, through _parents_ended _edge, _waiting and the rest.
 create or replace function jobctl._complete(p_ids bigint[], p_epochs bigint[], p_results jsonb[])
 returns table (job_id bigint, completed boolean)
 language plpgsql
@@ -77,6 +78,8 @@ begin
         if cardinality(array_remove(v_keys, null)) > 0 then
             perform jobctl._admit(v_tenants, v_keys);
         end if;
+        -- the jobs waiting on these (docs/workflows.md)
+        perform jobctl._parents_ended(v_ids, true);
     end if;
 
     if cardinality(v_ids) = cardinality(p_ids) then

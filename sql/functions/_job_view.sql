@@ -26,7 +26,10 @@ select
     j.timeout,
     j.backoff,
     j.concurrency_key,
-    j.traceparent
+    j.traceparent,
+    j.depends_on,
+    j.workflow_id,
+    j.batch_id
 from (
     select * from jobctl.job
     union all

@@ -9,7 +9,9 @@
 -- A due job with a concurrency key goes to _held, and jobctl._admit lets it in while its key has
 -- room. Locks: the dedup lock on the batch's dedup keys (jobctl._wait_lock), through _admit on keys.
 -- Writes: tenant, job, _ready, _held, _delayed.
-create or replace function jobctl._submit(p_specs jobctl._job_spec[], p_batch boolean, p_caller boolean default true)
+create or replace function jobctl._submit(
+    p_specs jobctl._job_spec[], p_batch boolean, p_caller boolean default true, p_workflow boolean default false
+)
 returns table (job_id bigint, duplicate boolean)
 language plpgsql
 set plan_cache_mode = force_generic_plan  -- plans made once per session: docs/design.md §6
@@ -35,6 +37,9 @@ declare
     v_dup boolean[];  -- keyed batches, per spec: whether it returns another spec's or an older job
     v_key_tenants text[];  -- the due jobs with a concurrency key, waiting for a place
     v_keys text[];
+    v_linked boolean;  -- a job of the call depends on an earlier one (after: a workflow)
+    v_waits boolean;   -- a job of the call waits for others (jobctl._waiting)
+    v_children bigint[];
 begin
     if p_specs is null or cardinality(p_specs) = 0 then
         return;
@@ -49,6 +54,10 @@ begin
     -- waits for it even where the cluster's default is local (docs/operations.md, failover). In the
     -- body: a SET clause would be undone before the commit it is meant for.
     perform set_config('synchronous_commit', 'on', true);
+    v_linked := exists (select from unnest(p_specs) as s where s.after is not null);
+    v_waits := exists (
+        select from unnest(p_specs) as s where s.depends_on is not null or s.after is not null or s.callback_of is not null
+    );
 
     -- One CASE per job finds its first failed condition (no per-job subquery); the message of the
     -- first failure is formatted once, below.
@@ -75,9 +84,13 @@ begin
             when concat(o.tenant_id, o.queue, o.dedup_key, o.subject_key, o.concurrency_key) ~ jobctl._unprintable()
                 then 16
             when o.traceparent !~ '^[0-9a-f]{2}-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$' then 17
+            when cardinality(o.depends_on) > 10000 or array_position(o.depends_on, null) is not null then 18
+            -- a workflow's edges point at earlier jobs of the call: no cycle can be written
+            when exists (select from unnest(o.after) as a (k) where a.k is null or a.k < 1 or a.k >= o.ord) then 19
+            when o.dedup_key is not null and v_linked then 20
         end as n
         from unnest(p_specs) with ordinality as o (
-            tenant_id, queue, payload, priority, run_at, dedup_key, max_attempts, backoff, timeout, subject_key, concurrency_key, traceparent, ord
+            tenant_id, queue, payload, priority, run_at, dedup_key, max_attempts, backoff, timeout, subject_key, concurrency_key, traceparent, depends_on, after, cancel_on_failure, batch_id, callback_of, ord
         )
     ) as x
     where x.n is not null
@@ -101,10 +114,14 @@ begin
             when 14 then 'concurrency_key must be NULL or a string of 1 to 200 characters'
             when 15 then 'payload is nested more than 100 levels deep'
             when 17 then 'traceparent must be NULL or a W3C traceparent: 2-32-16-2 lowercase hex digits joined by -'
+            when 18 then 'depends_on must be an array of at most 10000 job ids, without NULL'
+            when 19 then 'depends_on must name jobs listed before this one'
+            when 20 then 'dedup_key cannot be used in a call whose jobs depend on each other (a workflow)'
         end;
         v_field := (array[
             'tenant_id', 'tenant_id', 'queue', 'queue', 'payload', 'payload', 'priority', 'max_attempts', 'timeout',
-            'dedup_key', 'run_at', 'subject_key', 'payload', 'concurrency_key', 'payload', null, 'traceparent'
+            'dedup_key', 'run_at', 'subject_key', 'payload', 'concurrency_key', 'payload', null, 'traceparent',
+            'depends_on', 'depends_on', 'dedup_key'
         ])[v_bad.n];
         if v_bad.n = 16 then
             v_field := case
@@ -128,7 +145,7 @@ begin
     if v_tenants is not null then
         select o.ord, o.tenant_id into v_bad
         from unnest(p_specs) with ordinality as o (
-            tenant_id, queue, payload, priority, run_at, dedup_key, max_attempts, backoff, timeout, subject_key, concurrency_key, traceparent, ord
+            tenant_id, queue, payload, priority, run_at, dedup_key, max_attempts, backoff, timeout, subject_key, concurrency_key, traceparent, depends_on, after, cancel_on_failure, batch_id, callback_of, ord
         )
         where o.tenant_id <> all(v_tenants)
         order by o.ord
@@ -166,7 +183,7 @@ begin
     if v_sealing then
         select o.ord, o.tenant_id into v_bad
         from unnest(p_specs) with ordinality as o (
-            tenant_id, queue, payload, priority, run_at, dedup_key, max_attempts, backoff, timeout, subject_key, concurrency_key, traceparent, ord
+            tenant_id, queue, payload, priority, run_at, dedup_key, max_attempts, backoff, timeout, subject_key, concurrency_key, traceparent, depends_on, after, cancel_on_failure, batch_id, callback_of, ord
         )
         inner join jobctl.tenant as t on t.tenant_id = o.tenant_id and t.encrypt_payloads
         where jobctl._key_check(jobctl._payload_key(o.tenant_id)) is distinct from t.payload_key_check
@@ -186,10 +203,10 @@ begin
                 o.tenant_id, o.queue,
                 case when t.encrypt_payloads then jobctl._seal(o.payload, jobctl._payload_key(o.tenant_id)) else o.payload end,
                 o.priority, o.run_at, o.dedup_key, o.max_attempts, o.backoff, o.timeout, o.subject_key,
-                o.concurrency_key, o.traceparent
+                o.concurrency_key, o.traceparent, o.depends_on, o.after, o.cancel_on_failure, o.batch_id, o.callback_of
             )::jobctl._job_spec
             from unnest(p_specs) with ordinality as o (
-                tenant_id, queue, payload, priority, run_at, dedup_key, max_attempts, backoff, timeout, subject_key, concurrency_key, traceparent, ord
+                tenant_id, queue, payload, priority, run_at, dedup_key, max_attempts, backoff, timeout, subject_key, concurrency_key, traceparent, depends_on, after, cancel_on_failure, batch_id, callback_of, ord
             )
             left join jobctl.tenant as t on t.tenant_id = o.tenant_id
             order by o.ord
@@ -215,7 +232,8 @@ begin
         -- the key; each spec's answer is the k-th new job (slot -k) or the holder's id (slot > 0)
         select array_agg(row(
                 m.tenant_id, m.queue, m.payload, m.priority, m.run_at, m.dedup_key, m.max_attempts, m.backoff,
-                m.timeout, m.subject_key, m.concurrency_key, m.traceparent
+                m.timeout, m.subject_key, m.concurrency_key, m.traceparent, m.depends_on, m.after,
+                m.cancel_on_failure, m.batch_id, m.callback_of
             )::jobctl._job_spec order by m.ord) filter (where m.is_new),
             array_agg(coalesce(m.held_by, -m.k) order by m.ord),
             array_agg(not m.is_new order by m.ord)
@@ -230,7 +248,7 @@ begin
                         select o.*, case when o.dedup_key is null then o.ord
                             else min(o.ord) over (partition by o.tenant_id, o.dedup_key) end as first_ord
                         from unnest(p_specs) with ordinality as o (
-                            tenant_id, queue, payload, priority, run_at, dedup_key, max_attempts, backoff, timeout, subject_key, concurrency_key, traceparent, ord
+                            tenant_id, queue, payload, priority, run_at, dedup_key, max_attempts, backoff, timeout, subject_key, concurrency_key, traceparent, depends_on, after, cancel_on_failure, batch_id, callback_of, ord
                         )
                     ) as s
                     left join lateral (
@@ -291,52 +309,82 @@ begin
         end loop;
     end if;
 
-    -- the new jobs, in input order
+    -- the new jobs, in input order; a job with parents waits (state waiting, a _waiting row) for
+    -- them, its parents of the same call found by ordinal (after)
+    if v_linked then
+        v_ids := array(select nextval('jobctl.job_id_seq') from generate_series(1, cardinality(v_specs)));
+    end if;
     with fresh as (
-        select o.*, nextval('jobctl.job_id_seq') as new_id, coalesce(o.run_at, v_now) as due
+        select o.*, case when v_linked then v_ids[o.ord::integer] else nextval('jobctl.job_id_seq') end as new_id,
+            coalesce(o.run_at, v_now) as due,
+            o.depends_on is not null or o.after is not null or o.callback_of is not null as waits
         from unnest(v_specs) with ordinality as o (
-            tenant_id, queue, payload, priority, run_at, dedup_key, max_attempts, backoff, timeout, subject_key, concurrency_key, traceparent, ord
+            tenant_id, queue, payload, priority, run_at, dedup_key, max_attempts, backoff, timeout, subject_key, concurrency_key, traceparent, depends_on, after, cancel_on_failure, batch_id, callback_of, ord
         )
         order by o.ord
+    ),
+    linked as (
+        select f.*,
+            case when f.after is null then f.depends_on
+                else array(select v_ids[a.k] from unnest(f.after) as a (k)) || f.depends_on
+            end as parents,
+            case when p_workflow then min(f.new_id) over () end as workflow_id
+        from fresh as f
     ),
     new_job as (
         insert into jobctl.job (
             job_id, created_at, tenant_id, queue, priority, run_at, max_attempts, timeout, backoff,
-            dedup_key, payload, subject_key, concurrency_key, traceparent
+            dedup_key, payload, subject_key, concurrency_key, traceparent, state, depends_on, workflow_id, batch_id
         )
         select
             f.new_id, v_now, f.tenant_id, f.queue, f.priority, f.due, coalesce(f.max_attempts, 3),
-            f.timeout, f.backoff, f.dedup_key, f.payload, f.subject_key, f.concurrency_key, f.traceparent
-        from fresh as f
+            f.timeout, f.backoff, f.dedup_key, f.payload, f.subject_key, f.concurrency_key, f.traceparent,
+            case when f.waits then 'waiting' else 'pending' end, f.parents, f.workflow_id,
+            coalesce(f.batch_id, f.callback_of)
+        from linked as f
     ),
     tally as (
-        -- the counters (migration 0025): due jobs are pending, the others delayed
+        -- the counters (migration 0025): due jobs are pending, the others (and waiting ones) delayed
         insert into jobctl._stat_delta (tenant_id, queue, submitted, pending, delayed)
-        select f.tenant_id, f.queue, count(*), count(*) filter (where f.due <= v_now), count(*) filter (where f.due > v_now)
+        select f.tenant_id, f.queue, count(*), count(*) filter (where f.due <= v_now and not f.waits),
+            count(*) filter (where f.due > v_now or f.waits)
         from fresh as f
         group by f.tenant_id, f.queue
     ),
     new_ready as (
         insert into jobctl._ready (queue, tenant_id, priority, run_at, job_id, created_at)
         select f.queue, f.tenant_id, f.priority, f.due, f.new_id, v_now from fresh as f
-        where f.due <= v_now and f.concurrency_key is null
+        where f.due <= v_now and f.concurrency_key is null and not f.waits
     ),
     new_held as (
         -- a due job with a concurrency key waits for a place (jobctl._admit, below)
         insert into jobctl._held (tenant_id, concurrency_key, run_at, job_id, created_at, queue, priority)
         select f.tenant_id, f.concurrency_key, f.due, f.new_id, v_now, f.queue, f.priority from fresh as f
-        where f.due <= v_now and f.concurrency_key is not null
+        where f.due <= v_now and f.concurrency_key is not null and not f.waits
     ),
     new_delayed as (
         insert into jobctl._delayed (run_at, job_id, created_at, queue, tenant_id, priority, concurrency_key)
         select f.due, f.new_id, v_now, f.queue, f.tenant_id, f.priority, f.concurrency_key from fresh as f
-        where f.due > v_now
+        where f.due > v_now and not f.waits
+    ),
+    new_waiting as (
+        insert into jobctl._waiting (
+            job_id, created_at, tenant_id, queue, priority, run_at, concurrency_key, cancel_on_failure, batch_id
+        )
+        select f.new_id, v_now, f.tenant_id, f.queue, f.priority, f.due, f.concurrency_key,
+            coalesce(f.cancel_on_failure, true), f.callback_of
+        from fresh as f
+        where f.waits
     )
     select array_agg(f.new_id order by f.ord),
-        array_agg(f.tenant_id) filter (where f.due <= v_now and f.concurrency_key is not null),
-        array_agg(f.concurrency_key) filter (where f.due <= v_now and f.concurrency_key is not null)
+        array_agg(f.tenant_id) filter (where f.due <= v_now and f.concurrency_key is not null and not f.waits),
+        array_agg(f.concurrency_key) filter (where f.due <= v_now and f.concurrency_key is not null and not f.waits),
+        array_agg(f.new_id) filter (where f.waits and f.callback_of is null)
     from fresh as f
-    into v_ids, v_key_tenants, v_keys;
+    into v_ids, v_key_tenants, v_keys, v_children;
+    if v_children is not null then
+        perform jobctl._link_parents(v_children);
+    end if;
     if v_keys is not null then
         perform jobctl._admit(v_key_tenants, v_keys);
     end if;
@@ -351,6 +399,7 @@ begin
 
     perform jobctl._notify(array_agg(distinct s.queue))
     from unnest(p_specs) as s
-    where (s.run_at is null or s.run_at <= v_now) and s.concurrency_key is null;  -- (admitted ones: _admit's)
+    where (s.run_at is null or s.run_at <= v_now) and s.concurrency_key is null  -- (admitted ones: _admit's)
+        and s.depends_on is null and s.after is null and s.callback_of is null;  -- (released ones: _release_waiting's)
 end
 $$;

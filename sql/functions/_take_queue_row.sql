@@ -1,8 +1,8 @@
--- jobctl._take_queue_row: delete a waiting job's _ready or _delayed row, found by its exact key
+-- jobctl._take_queue_row: delete an unstarted job's _ready, _delayed or _waiting row, found by its exact key
 -- (the job row's queue, tenant, priority and run_at); true if this call deleted it and so owns the
 -- job's next transition, false if a claimer, a promotion or another call got there first. The
--- counters lose the job from where it was (pending, delayed or retrying); the caller counts where
--- it goes. Writes: _ready, _delayed or _held (delete), _stat_delta (insert).
+-- counters lose the job from where it was (pending, delayed (waiting too) or retrying); the caller counts where
+-- it goes. Writes: _ready, _delayed, _held or _waiting (delete), _stat_delta (insert).
 create or replace function jobctl._take_queue_row(p_job jobctl.job)
 returns boolean
 language plpgsql
@@ -10,6 +10,14 @@ as $$
 declare
     v_retry boolean;
 begin
+    if p_job.state = 'waiting' then
+        delete from jobctl._waiting as w where w.job_id = p_job.job_id;
+        if not found then
+            return false;
+        end if;
+        insert into jobctl._stat_delta (tenant_id, queue, delayed) values (p_job.tenant_id, p_job.queue, -1);
+        return true;
+    end if;
     delete from jobctl._ready as r
     where r.queue = p_job.queue and r.tenant_id = p_job.tenant_id and r.priority = p_job.priority
         and r.run_at = p_job.run_at and r.job_id = p_job.job_id;

@@ -30,7 +30,7 @@ end
 $$;
 
 comment on function jobctl.cancel_job(bigint) is
-'Cancel a pending, failed or running job. A running job''s lease is revoked: its heartbeat answers
+'Cancel a pending, waiting, failed or running job. A running job''s lease is revoked: its heartbeat answers
 cancelled and its completion is fenced. Returns cancelled.
 Errors: P0002 no job has this id (or it is another tenant''s), JC010 the job is already completed, dead or cancelled,
 or in the archive, 40001 the job changed state five times while the call tried (retry the call).

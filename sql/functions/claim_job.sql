@@ -50,6 +50,10 @@ begin
     if exists (select from jobctl._delayed as d where d.run_at <= clock_timestamp()) then
         perform jobctl._promote_due(greatest(v_left * 4, 1000));
     end if;
+    -- children two racing parents' ends left waiting (docs/workflows.md)
+    if exists (select from jobctl._recheck) then
+        perform jobctl._recheck_waiting();
+    end if;
     v_tenants := jobctl._acting_tenants('jobs:work');
     loop
         v_round := v_round + 1;

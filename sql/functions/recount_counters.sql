@@ -31,6 +31,9 @@ begin
                 0, 0, 0, 0
             from jobctl._delayed as d group by 1, 2
             union all
+            -- waiting jobs (jobctl._waiting) count as delayed: not due yet
+            select w.tenant_id, w.queue, 0, count(*), 0, 0, 0, 0, 0 from jobctl._waiting as w group by 1, 2
+            union all
             select u.tenant_id, u.queue, 0, 0, 0, count(*), 0, 0, 0 from jobctl._running as u group by 1, 2
             union all
             select j.tenant_id, j.queue, 0, 0, 0, 0, count(*) filter (where j.state = 'dead'),

@@ -11,7 +11,9 @@ create or replace function jobctl.submit_job(
     timeout interval default null,
     subject_key text default null,
     concurrency_key text default null,
-    traceparent text default null
+    traceparent text default null,
+    depends_on bigint[] default null,
+    on_parent_failure text default 'cancel'
 )
 returns table (job_id bigint, duplicate boolean)
 language plpgsql  -- not sql: a SQL function that is not inlined is planned on every call (docs/design.md §6)
@@ -26,7 +28,8 @@ begin
             submit_job.tenant_id, submit_job.queue, submit_job.payload, submit_job.priority,
             submit_job.run_at, submit_job.dedup_key, submit_job.max_attempts,
             jobctl._normalize_backoff(submit_job.backoff), submit_job.timeout, submit_job.subject_key,
-            submit_job.concurrency_key, submit_job.traceparent
+            submit_job.concurrency_key, submit_job.traceparent, submit_job.depends_on, null,
+            jobctl._parent_policy(submit_job.on_parent_failure), null, null
         )::jobctl._job_spec],
         false
     ) as s;
@@ -34,7 +37,7 @@ end
 $$;
 
 comment on function jobctl.submit_job(
-    text, text, jsonb, integer, timestamptz, text, integer, jsonb, interval, text, text, text
+    text, text, jsonb, integer, timestamptz, text, integer, jsonb, interval, text, text, text, bigint[], text
 ) is
 'Submit one job; returns its id, or the id of the job already holding (tenant_id, dedup_key) with
 duplicate = true (nothing changed). run_at NULL = due now. priority -100..100, higher first. max_attempts NULL = 3.
@@ -42,11 +45,15 @@ backoff {"strategy": exponential|linear|fixed, "base", "max", "jitter"} (default
 timeout: a running job past it is failed. subject_key: the person the payload is about (jobctl.forget_subject).
 concurrency_key: at most the key''s limit (jobctl.put_concurrency_limit) of its jobs run at once, admitted in run_at
 order. traceparent: the W3C trace context of the caller''s span (tracing; handed to the worker by claim_job).
+depends_on: jobs of the same tenant (at most 10,000) that must complete first: the job is waiting until the last
+of them completes, then pending (docs/workflows.md). on_parent_failure: cancel (default: a dead or cancelled parent
+cancels it) or wait (it waits on; a retried parent that completes releases it).
 A tenant first seen here is registered with the defaults. Only for the caller''s tenants.
 Errors: JC001 naming the bad field, JC002 payload over 64 KiB, JC003 a bad backoff, JC004 over the tenant''s
-max_pending, JC005 over its submit rate, JC006 dedup_key under REPEATABLE READ, JC008 the tenant encrypts and the
+max_pending, JC005 over its submit rate, JC001 depends_on naming a job that is not the tenant''s, JC006 dedup_key under REPEATABLE READ, JC008 the tenant encrypts and the
 session lacks its key, 42501 another tenant.
 Example:
 select * from jobctl.submit_job(''acme'', ''email'', ''{"to": "a@example.com"}'', priority => 5, dedup_key => ''welcome-42'');
 select * from jobctl.submit_job(''acme'', ''email'', ''{"to": "b@example.com"}'', run_at => now() + interval ''1 hour'',
-    max_attempts => 5, backoff => ''{"strategy": "linear", "base": "30 seconds"}'');';
+    max_attempts => 5, backoff => ''{"strategy": "linear", "base": "30 seconds"}'');
+select * from jobctl.submit_job(''acme'', ''report'', ''{}'', depends_on => array[41, 42]);  -- after 41 and 42 complete';

@@ -16,7 +16,8 @@ select has_function('jobctl', 'expand_schedules', array[]::text[], 'expand_sched
 create function pg_temp.hourly()
 returns text
 language sql as $$
-    select format('%s * * * *', (extract(minute from now() at time zone 'UTC')::integer + 30) % 60)
+    -- never minute 0: the test below changes the expression to '0 * * * *'
+    select format('%s * * * *', greatest((extract(minute from now() at time zone 'UTC')::integer + 30) % 60, 1))
 $$;
 create function pg_temp.jobs(p_tenant text)
 returns bigint

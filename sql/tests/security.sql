@@ -49,20 +49,20 @@ insert into granted values
         'get_job', 'list_jobs', 'job_history', 'stats', 'claim_metrics', 'list_schedules', 'list_tenants',
         'cron_next', '_acting_tenants', 'list_concurrency_limits', 'count_jobs', 'find_jobs', 'job_counts', 'job_rates',
         'job_overview', 'fairness', 'histogram_bounds', 'histogram_quantile',
-        'list_workers', 'list_audit'
+        'list_workers', 'list_audit', 'parent_results', 'get_batch'
     ]
 ),
 (
     'jobctl_writer', array['jobctl_reader'], array[
         'submit_job', 'submit_jobs', 'cancel_job', 'retry_job', 'put_schedule', 'drop_schedule', 'forget_subject',
         'retry_jobs', 'cancel_jobs', 'delete_jobs',
-        'pause_schedule', 'resume_schedule', 'run_schedule'
+        'pause_schedule', 'resume_schedule', 'run_schedule', 'submit_workflow', 'submit_batch'
     ]
 ),
 (
     'jobctl_worker', '{}', array[
         'claim_job', 'heartbeat', 'complete_job', 'complete_jobs', 'fail_job', 'release_job', 'tick', 'hint_tags',
-        'worker_beat', 'worker_gone'
+        'worker_beat', 'worker_gone', 'parent_results', 'get_batch'
     ]
 ),
 ('jobctl_api', array['jobctl_writer', 'jobctl_reader'], array[
