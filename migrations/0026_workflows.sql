@@ -42,7 +42,9 @@ create table jobctl._edge (
     on_end boolean not null default false
 ) with (autovacuum_vacuum_scale_factor = 0, autovacuum_vacuum_threshold = 2000);
 create index _edge_parent_idx on jobctl._edge (parent_id);
-create index _edge_child_idx on jobctl._edge (child_id);
+-- a child's edges by parent: probes walk from the newest parent, whose edges go last (parents end
+-- roughly in id order), so they meet few dead entries (jobctl._release_waiting)
+create index _edge_child_idx on jobctl._edge (child_id, parent_id);
 
 -- A child some parent's end left waiting because other edges were still there when it looked: one
 -- of them may have been deleted by a transaction not yet committed (two last parents completing at

@@ -6,7 +6,8 @@
 -- is released once however many parents end at once.
 -- A child whose edges this statement still sees may be waiting on a parent whose end is not
 -- committed yet (two last parents ending at once each see the other's edge): with p_recheck, each
--- such child gets a _recheck row, and a later transaction looks again (jobctl._recheck_waiting).
+-- child whose every edge in sight is being deleted gets a _recheck row, and a later transaction
+-- looks again (jobctl._recheck_waiting).
 -- Writes: _waiting (delete), job (update), _ready, _held, _delayed, _recheck, _stat_delta, batch.
 create or replace function jobctl._release_waiting(p_children bigint[], p_recheck boolean)
 returns integer
@@ -30,8 +31,7 @@ begin
     -- batches whose last member ended: each ends once (the batch row's update), firing its callbacks
     select array_agg(distinct w.batch_id) into v_batches
     from jobctl._waiting as w
-    where w.job_id = any(p_children) and w.batch_id is not null
-        and not exists (select from jobctl._edge as e where e.child_id = w.job_id);
+    where w.job_id = any(p_children) and w.batch_id is not null and jobctl._edge_left(w.job_id) is null;
     if v_batches is not null then
         select b.fire, b.skip into v_fire, v_skip from jobctl._end_batches(v_batches) as b;
         if v_skip is not null then
@@ -42,8 +42,7 @@ begin
     with freed as (
         delete from jobctl._waiting as w
         where w.job_id = any(p_children || coalesce(v_fire, '{}'))
-            and (w.job_id = any(v_fire)
-                 or (w.batch_id is null and not exists (select from jobctl._edge as e where e.child_id = w.job_id)))
+            and (w.job_id = any(v_fire) or (w.batch_id is null and jobctl._edge_left(w.job_id) is null))
         returning w.job_id, w.created_at, w.tenant_id, w.queue, w.priority, w.concurrency_key,
             greatest(w.run_at, v_now) as run_at
     ),
@@ -88,9 +87,13 @@ begin
         end if;
     end if;
     if p_recheck then
+        -- a child some of whose edges no transaction has touched (xmax 0: no deleter, committed or
+        -- not) waits for those parents, whose own ends will look again; only a child whose every
+        -- edge in sight is being deleted by someone needs a look after they commit
         insert into jobctl._recheck (child_id)
         select c.id from unnest(p_children) as c (id)
-        where c.id <> all(coalesce(v_ids, '{}')) and c.id <> all(coalesce(v_skip, '{}'));
+        where c.id <> all(coalesce(v_ids, '{}')) and c.id <> all(coalesce(v_skip, '{}'))
+            and jobctl._edge_left(c.id, true) is null;
     end if;
     return coalesce(cardinality(v_ids), 0);
 end
