@@ -76,12 +76,22 @@ alter type jobctl._job_spec add attribute cancel_on_failure boolean;
 alter type jobctl._job_spec add attribute batch_id bigint;     -- a member of this batch
 alter type jobctl._job_spec add attribute callback_of bigint;  -- a callback of this batch: waits for it
 
+-- Uniqueness scoped by state and period, and debounce: the key's holder is the newest job with it
+-- (one index descent, however many finished jobs kept the key), if it is in one of dedup_states and
+-- was created in the current dedup_period; dedup_mode replace / preserve_run_at updates a pending
+-- holder instead of returning it unchanged.
+alter type jobctl._job_spec add attribute dedup_states text[];
+alter type jobctl._job_spec add attribute dedup_period interval;
+alter type jobctl._job_spec add attribute dedup_mode text;
+create index job_dedup_newest_idx on jobctl.job (tenant_id, dedup_key, job_id) where dedup_key is not null;
+drop index jobctl.job_dedup_idx;
+
 alter type jobctl.job_info add attribute depends_on bigint[];
 alter type jobctl.job_info add attribute workflow_id bigint;
 alter type jobctl.job_info add attribute batch_id bigint;
 alter type jobctl.job_info add attribute parent_results jsonb;  -- get_job only (lists leave it NULL)
 
--- submit_job gains depends_on and on_parent_failure (a new signature: the old one goes)
+-- submit_job gains depends_on, on_parent_failure and the dedup scope (a new signature: the old one goes)
 drop function if exists jobctl.submit_job(
     text, text, jsonb, integer, timestamptz, text, integer, jsonb, interval, text, text, text
 );

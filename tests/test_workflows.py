@@ -5,12 +5,14 @@ during a wide fan-in, and a batch's callback enqueued once however its members' 
 from __future__ import annotations
 
 import json
+import multiprocessing as mp
 import os
 import signal
 import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import psycopg
@@ -251,3 +253,120 @@ def test_a_batch_callback_is_enqueued_once_when_members_end_in_racing_workers(
         ).fetchone()
         assert counts == ({"completed": 300, "dead": 0, "cancelled": 0}, True)
     assert [j for j, c in effects(conn, ledger).items() if c != 1] == []
+
+
+def _scoped_submitter(dsn: str, tenant: str, barrier: Any, out: str) -> None:
+    got = []
+    with psycopg.connect(dsn, autocommit=True) as c:
+        barrier.wait()
+        for i in range(20):
+            row = c.execute(
+                "select job_id from jobctl.submit_job(%s, 'q', %s::jsonb, dedup_key => 'sync',"
+                " dedup_states => '{pending,running}', dedup_mode => 'replace')",
+                (tenant, json.dumps({"pid": os.getpid(), "i": i})),
+            ).fetchone()
+            got.append(int(row[0]))  # type: ignore[index]
+    with open(out, "w") as f:
+        json.dump(got, f)
+
+
+def test_eight_submitters_racing_on_a_state_scoped_key_make_one_active_job(
+    conn: Conn, name: str, tmp_path
+) -> None:
+
+    ctx = mp.get_context("spawn")
+    made: set[int] = set()
+    for round_ in range(4):
+        barrier = ctx.Barrier(8)
+        outs = [str(tmp_path / f"r{round_}_{i}.json") for i in range(8)]
+        procs = [ctx.Process(target=_scoped_submitter, args=(conn.info.dsn, name, barrier, o)) for o in outs]
+        for p in procs:
+            p.start()
+        for p in procs:
+            p.join(timeout=120)
+            assert p.exitcode == 0
+        ids = {j for o in outs for j in json.loads(Path(o).read_text())}
+        assert len(ids) == 1, f"round {round_}: {len(ids)} jobs for one scoped key"
+        active = conn.execute(
+            "select job_id, payload from jobctl.job where tenant_id = %s and state in ('pending', 'running')",
+            (name,),
+        ).fetchall()
+        assert [r[0] for r in active] == list(ids)
+        made |= ids
+        # the job runs: the key is free again, and the next round makes one new job
+        row = conn.execute("select job_id, lease_epoch from jobctl.claim_job('w', array['q'], 1)").fetchone()
+        assert row is not None and row[0] in ids
+        assert conn.execute("select jobctl.complete_job(%s, %s)", row).fetchone() == (True,)
+    assert len(made) == 4
+
+
+@pytest.mark.parametrize("first_end", ["commits", "rolls back"])
+def test_last_parents_ending_at_once_release_the_child_once_the_slower_commits(
+    conn: Conn, name: str, dsn: str, first_end: str
+) -> None:
+    """A completes P1 and stays open (it saw P2's edge untouched, so it leaves the child to P2's end);
+    B completes P2 and commits (it saw P1's edge being deleted: a recheck row). A recheck while A is
+    open keeps the row; once A commits, the next releases the child. If A rolls back, P1's edge is
+    untouched again: the recheck drops the row, and P1's real completion releases the child."""
+    rows = conn.execute(
+        "select name, job_id from jobctl.submit_workflow(%s::jsonb)",
+        (
+            json.dumps(
+                [
+                    {"name": "p1", "tenant_id": name, "queue": name + "_p", "payload": {}},
+                    {"name": "p2", "tenant_id": name, "queue": name + "_p", "payload": {}},
+                    {
+                        "name": "c",
+                        "tenant_id": name,
+                        "queue": name + "_c",
+                        "payload": {},
+                        "depends_on": ["p1", "p2"],
+                    },
+                ]
+            ),
+        ),
+    ).fetchall()
+    ids = {str(r[0]): int(r[1]) for r in rows}  # type: ignore[call-overload]
+    leases = dict(
+        conn.execute(
+            "select job_id, lease_epoch from jobctl.claim_job('w', array[%s], 2)", (name + "_p",)
+        ).fetchall()
+    )
+    child = ids["c"]
+
+    def state() -> object:
+        return conn.execute("select state from jobctl.job where job_id = %s", (child,)).fetchone()[0]  # type: ignore[index]
+
+    a = psycopg.connect(dsn)
+    try:
+        assert a.execute("select jobctl.complete_job(%s, %s)", (ids["p1"], leases[ids["p1"]])).fetchone() == (
+            True,
+        )
+        assert conn.execute(
+            "select jobctl.complete_job(%s, %s)", (ids["p2"], leases[ids["p2"]])
+        ).fetchone() == (True,)
+        assert state() == "waiting"
+        assert conn.execute(
+            "select count(*) from jobctl._recheck where child_id = %s", (child,)
+        ).fetchone() == (1,)
+        assert conn.execute("select jobctl._recheck_waiting()").fetchone() == (0,)
+        assert conn.execute(
+            "select count(*) from jobctl._recheck where child_id = %s", (child,)
+        ).fetchone() == (1,)
+        if first_end == "commits":
+            a.commit()
+            assert conn.execute("select jobctl._recheck_waiting()").fetchone() == (1,)
+            assert state() == "pending"
+        else:
+            a.rollback()
+            assert conn.execute("select jobctl._recheck_waiting()").fetchone() == (0,)
+            assert conn.execute(
+                "select count(*) from jobctl._recheck where child_id = %s", (child,)
+            ).fetchone() == (0,)
+            assert state() == "waiting"
+            assert conn.execute(
+                "select jobctl.complete_job(%s, %s)", (ids["p1"], leases[ids["p1"]])
+            ).fetchone() == (True,)
+            assert state() == "pending"
+    finally:
+        a.close()

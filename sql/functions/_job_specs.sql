@@ -13,7 +13,8 @@ declare
     v_key text;
     v_keys text[] := array[
         'tenant_id', 'queue', 'payload', 'priority', 'run_at', 'dedup_key', 'max_attempts', 'backoff', 'timeout',
-        'subject_key', 'concurrency_key', 'traceparent', 'depends_on', 'on_parent_failure'
+        'subject_key', 'concurrency_key', 'traceparent', 'depends_on', 'on_parent_failure', 'dedup_states',
+        'dedup_period', 'dedup_mode'
     ] || case when p_workflow then array['name'] else '{}' end;
     v_names jsonb := '{}';  -- a workflow's names: {name: 1-based ordinal}
 begin
@@ -39,6 +40,7 @@ begin
             or jsonb_typeof(a.e -> 'traceparent') not in ('string', 'null')
             or jsonb_typeof(a.e -> 'on_parent_failure') not in ('string', 'null')
             or jsonb_typeof(a.e -> 'name') not in ('string', 'null')
+            or jsonb_typeof(a.e -> 'dedup_mode') not in ('string', 'null')
         else true end
     order by a.i
     limit 1;
@@ -46,7 +48,7 @@ begin
         v_key := case when v_bad.kind = 'object' then
             (select k.key from jsonb_object_keys(v_bad.e - v_keys) as k (key) limit 1) end;
         if v_bad.kind = 'object' and v_key is null then
-            v_key := (select k.key from unnest(array['tenant_id', 'queue', 'dedup_key', 'subject_key', 'concurrency_key', 'traceparent', 'on_parent_failure', 'name']) as k (key)
+            v_key := (select k.key from unnest(array['tenant_id', 'queue', 'dedup_key', 'subject_key', 'concurrency_key', 'traceparent', 'on_parent_failure', 'name', 'dedup_mode']) as k (key)
                       where jsonb_typeof(v_bad.e -> k.key) not in ('string', 'null') limit 1);
             raise exception using errcode = 'JC001',
                 message = format('jobs[%s].%s must be a string', v_bad.i - 1, v_key),
@@ -128,7 +130,12 @@ begin
             then jobctl._parent_policy(a.e ->> 'on_parent_failure', format('jobs[%s].on_parent_failure', a.i - 1))
             else p_cancel_on_failure end,
         null,
-        null
+        null,
+        case when a.e ? 'dedup_states' and a.e -> 'dedup_states' <> 'null'
+            then jobctl._to_text_array(a.e -> 'dedup_states', format('jobs[%s].dedup_states', a.i - 1)) end,
+        case when a.e ? 'dedup_period' and a.e -> 'dedup_period' <> 'null'
+            then jobctl._to_interval(a.e -> 'dedup_period', format('jobs[%s].dedup_period', a.i - 1)) end,
+        a.e ->> 'dedup_mode'
     )::jobctl._job_spec order by a.i)
     into v_specs
     from jsonb_array_elements(p_jobs) with ordinality as a (e, i);

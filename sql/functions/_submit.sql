@@ -40,6 +40,7 @@ declare
     v_linked boolean;  -- a job of the call depends on an earlier one (after: a workflow)
     v_waits boolean;   -- a job of the call waits for others (jobctl._waiting)
     v_children bigint[];
+    v_debounce record;
 begin
     if p_specs is null or cardinality(p_specs) = 0 then
         return;
@@ -88,9 +89,16 @@ begin
             -- a workflow's edges point at earlier jobs of the call: no cycle can be written
             when exists (select from unnest(o.after) as a (k) where a.k is null or a.k < 1 or a.k >= o.ord) then 19
             when o.dedup_key is not null and v_linked then 20
+            when (o.dedup_states is not null or o.dedup_period is not null or o.dedup_mode is not null)
+                and o.dedup_key is null then 21
+            when cardinality(o.dedup_states) = 0 or not o.dedup_states <@ array[
+                'waiting', 'pending', 'running', 'failed', 'completed', 'dead', 'cancelled'
+            ] or array_position(o.dedup_states, null) is not null then 22
+            when o.dedup_period < interval '1 second' or o.dedup_period > interval '366 days' then 23
+            when o.dedup_mode not in ('keep', 'replace', 'preserve_run_at') then 24
         end as n
         from unnest(p_specs) with ordinality as o (
-            tenant_id, queue, payload, priority, run_at, dedup_key, max_attempts, backoff, timeout, subject_key, concurrency_key, traceparent, depends_on, after, cancel_on_failure, batch_id, callback_of, ord
+            tenant_id, queue, payload, priority, run_at, dedup_key, max_attempts, backoff, timeout, subject_key, concurrency_key, traceparent, depends_on, after, cancel_on_failure, batch_id, callback_of, dedup_states, dedup_period, dedup_mode, ord
         )
     ) as x
     where x.n is not null
@@ -117,11 +125,15 @@ begin
             when 18 then 'depends_on must be an array of at most 10000 job ids, without NULL'
             when 19 then 'depends_on must name jobs listed before this one'
             when 20 then 'dedup_key cannot be used in a call whose jobs depend on each other (a workflow)'
+            when 21 then 'dedup_states, dedup_period and dedup_mode need a dedup_key'
+            when 22 then 'dedup_states must be a non-empty array of job states (waiting, pending, running, failed, completed, dead, cancelled)'
+            when 23 then 'dedup_period must be from 1 second to 366 days'
+            when 24 then format('dedup_mode must be keep, replace or preserve_run_at, not %s', left(v_bad.dedup_mode, 50))
         end;
         v_field := (array[
             'tenant_id', 'tenant_id', 'queue', 'queue', 'payload', 'payload', 'priority', 'max_attempts', 'timeout',
             'dedup_key', 'run_at', 'subject_key', 'payload', 'concurrency_key', 'payload', null, 'traceparent',
-            'depends_on', 'depends_on', 'dedup_key'
+            'depends_on', 'depends_on', 'dedup_key', 'dedup_key', 'dedup_states', 'dedup_period', 'dedup_mode'
         ])[v_bad.n];
         if v_bad.n = 16 then
             v_field := case
@@ -145,7 +157,7 @@ begin
     if v_tenants is not null then
         select o.ord, o.tenant_id into v_bad
         from unnest(p_specs) with ordinality as o (
-            tenant_id, queue, payload, priority, run_at, dedup_key, max_attempts, backoff, timeout, subject_key, concurrency_key, traceparent, depends_on, after, cancel_on_failure, batch_id, callback_of, ord
+            tenant_id, queue, payload, priority, run_at, dedup_key, max_attempts, backoff, timeout, subject_key, concurrency_key, traceparent, depends_on, after, cancel_on_failure, batch_id, callback_of, dedup_states, dedup_period, dedup_mode, ord
         )
         where o.tenant_id <> all(v_tenants)
         order by o.ord
@@ -183,7 +195,7 @@ begin
     if v_sealing then
         select o.ord, o.tenant_id into v_bad
         from unnest(p_specs) with ordinality as o (
-            tenant_id, queue, payload, priority, run_at, dedup_key, max_attempts, backoff, timeout, subject_key, concurrency_key, traceparent, depends_on, after, cancel_on_failure, batch_id, callback_of, ord
+            tenant_id, queue, payload, priority, run_at, dedup_key, max_attempts, backoff, timeout, subject_key, concurrency_key, traceparent, depends_on, after, cancel_on_failure, batch_id, callback_of, dedup_states, dedup_period, dedup_mode, ord
         )
         inner join jobctl.tenant as t on t.tenant_id = o.tenant_id and t.encrypt_payloads
         where jobctl._key_check(jobctl._payload_key(o.tenant_id)) is distinct from t.payload_key_check
@@ -203,10 +215,11 @@ begin
                 o.tenant_id, o.queue,
                 case when t.encrypt_payloads then jobctl._seal(o.payload, jobctl._payload_key(o.tenant_id)) else o.payload end,
                 o.priority, o.run_at, o.dedup_key, o.max_attempts, o.backoff, o.timeout, o.subject_key,
-                o.concurrency_key, o.traceparent, o.depends_on, o.after, o.cancel_on_failure, o.batch_id, o.callback_of
+                o.concurrency_key, o.traceparent, o.depends_on, o.after, o.cancel_on_failure, o.batch_id, o.callback_of,
+                o.dedup_states, o.dedup_period, o.dedup_mode
             )::jobctl._job_spec
             from unnest(p_specs) with ordinality as o (
-                tenant_id, queue, payload, priority, run_at, dedup_key, max_attempts, backoff, timeout, subject_key, concurrency_key, traceparent, depends_on, after, cancel_on_failure, batch_id, callback_of, ord
+                tenant_id, queue, payload, priority, run_at, dedup_key, max_attempts, backoff, timeout, subject_key, concurrency_key, traceparent, depends_on, after, cancel_on_failure, batch_id, callback_of, dedup_states, dedup_period, dedup_mode, ord
             )
             left join jobctl.tenant as t on t.tenant_id = o.tenant_id
             order by o.ord
@@ -233,7 +246,7 @@ begin
         select array_agg(row(
                 m.tenant_id, m.queue, m.payload, m.priority, m.run_at, m.dedup_key, m.max_attempts, m.backoff,
                 m.timeout, m.subject_key, m.concurrency_key, m.traceparent, m.depends_on, m.after,
-                m.cancel_on_failure, m.batch_id, m.callback_of
+                m.cancel_on_failure, m.batch_id, m.callback_of, m.dedup_states, m.dedup_period, m.dedup_mode
             )::jobctl._job_spec order by m.ord) filter (where m.is_new),
             array_agg(coalesce(m.held_by, -m.k) order by m.ord),
             array_agg(not m.is_new order by m.ord)
@@ -248,14 +261,21 @@ begin
                         select o.*, case when o.dedup_key is null then o.ord
                             else min(o.ord) over (partition by o.tenant_id, o.dedup_key) end as first_ord
                         from unnest(p_specs) with ordinality as o (
-                            tenant_id, queue, payload, priority, run_at, dedup_key, max_attempts, backoff, timeout, subject_key, concurrency_key, traceparent, depends_on, after, cancel_on_failure, batch_id, callback_of, ord
+                            tenant_id, queue, payload, priority, run_at, dedup_key, max_attempts, backoff, timeout, subject_key, concurrency_key, traceparent, depends_on, after, cancel_on_failure, batch_id, callback_of, dedup_states, dedup_period, dedup_mode, ord
                         )
                     ) as s
+                    -- the key's holder: its newest job, if in one of dedup_states and created in the
+                    -- current dedup_period (each unset: any)
                     left join lateral (
-                        select j.job_id from jobctl.job as j
-                        where j.tenant_id = s.tenant_id and j.dedup_key = s.dedup_key
-                        order by j.job_id
-                        limit 1
+                        select l.job_id from (
+                            select j.job_id, j.state, j.created_at from jobctl.job as j
+                            where j.tenant_id = s.tenant_id and j.dedup_key = s.dedup_key
+                            order by j.job_id desc
+                            limit 1
+                        ) as l
+                        where (s.dedup_states is null or l.state = any(s.dedup_states))
+                            and (s.dedup_period is null
+                                 or l.created_at >= date_bin(s.dedup_period, v_now, timestamptz '2000-01-01 00:00:00+00'))
                     ) as e on s.dedup_key is not null
                 ) as h
             ) as n
@@ -319,7 +339,7 @@ begin
             coalesce(o.run_at, v_now) as due,
             o.depends_on is not null or o.after is not null or o.callback_of is not null as waits
         from unnest(v_specs) with ordinality as o (
-            tenant_id, queue, payload, priority, run_at, dedup_key, max_attempts, backoff, timeout, subject_key, concurrency_key, traceparent, depends_on, after, cancel_on_failure, batch_id, callback_of, ord
+            tenant_id, queue, payload, priority, run_at, dedup_key, max_attempts, backoff, timeout, subject_key, concurrency_key, traceparent, depends_on, after, cancel_on_failure, batch_id, callback_of, dedup_states, dedup_period, dedup_mode, ord
         )
         order by o.ord
     ),
@@ -387,6 +407,19 @@ begin
     end if;
     if v_keys is not null then
         perform jobctl._admit(v_key_tenants, v_keys);
+    end if;
+
+    -- debounce: a repeat in replace or preserve_run_at mode updates its pending holder, in input order
+    -- (the last repeat's payload wins); a holder that is no longer pending is returned unchanged
+    if v_slot is not null then
+        for v_debounce in
+            select case when u.slot > 0 then u.slot else v_ids[-u.slot] end as job_id, u.ord
+            from unnest(v_slot, v_dup) with ordinality as u (slot, dup, ord)
+            where u.dup and (p_specs[u.ord::integer]).dedup_mode in ('replace', 'preserve_run_at')
+            order by u.ord
+        loop
+            perform jobctl._debounce(v_debounce.job_id, p_specs[v_debounce.ord::integer]);
+        end loop;
     end if;
 
     if v_slot is null then

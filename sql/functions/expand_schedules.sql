@@ -85,7 +85,7 @@ begin
                 select s.job_id into v_job
                 from jobctl._submit(array[row(
                     v_s.tenant_id, v_s.queue, v_s.payload, v_s.priority, v_fire, null, null, null, null, null, null, null,
-                    null, null, null, null, null
+                    null, null, null, null, null, null, null, null
                 )::jobctl._job_spec], false, p_caller => false) as s;
             exception when others then
                 if sqlstate <> 'JC005' then

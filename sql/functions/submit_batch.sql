@@ -37,7 +37,7 @@ begin
     select o.ord, o.tenant_id, o.dedup_key is not null as keyed into v_bad
     from unnest(v_members) with ordinality as o (
         tenant_id, queue, payload, priority, run_at, dedup_key, max_attempts, backoff, timeout, subject_key,
-        concurrency_key, traceparent, depends_on, after, cancel_on_failure, batch_id, callback_of, ord
+        concurrency_key, traceparent, depends_on, after, cancel_on_failure, batch_id, callback_of, dedup_states, dedup_period, dedup_mode, ord
     )
     where o.dedup_key is not null or o.tenant_id is distinct from v_members[1].tenant_id
     order by o.ord
@@ -53,11 +53,12 @@ begin
     v_members := array(
         select row(
             o.tenant_id, o.queue, o.payload, o.priority, o.run_at, o.dedup_key, o.max_attempts, o.backoff, o.timeout,
-            o.subject_key, o.concurrency_key, o.traceparent, o.depends_on, o.after, o.cancel_on_failure, v_batch, null
+            o.subject_key, o.concurrency_key, o.traceparent, o.depends_on, o.after, o.cancel_on_failure, v_batch, null,
+            null, null, null
         )::jobctl._job_spec
         from unnest(v_members) with ordinality as o (
             tenant_id, queue, payload, priority, run_at, dedup_key, max_attempts, backoff, timeout, subject_key,
-            concurrency_key, traceparent, depends_on, after, cancel_on_failure, batch_id, callback_of, ord
+            concurrency_key, traceparent, depends_on, after, cancel_on_failure, batch_id, callback_of, dedup_states, dedup_period, dedup_mode, ord
         )
         order by o.ord
     );
@@ -77,11 +78,11 @@ begin
     v_callbacks := array(
         select row(
             o.tenant_id, o.queue, o.payload, o.priority, o.run_at, o.dedup_key, o.max_attempts, o.backoff, o.timeout,
-            o.subject_key, o.concurrency_key, o.traceparent, null, null, false, null, v_batch
+            o.subject_key, o.concurrency_key, o.traceparent, null, null, false, null, v_batch, null, null, null
         )::jobctl._job_spec
         from unnest(v_callbacks) with ordinality as o (
             tenant_id, queue, payload, priority, run_at, dedup_key, max_attempts, backoff, timeout, subject_key,
-            concurrency_key, traceparent, depends_on, after, cancel_on_failure, batch_id, callback_of, ord
+            concurrency_key, traceparent, depends_on, after, cancel_on_failure, batch_id, callback_of, dedup_states, dedup_period, dedup_mode, ord
         )
         order by o.ord
     );

@@ -13,7 +13,10 @@ create or replace function jobctl.submit_job(
     concurrency_key text default null,
     traceparent text default null,
     depends_on bigint[] default null,
-    on_parent_failure text default 'cancel'
+    on_parent_failure text default 'cancel',
+    dedup_states text[] default null,
+    dedup_period interval default null,
+    dedup_mode text default null
 )
 returns table (job_id bigint, duplicate boolean)
 language plpgsql  -- not sql: a SQL function that is not inlined is planned on every call (docs/design.md §6)
@@ -29,7 +32,8 @@ begin
             submit_job.run_at, submit_job.dedup_key, submit_job.max_attempts,
             jobctl._normalize_backoff(submit_job.backoff), submit_job.timeout, submit_job.subject_key,
             submit_job.concurrency_key, submit_job.traceparent, submit_job.depends_on, null,
-            jobctl._parent_policy(submit_job.on_parent_failure), null, null
+            jobctl._parent_policy(submit_job.on_parent_failure), null, null, submit_job.dedup_states,
+            submit_job.dedup_period, submit_job.dedup_mode
         )::jobctl._job_spec],
         false
     ) as s;
@@ -37,10 +41,15 @@ end
 $$;
 
 comment on function jobctl.submit_job(
-    text, text, jsonb, integer, timestamptz, text, integer, jsonb, interval, text, text, text, bigint[], text
+    text, text, jsonb, integer, timestamptz, text, integer, jsonb, interval, text, text, text, bigint[], text, text[],
+    interval, text
 ) is
 'Submit one job; returns its id, or the id of the job already holding (tenant_id, dedup_key) with
-duplicate = true (nothing changed). run_at NULL = due now. priority -100..100, higher first. max_attempts NULL = 3.
+duplicate = true (nothing changed). The key''s holder is its newest job, in any state unless dedup_states names
+the states that hold it (as {pending,running}: another job once it has run), and only if created in the current
+dedup_period when one is given (1 s to 366 days, periods aligned to 2000-01-01: one job per key per hour).
+dedup_mode keep (default) returns the holder as it is; replace (debounce) gives a pending holder this payload and
+run_at; preserve_run_at this payload only (docs/workflows.md). run_at NULL = due now. priority -100..100, higher first. max_attempts NULL = 3.
 backoff {"strategy": exponential|linear|fixed, "base", "max", "jitter"} (defaults exponential, 5 s, 1 h, true).
 timeout: a running job past it is failed. subject_key: the person the payload is about (jobctl.forget_subject).
 concurrency_key: at most the key''s limit (jobctl.put_concurrency_limit) of its jobs run at once, admitted in run_at
@@ -56,4 +65,6 @@ Example:
 select * from jobctl.submit_job(''acme'', ''email'', ''{"to": "a@example.com"}'', priority => 5, dedup_key => ''welcome-42'');
 select * from jobctl.submit_job(''acme'', ''email'', ''{"to": "b@example.com"}'', run_at => now() + interval ''1 hour'',
     max_attempts => 5, backoff => ''{"strategy": "linear", "base": "30 seconds"}'');
-select * from jobctl.submit_job(''acme'', ''report'', ''{}'', depends_on => array[41, 42]);  -- after 41 and 42 complete';
+select * from jobctl.submit_job(''acme'', ''report'', ''{}'', depends_on => array[41, 42]);  -- after 41 and 42 complete
+select * from jobctl.submit_job(''acme'', ''sync'', ''{"customer": 7}'', dedup_key => ''sync-7'',
+    dedup_states => ''{pending}'', dedup_mode => ''replace'', run_at => now() + interval ''30 seconds'');  -- debounce';

@@ -20,10 +20,10 @@ select has_function(
     'jobctl', 'submit_job',
     array[
         'text', 'text', 'jsonb', 'integer', 'timestamp with time zone', 'text', 'integer', 'jsonb', 'interval', 'text', 'text',
-        'text', 'bigint[]', 'text'
+        'text', 'bigint[]', 'text', 'text[]', 'interval', 'text'
     ],
     'submit_job(tenant_id, queue, payload, priority, run_at, dedup_key, max_attempts, backoff, timeout, subject_key,'
-    || ' concurrency_key, traceparent, depends_on, on_parent_failure) exists'
+    || ' concurrency_key, traceparent, depends_on, on_parent_failure, dedup_states, dedup_period, dedup_mode) exists'
 );
 
 -- a plain job: due now, defaults
@@ -388,7 +388,7 @@ select is(
 select has_function('jobctl', 'submit_job', 'submit_job is installed');
 select isnt(
     obj_description(
-        'jobctl.submit_job(text, text, jsonb, integer, timestamptz, text, integer, jsonb, interval, text, text, text, bigint[], text)'
+        'jobctl.submit_job(text, text, jsonb, integer, timestamptz, text, integer, jsonb, interval, text, text, text, bigint[], text, text[], interval, text)'
         ::regprocedure
     ),
     null, 'submit_job has a comment'
