@@ -116,7 +116,9 @@ each a job object like theirs (tenant_id defaults to theirs): on_finish is enque
 callback that does not apply is cancelled. Each is enqueued exactly once however the members'' ends race. A
 callback reads the counts by outcome with jobctl.get_batch(batch_id) (the job''s batch_id). Returns the batch
 id, the members'' ids in input order and the callbacks'' ids.
-Errors: those of submit_jobs; JC001 no callback, members of several tenants, a dedup_key.
+Errors: JC001 a bad field (named with its element, as jobs[3].priority), no callback, members of several
+tenants, a dedup_key, JC002 a payload over 64 KiB, JC003 a bad backoff, JC004 over max_pending, JC005 over the
+submit rate, JC008 the tenant encrypts and the session lacks its key, 42501 another tenant.
 Example:
 select * from jobctl.submit_batch(
   ''[{"tenant_id": "acme", "queue": "thumbs", "payload": {"img": 1}},

@@ -29,8 +29,11 @@ its parents'' completions race. on_parent_failure (cancel or wait) is the defaul
 or cancelled parent does to it. A job reads its parents'' results with jobctl.parent_results. Returns (name,
 job_id, workflow_id) in input order; workflow_id (the first job''s id) groups them (jobctl.list_jobs,
 find_jobs filter). At most 10,000 jobs.
-Errors: those of submit_jobs; JC001 a missing or repeated name, a depends_on naming no earlier job (no cycle can
-be written), a dedup_key in a workflow whose jobs depend on each other.
+Errors: JC001 a bad field (named with its element, as jobs[3].name): a missing or repeated name, a depends_on
+naming no earlier job (no cycle can be written) or a job not of the tenant, a dedup_key in a workflow whose jobs
+depend on each other, a bad on_parent_failure, JC002 a payload over 64 KiB, JC003 a bad backoff, JC004 over
+max_pending, JC005 over the submit rate, JC008 the tenant encrypts and the session lacks its key, 42501 another
+tenant.
 Example:
 select * from jobctl.submit_workflow(''[
   {"name": "extract", "tenant_id": "acme", "queue": "etl", "payload": {"day": "2026-12-01"}},
