@@ -26,7 +26,9 @@ select
     j.timeout,
     j.backoff,
     j.concurrency_key,
-    j.traceparent
+    j.traceparent,
+    -- a running job's: its attempt's, from its lease row; else the last attempt's (migration 0028)
+    case when j.state = 'running' then r.progress else j.progress end as progress
 from (
     select * from jobctl.job
     union all
