@@ -8,7 +8,7 @@ TEST_ENV := JOBCTL_PGNAME=.test-pg JOBCTL_PG_DB=jobctl_test JOBCTL_PG_PORT=55442
 TEST_DSN = $$(cat .test-pg/dsn)
 
 .DEFAULT_GOAL := help
-.PHONY: help setup db db-stop db-destroy migrate validate demo demo-stop test test-db test-quick lint sqlfluff pgtap pytest bench-setup bench bench-quick bench-claim bench-tenants bench-retention bench-held bench-xids bench-notify bench-bloat bench-sealing bench-access bench-limits bench-dashboard bench-counters bench-metrics chaos failover probe sql-reference psql clean
+.PHONY: help setup db db-stop db-destroy migrate validate demo demo-stop test test-db test-quick lint sqlfluff pgtap pytest bench-setup bench bench-quick bench-claim bench-tenants bench-retention bench-held bench-xids bench-notify bench-bloat bench-sealing bench-access bench-limits bench-dashboard bench-counters bench-metrics bench-progress chaos failover probe sql-reference psql clean
 
 help: ## List the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -106,6 +106,9 @@ bench-counters: setup ## The counters' cost on the hot path: submit and claim + 
 
 bench-metrics: setup ## /metrics with the job series at 1,000 tenants x 10 queues: the scrape cold and within the TTL, its SQL and rendering halves (about 2 minutes)
 	@$(BIN)/python benchmarks/metrics.py
+
+bench-progress: setup ## Heartbeats with progress (about 60 bytes, and 2,000: the bound) beside plain ones, every job a new progress every beat: statement time, ratio, HOT share (5 rounds, about 1 minute)
+	@$(BIN)/python benchmarks/progress.py
 
 bench-tenants: setup ## Tenant scenarios: weights 5:3:1 over 60 s, a 1,000,000-job tenant beside 100 small ones (about 5 minutes)
 	@$(BIN)/python benchmarks/tenants.py

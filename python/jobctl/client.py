@@ -124,6 +124,8 @@ class JobInfo:
     backoff: Any
     concurrency_key: str | None
     traceparent: str | None = None  # the W3C trace context of the submit (migration 0025)
+    # a running job's latest progress (jobctl.heartbeat), else its last attempt's last (migration 0028)
+    progress: Any = None
 
 
 @dataclass(frozen=True)

@@ -27,9 +27,15 @@ select job_id, tenant_id, queue, payload::text, priority, attempt, max_attempts,
     lease_expires_at, extract(epoch from timeout)::float8 as timeout_s, traceparent
 from jobctl.claim_job(%(worker_id)s::text, %(queues)s::text[], %(max_jobs)s::int, %(lease)s::interval)
 """
+# progress (NULL: none new) over jobctl.heartbeat's bound (2,000 bytes as jsonb) is not sent, so that it
+# cannot fail the other jobs' heartbeats: its size comes back as refused_bytes
 HEARTBEATS = """
-select a.job_id, jobctl.heartbeat(a.job_id, a.lease_epoch, %(extend)s::interval) as status
-from unnest(%(job_ids)s::bigint[], %(lease_epochs)s::bigint[]) as a (job_id, lease_epoch)
+select a.job_id,
+    jobctl.heartbeat(a.job_id, a.lease_epoch, %(extend)s::interval,
+        case when pg_column_size(a.progress) <= 2000 then a.progress end) as status,
+    nullif(greatest(pg_column_size(a.progress), 2000), 2000) as refused_bytes
+from unnest(%(job_ids)s::bigint[], %(lease_epochs)s::bigint[], %(progress)s::jsonb[])
+    as a (job_id, lease_epoch, progress)
 """
 COMPLETE_JOB = "select jobctl.complete_job(%(job_id)s::bigint, %(lease_epoch)s::bigint, %(result)s::jsonb)"
 COMPLETE_JOBS = """

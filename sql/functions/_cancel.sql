@@ -39,7 +39,9 @@ begin
             v_owned := jobctl._take_queue_row(v_job);
         end if;
         if v_owned then
-            update jobctl.job as j set state = 'cancelled', finished_at = v_now
+            update jobctl.job as j set state = 'cancelled', finished_at = v_now,
+                -- a running attempt's last progress, kept by the job (migration 0028)
+                progress = case when v_run.job_id is null then j.progress else v_run.progress end
             where j.job_id = v_job.job_id and j.created_at = v_job.created_at;
             perform jobctl._count_finished(array[v_job.tenant_id]);
             insert into jobctl._stat_delta (tenant_id, queue, cancelled, withdrawn) values (v_job.tenant_id, v_job.queue, 1, 1);

@@ -23,6 +23,7 @@ declare
     v_first timestamptz;  -- created_at bounds: the executor prunes partitions by them (not by = any)
     v_last timestamptz;
     v_results jsonb;  -- {job_id: result} of the completed jobs that carry one
+    v_progress jsonb;  -- {job_id: progress} of the completed jobs whose attempt reported one
     v_tenants text[];  -- the completed jobs' tenants, for max_pending
     v_keys text[];     -- parallel to v_tenants: the jobs' concurrency keys (NULL: none)
 begin
@@ -52,7 +53,7 @@ begin
         where r.job_id = a.job_id and r.lease_epoch = a.lease_epoch
             -- another tenant's job is fenced like an unknown one
             and r.tenant_id = any(coalesce((select jobctl._acting_tenants('jobs:work')), array[r.tenant_id]))
-        returning r.job_id, r.lease_epoch, r.created_at, r.tenant_id, r.queue, r.concurrency_key, a.result,
+        returning r.job_id, r.lease_epoch, r.created_at, r.tenant_id, r.queue, r.concurrency_key, a.result, r.progress,
             greatest(extract(epoch from v_now - r.started_at), 0)::double precision as run
     ),
     tally as (
@@ -64,15 +65,17 @@ begin
     select array_agg(g.job_id), array_agg(g.lease_epoch), array_agg(g.created_at),
         min(g.created_at), max(g.created_at),
         jsonb_object_agg(g.job_id::text, g.result) filter (where g.result is not null),
-        array_agg(g.tenant_id), array_agg(g.concurrency_key)
-    into v_ids, v_epochs, v_cas, v_first, v_last, v_results, v_tenants, v_keys
+        array_agg(g.tenant_id), array_agg(g.concurrency_key),
+        jsonb_object_agg(g.job_id::text, g.progress) filter (where g.progress is not null)
+    into v_ids, v_epochs, v_cas, v_first, v_last, v_results, v_tenants, v_keys, v_progress
     from gone as g;
 
     -- No join with the results: a generic plan makes it a nested loop over both arrays (1,000 jobs:
     -- 107 ms instead of a few). Results are looked up by id in one jsonb object instead.
     if v_ids is not null then
         update jobctl.job as j
-        set state = 'completed', finished_at = v_now, result = v_results -> j.job_id::text, last_error = null
+        set state = 'completed', finished_at = v_now, result = v_results -> j.job_id::text, last_error = null,
+            progress = v_progress -> j.job_id::text  -- the attempt's last, kept by the job (migration 0028)
         where j.job_id = any(v_ids) and j.created_at = any(v_cas) and j.created_at between v_first and v_last;
         perform jobctl._count_finished(v_tenants);
         if cardinality(array_remove(v_keys, null)) > 0 then

@@ -29,7 +29,9 @@ select
     j.traceparent,
     j.depends_on,
     j.workflow_id,
-    j.batch_id
+    j.batch_id,
+    -- a running job's: its attempt's, from its lease row; else the last attempt's (migration 0028)
+    case when j.state = 'running' then r.progress else j.progress end as progress
 from (
     select * from jobctl.job
     union all

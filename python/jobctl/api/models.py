@@ -148,6 +148,11 @@ class Job(BaseModel):
     traceparent: str | None = Field(
         default=None, description="The W3C trace context stored at submit (tracing), or null."
     )
+    progress: JsonValue = Field(
+        default=None,
+        description="While running: the latest progress its worker reported (any JSON, at most 2,000 bytes; "
+        'e.g. {"done": 40, "total": 100}); after the attempt ends, the last one it reported; or null.',
+    )
 
     @classmethod
     def of(cls, info: client.JobInfo) -> Job:

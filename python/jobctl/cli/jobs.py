@@ -293,7 +293,7 @@ Examples:
 @click.argument("job_id", metavar="ID", callback=as_id)
 @json_option
 def get(job_id: int, as_json: bool) -> None:
-    """Show one job: state, attempts, lease, payload, result, error."""
+    """Show one job: state, attempts, lease, progress, payload, result, error."""
     with Client() as client:
         job = client.get_job(job_id)
     if job is None:
