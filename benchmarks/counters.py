@@ -151,9 +151,7 @@ def main() -> None:
     )
     ap.add_argument("--base", default="033a8f4", help="the commit without the counters")
     ap.add_argument("--rounds", type=int, default=5)
-    ap.add_argument(
-        "--out", default="counters.json", help="the file under benchmarks/results/ (workflow_overhead.json: issue 22)"
-    )
+    ap.add_argument("--out", default="counters.json", help="its file under benchmarks/results/")
     args = ap.parse_args()
     if args.dsn is None:
         args.dsn = cluster_url("postgres")

@@ -181,3 +181,14 @@ def test_progress_scaled_down_heartbeats_stay_hot(dsn: str) -> None:
         assert summary[variant]["updates"] == summary["none"]["updates"], summary  # one version a beat
         assert summary[variant]["hot_share"] >= 0.7, summary
     assert "HOT share" in out
+
+
+def test_workflows_scaled_down_releases_every_child(dsn: str) -> None:
+    """benchmarks/workflows.py --small: a 300-node DAG and a 500-parent fan-in drained by 4 workers;
+    every child completes (the script fails otherwise), each released after its last parent."""
+    rows, out = bench(dsn, "workflows.py", "--small")
+    (result,) = rows
+    assert result["dag"]["children"] == 200, result
+    assert result["dag"]["release_p50_ms"] >= 0 and result["fan_in"]["child_release_ms"] >= 0, result
+    assert result["fan_in"]["jobs_per_s"] > 0 and result["plain_drain_jobs_per_s"] > 0, result
+    assert "round 1:" in out
