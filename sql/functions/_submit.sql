@@ -38,7 +38,6 @@ declare
     v_key_tenants text[];  -- the due jobs with a concurrency key, waiting for a place
     v_keys text[];
     v_linked boolean;  -- a job of the call depends on an earlier one (after: a workflow)
-    v_waits boolean;   -- a job of the call waits for others (jobctl._waiting)
     v_children bigint[];
     v_debounce record;
 begin
@@ -56,9 +55,6 @@ begin
     -- body: a SET clause would be undone before the commit it is meant for.
     perform set_config('synchronous_commit', 'on', true);
     v_linked := exists (select from unnest(p_specs) as s where s.after is not null);
-    v_waits := exists (
-        select from unnest(p_specs) as s where s.depends_on is not null or s.after is not null or s.callback_of is not null
-    );
 
     -- One CASE per job finds its first failed condition (no per-job subquery); the message of the
     -- first failure is formatted once, below.
