@@ -1,8 +1,8 @@
 -- jobctl._job_view: every job, hot and archived, with its live lease (the _running row of its
 -- current epoch). get_job and list_jobs read it. A view is re-defined over time, so it lives in the
 -- re-applied layer, in this one file, not in the migrations that changed it (0001, 0008, 0010,
--- 0019). CREATE OR REPLACE VIEW may only add columns at the end: dropping or retyping one needs a
--- migration that drops the view first (this file then creates it again).
+-- 0019, 0027). CREATE OR REPLACE VIEW may only add columns at the end: dropping or retyping one
+-- needs a migration that drops the view first (this file then creates it again).
 create or replace view jobctl._job_view as
 select
     j.job_id,
@@ -26,7 +26,9 @@ select
     j.timeout,
     j.backoff,
     j.concurrency_key,
-    j.traceparent
+    j.traceparent,
+    j.schedule_name,
+    j.fire_time
 from (
     select * from jobctl.job
     union all
