@@ -2,7 +2,7 @@
 -- across daylight saving time changes), and errors that name the bad field. The property tests
 -- against croniter are tests/test_cron_oracle.py (UTC) and tests/test_cron_zones.py (zones).
 begin;
-select plan(49);
+select plan(51);
 
 select has_function(
     'jobctl', 'cron_next', array['text', 'timestamp with time zone', 'text'], 'cron_next(cron, after, time_zone) exists'
@@ -165,6 +165,15 @@ select is(
 select is(
     pg_temp.next_in('30 2 * * *', '2026-10-03 00:00Z', 'Australia/Adelaide'), '2026-10-03 16:30:00Z',
     'Adelaide: 02:30 on the spring-forward day runs at 03:00 ACDT (+10:30)'
+);
+-- a 30-minute change: Lord Howe goes back from 02:00 +11 to 01:30 +10:30 on 2024-04-07 (15:00Z)
+select is(
+    pg_temp.next_in('*/20 * * * *', '2024-04-06 14:40Z', 'Australia/Lord_Howe'), '2024-04-06 15:10:00Z',
+    'Lord Howe, every hour: from 01:40 +11 the next run is 01:40 +10:30, half an hour later'
+);
+select is(
+    pg_temp.next_in('40 1 * * *', '2024-04-06 14:40Z', 'Australia/Lord_Howe'), '2024-04-07 15:10:00Z',
+    'Lord Howe, once a day: 01:40 does not fire again at +10:30'
 );
 select is(
     pg_temp.next_in('@every 1 hour', '2026-03-29 00:30Z', 'Europe/Berlin'), '2026-03-29 01:00:00Z',
