@@ -11,6 +11,7 @@ from jobctl.client import (
     JobInfo,
     JobSpec,
     Schedule,
+    ScheduleRun,
     Submitted,
     Tenant,
 )
@@ -26,6 +27,7 @@ __all__ = [
     "JobSpec",
     "JobctlError",
     "Schedule",
+    "ScheduleRun",
     "Submitted",
     "Tenant",
 ]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 # job states, in the contract's order
-STATES = ("pending", "running", "completed", "failed", "dead", "cancelled")
+STATES = ("waiting", "pending", "running", "completed", "failed", "dead", "cancelled")
 # API token scopes: the same list as jobctl._api_scopes() (tests/test_contract.py keeps them equal)
 SCOPES = (
     "jobs:read",

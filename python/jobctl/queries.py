@@ -85,10 +85,10 @@ PAUSE_QUEUE = "select jobctl.pause_queue(%(queue)s::text, %(paused)s::boolean) a
 LIST_QUEUES = "select * from jobctl.list_queues()"
 GET_QUEUE = "select * from jobctl.list_queues() as q where q.queue = %(queue)s::text"
 
-# --- schedules: NULL priority, catch_up or skip_overlap is the function's default
+# --- schedules: NULL priority, catch_up, skip_overlap or time_zone is the function's default
 PUT_SCHEDULE = """
 select jobctl.put_schedule(%(tenant_id)s::text, %(name)s::text, %(cron)s::text, %(queue)s::text,
-    %(payload)s::jsonb, %(priority)s::int, %(catch_up)s::int, %(skip_overlap)s::boolean)
+    %(payload)s::jsonb, %(priority)s::int, %(catch_up)s::int, %(skip_overlap)s::boolean, %(time_zone)s::text)
 """
 LIST_SCHEDULES = "select * from jobctl.list_schedules(%(tenant_id)s::text)"
 GET_SCHEDULE = "select * from jobctl.list_schedules(%(tenant_id)s::text) as s where s.name = %(name)s::text"
@@ -96,12 +96,17 @@ DROP_SCHEDULE = "select jobctl.drop_schedule(%(tenant_id)s::text, %(name)s::text
 PAUSE_SCHEDULE = "select jobctl.pause_schedule(%(tenant_id)s::text, %(name)s::text) as changed"
 RESUME_SCHEDULE = "select jobctl.resume_schedule(%(tenant_id)s::text, %(name)s::text) as changed"
 RUN_SCHEDULE = "select jobctl.run_schedule(%(tenant_id)s::text, %(name)s::text) as job_id"
-# the next `count` fire times of an expression, each cron_next of the one before
+SCHEDULE_RUNS = """
+select * from jobctl.schedule_runs(%(tenant_id)s::text, %(name)s::text, %(before_id)s::bigint,
+    %(max_rows)s::int)
+"""
+# the next `count` fire times of an expression in a zone, each cron_next of the one before
 CRON_TIMES = """
 with recursive t (n, at) as (
-    select 1, jobctl.cron_next(%(cron)s::text, now())
+    select 1, jobctl.cron_next(%(cron)s::text, now(), %(time_zone)s::text)
     union all
-    select t.n + 1, jobctl.cron_next(%(cron)s::text, t.at) from t where t.n < %(count)s::int
+    select t.n + 1, jobctl.cron_next(%(cron)s::text, t.at, %(time_zone)s::text)
+    from t where t.n < %(count)s::int
 )
 select t.at from t order by t.n
 """

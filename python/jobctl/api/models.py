@@ -148,6 +148,13 @@ class Job(BaseModel):
     traceparent: str | None = Field(
         default=None, description="The W3C trace context stored at submit (tracing), or null."
     )
+    schedule_name: str | None = Field(
+        default=None, description="The schedule whose run this job is (docs/schedules.md), or null."
+    )
+    fire_time: datetime | None = Field(
+        default=None,
+        description="The schedule's fire time the run stands for (a run by hand: when it was run), or null.",
+    )
     progress: JsonValue = Field(
         default=None,
         description="While running: the latest progress its worker reported (any JSON, at most 2,000 bytes; "
@@ -253,7 +260,7 @@ class ScheduleIn(BaseModel):
     )
     cron: str = Field(
         description="5 fields (minute hour day-of-month month day-of-week) or @every <interval>, @hourly, "
-        "@daily, @weekly, @monthly, @yearly; UTC."
+        "@daily, @weekly, @monthly, @yearly; read in the wall time of time_zone."
     )
     queue: str = Field(description="The queue each run goes to, 1-200 characters.")
     payload: JsonValue = Field(description="Each run's payload: any JSON value, at most 64 KiB as text.")
@@ -266,6 +273,13 @@ class ScheduleIn(BaseModel):
     )
     skip_overlap: bool | None = Field(
         default=None, description="Skip a run while the previous run is unfinished (default false)."
+    )
+    time_zone: str | None = Field(
+        default=None,
+        max_length=200,
+        description="The time zone whose wall time cron reads: a name of pg_timezone_names such as "
+        "Europe/Berlin (default UTC). Daylight saving time: a wall time the clocks skip fires when the gap "
+        "ends, one they repeat fires once, unless the hour field is every hour (docs/schedules.md).",
     )
 
 
@@ -288,6 +302,7 @@ class Schedule(BaseModel):
         description="true: it fires nothing until resumed; a resume starts it from the next fire time after "
         "now (missed runs are skipped).",
     )
+    time_zone: str = Field(default="UTC", description="The time zone whose wall time cron reads.")
 
 
 def schedule_of(row: client.Schedule) -> Schedule:
@@ -352,6 +367,24 @@ class QueueList(BaseModel):
 class ScheduleRun(BaseModel):
     job_id: int = Field(description="The job the run submitted (due now).")
     schedule: Schedule = Field(description="The schedule, its last_job_id the new job.")
+
+
+class ScheduleRunJob(BaseModel):
+    """A run of a schedule (`jobctl.schedule_runs`): the job and the fire time it stands for."""
+
+    job_id: int
+    fire_time: datetime | None = Field(description="The fire time (a run by hand: when it was run).")
+    state: State
+    attempt: int
+    created_at: datetime
+    started_at: datetime | None
+    finished_at: datetime | None
+    last_error: str | None
+
+
+class ScheduleRunPage(BaseModel):
+    runs: list[ScheduleRunJob] = Field(description="Newest first (job_id descending).")
+    next: int | None = Field(description="Pass as `before` for the next page; null on the last page.")
 
 
 # --- tenant administration, workers, the audit log, health (admin_routes)

@@ -10,6 +10,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import psycopg
 from jinja2 import Environment, PackageLoader, StrictUndefined
@@ -39,6 +40,17 @@ env = Environment(
 
 def _when(value: datetime | None) -> str:
     return "–" if value is None else value.strftime("%Y-%m-%d %H:%M:%S")
+
+
+def _wall(value: datetime | None, zone: str) -> str:
+    """The wall time of an instant in a schedule's time zone ('' for UTC, or a zone Python lacks)."""
+    if value is None or zone == "UTC":
+        return ""
+    try:
+        local = value.astimezone(ZoneInfo(zone))
+    except (ZoneInfoNotFoundError, ValueError):
+        return ""
+    return local.strftime("%Y-%m-%d %H:%M %Z")
 
 
 def _age(value: datetime | None, now: datetime) -> str:
@@ -107,6 +119,7 @@ def _grouped(value: int | float | None) -> str:
 
 env.filters.update(
     when=_when,
+    wall=_wall,
     age=_age,
     duration=_duration,
     num=charts.number,

@@ -750,6 +750,21 @@ async def schedules(request: Request) -> Response:
     return await page(request, "schedules:read", "schedules.html", build, "schedules")
 
 
+@router.get("/schedules/runs")
+async def schedule_runs(request: Request) -> Response:
+    """One schedule (tenant and name in the query) and its recent runs (jobctl.schedule_runs)."""
+    tenant, name = request.query_params.get("tenant", ""), request.query_params.get("name", "")
+
+    async def build(caller: Caller) -> dict[str, Any]:
+        tenant_id = _tenant_name(tenant)
+        runs = await caller.client.schedule_runs(tenant_id, name, max_rows=50, conn=caller.conn)
+        found = await caller.client.get_schedule(tenant_id, name, conn=caller.conn)
+        return {"title": f"Schedule {name}", "tenant": tenant_id, "name": name, "schedule": found,
+                "runs": runs, "now": await caller.client.now(conn=caller.conn), "live": True}  # fmt: skip
+
+    return await page(request, "jobs:read", "schedule_runs.html", build, "schedules")
+
+
 ScheduleCall = Callable[..., Awaitable[Any]]
 
 
