@@ -48,11 +48,8 @@ begin
             if v_job.concurrency_key is not null then
                 perform jobctl._admit(array[v_job.tenant_id], array[v_job.concurrency_key]);  -- its place, if it had one
             end if;
-            -- a waiting job waits no more; the jobs waiting on this one follow their policy
-            if v_job.state = 'waiting' then
-                delete from jobctl._edge as e where e.child_id = v_job.job_id;
-            end if;
-            perform jobctl._parents_ended(array[v_job.job_id], false);
+            -- the jobs waiting on this one follow their policy
+            perform jobctl._parents_ended(array[v_job.job_id]);
             -- the event names a lease epoch only when the cancel revoked that (running) lease
             insert into jobctl._event (job_id, job_created_at, at, event, attempt, lease_epoch, worker_id)
             values (v_job.job_id, v_job.created_at, v_now, 'cancelled', coalesce(v_run.attempt, v_job.attempt),

@@ -1,11 +1,11 @@
 -- jobctl._complete: complete the jobs running under the given epochs (of the caller's tenants);
 -- the rest are fenced.
 -- A completed job with a concurrency key gives its place to the key's next job (jobctl._admit), and
--- its children whose last parent it was are released (jobctl._parents_ended).
+-- its children whose last parent it was are released (its edges deleted, jobctl._release_waiting).
 -- The counters move the completed jobs from running to completed, with their run times, and count
 -- the fenced acks of the caller's tenants' jobs.
 -- Locks: the _running rows, then the job rows. Writes: _running (delete), job (update),
--- _stat_delta, through _admit _held and _ready, through _parents_ended _edge, _waiting and the rest.
+-- _edge (delete), _stat_delta, through _admit _held and _ready, through _release_waiting _waiting and the rest.
 create or replace function jobctl._complete(p_ids bigint[], p_epochs bigint[], p_results jsonb[])
 returns table (job_id bigint, completed boolean)
 language plpgsql
@@ -26,6 +26,7 @@ declare
     v_progress jsonb;  -- {job_id: progress} of the completed jobs whose attempt reported one
     v_tenants text[];  -- the completed jobs' tenants, for max_pending
     v_keys text[];     -- parallel to v_tenants: the jobs' concurrency keys (NULL: none)
+    v_children bigint[];  -- the jobs that waited on the completed ones
 begin
     if p_ids is null or p_epochs is null or cardinality(p_ids) <> cardinality(p_epochs)
        or cardinality(p_results) <> cardinality(p_ids) then
@@ -61,13 +62,21 @@ begin
         select g.tenant_id, g.queue, -count(*), count(*), count(*), jobctl._stat_bucket(g.run), sum(g.run)
         from gone as g
         group by 1, 2, 6
+    ),
+    unlinked as (
+        -- the completed jobs' edges to the jobs waiting on them (docs/workflows.md): an index probe a
+        -- job, nothing found for jobs without children
+        delete from jobctl._edge as e
+        where e.parent_id in (select g.job_id from gone as g)
+        returning e.child_id
     )
     select array_agg(g.job_id), array_agg(g.lease_epoch), array_agg(g.created_at),
         min(g.created_at), max(g.created_at),
         jsonb_object_agg(g.job_id::text, g.result) filter (where g.result is not null),
         array_agg(g.tenant_id), array_agg(g.concurrency_key),
-        jsonb_object_agg(g.job_id::text, g.progress) filter (where g.progress is not null)
-    into v_ids, v_epochs, v_cas, v_first, v_last, v_results, v_tenants, v_keys, v_progress
+        jsonb_object_agg(g.job_id::text, g.progress) filter (where g.progress is not null),
+        (select array_agg(distinct u.child_id) from unlinked as u)
+    into v_ids, v_epochs, v_cas, v_first, v_last, v_results, v_tenants, v_keys, v_progress, v_children
     from gone as g;
 
     -- No join with the results: a generic plan makes it a nested loop over both arrays (1,000 jobs:
@@ -81,8 +90,10 @@ begin
         if cardinality(array_remove(v_keys, null)) > 0 then
             perform jobctl._admit(v_tenants, v_keys);
         end if;
-        -- the jobs waiting on these (docs/workflows.md)
-        perform jobctl._parents_ended(v_ids, true);
+        -- the children whose last parent this was are released (docs/workflows.md)
+        if v_children is not null then
+            perform jobctl._release_waiting(v_children, true);
+        end if;
     end if;
 
     if cardinality(v_ids) = cardinality(p_ids) then

@@ -95,7 +95,9 @@ begin
     if v_dead is not null then
         perform jobctl._count_finished(v_dead);
         -- the jobs waiting on the dead ones follow their policy (docs/workflows.md)
-        perform jobctl._parents_ended(array(select u.id from unnest(v_ids, v_states) as u (id, state) where u.state = 'dead'), false);
+        perform jobctl._parents_ended(array(
+            select u.id from unnest(v_ids, v_states) as u (id, state) where u.state = 'dead'
+        ));
     end if;
     if v_keys is not null then
         perform jobctl._admit(v_key_tenants, v_keys);
