@@ -91,6 +91,7 @@ begin
     from changed as c;
     if v_dead is not null then
         perform jobctl._count_finished(v_dead);
+        perform jobctl._hint_finished(array(select u.job_id from unnest(v_ids, v_states) as u (job_id, state) where u.state = 'dead'));
     end if;
     if v_keys is not null then
         perform jobctl._admit(v_key_tenants, v_keys);
