@@ -15,7 +15,9 @@ from typing import Any
 
 import psycopg
 import pytest
+from click.testing import CliRunner, Result
 from jobctl import errors, waiting
+from jobctl.cli import main
 from jobctl.client import AsyncClient, Client, JobInfo
 from test_worker import LISTENERS, WorkerProcess, spawn, submit, wait_for, worker_args
 
@@ -188,3 +190,28 @@ def test_a_wait_times_out_with_the_job_as_it_is(conn: Conn, name: str) -> None:
 
 def test_poll_schedule_backs_off_from_50_ms_to_1_s() -> None:
     assert list(itertools.islice(waiting.polls(), 7)) == [0.05, 0.1, 0.2, 0.4, 0.8, 1.0, 1.0]
+
+
+def test_cli_wait_exit_statuses(conn: Conn, name: str) -> None:
+    """`jobctl wait ID --timeout S`: 4 still unfinished (shown as it is), 3 cancelled, 0 completed, 1
+    unknown (docs/cli.md)."""
+    runner = CliRunner()
+
+    def cli(*args: str) -> Result:
+        return runner.invoke(main, ["wait", *args], env={"JOBCTL_DSN": conn.info.dsn}, prog_name="jobctl")
+
+    [pending, cancelled] = submit(conn, name, f"{name}_q", [{}, {}])
+    r = cli(str(pending), "--timeout", "0.2")
+    assert r.exit_code == 4 and "pending" in r.stdout, r.output
+    conn.execute("select jobctl.cancel_job(%s)", (cancelled,))
+    r = cli(str(cancelled), "--json")
+    assert r.exit_code == 3 and '"state": "cancelled"' in r.stdout, r.output
+    row = conn.execute(
+        "select job_id, lease_epoch from jobctl.claim_job('w', array[%s])", (f"{name}_q",)
+    ).fetchone()
+    assert row is not None and row[0] == pending
+    conn.execute("select jobctl.complete_job(%s, %s)", row)
+    r = cli(str(pending))
+    assert r.exit_code == 0 and "completed" in r.stdout, r.output
+    r = cli("999999999999")
+    assert r.exit_code == 1 and "not found" in r.output
