@@ -70,8 +70,8 @@ LISTEN on the channel before the call, and poll with get_job as well: a hint may
 is a random name of the caller''s (''jobctl_wait_'' and 32 lowercase hex digits), so no other login
 hears it. Zero rows, and nothing registered, for an unknown id or another tenant''s job. Each waiter
 is removed by the hint it gets or, once expired, by tick.
-Errors: JC001 channel not of that form, wait not in (0, 1 hour]; JC004 the job has 100 waiters or
-the tenant 10,000 (DETAIL retry_after: 1); JC008 jobctl.payload_keys is not JSON.
+Errors: JC001 a channel not of that form or a wait not in (0, 1 hour], JC004 the job has 100 waiters
+or the tenant 10,000 (DETAIL retry_after: 1), JC008 jobctl.payload_keys is not JSON.
 Example:
 listen jobctl_wait_0af7651916cd43dd8448eb211c80319c;
 select state, result from jobctl.watch_job(42, ''jobctl_wait_0af7651916cd43dd8448eb211c80319c'', ''30 seconds'');';
