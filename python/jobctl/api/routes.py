@@ -15,6 +15,8 @@ The rules are the SQL functions'; an endpoint only turns HTTP into the client's 
 typed rows into JSON (their errors: `call`, error_handlers). All three steps run in one transaction
 on the one connection auth lends for the endpoint function; it is back in the pool before the
 response is sent. The one statement an endpoint runs outside the client is the health check's ping.
+The exception to the one transaction: `GET /jobs/{id}?wait=`, a long poll, which authenticates afresh
+for each of its short transactions and holds no connection while it waits (api/long_poll.py).
 """
 
 from __future__ import annotations
