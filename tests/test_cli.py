@@ -70,6 +70,7 @@ COMMANDS = [
     "validate",
     "submit",
     "get",
+    "wait",
     "list",
     "history",
     "cancel",

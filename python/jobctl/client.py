@@ -38,7 +38,7 @@ import psycopg
 from psycopg.rows import dict_row
 from psycopg.types.json import set_json_loads
 
-from jobctl import db, errors, queries, tracing
+from jobctl import db, errors, queries, tracing, waiting
 
 if TYPE_CHECKING:
     from _typeshed import DataclassInstance
@@ -723,6 +723,22 @@ class Client:
         """The job, or None when no job has this id (or it is another tenant's)."""
         return _one(JobInfo, self._rows((queries.GET_JOB, {"job_id": check_id(job_id)}), conn))
 
+    def wait(self, job_id: int, timeout: timedelta | float = 60.0, *, hint: bool = True) -> JobInfo:
+        """The job once it is finished (completed, dead or cancelled), waiting up to `timeout` (seconds,
+        or a timedelta) for it: woken by its completion hint on a connection of the wait's own, and
+        polling as well (jobctl.waiting; hint=False: polling only). Raises `WaitTimeout` (a
+        TimeoutError; `.job` is the job as last read) when the time runs out, NotFound for an unknown
+        id or another tenant's job."""
+        return waiting.wait(self, check_id(job_id), waiting.seconds(timeout), hint)
+
+    def watch_job(
+        self, job_id: int, channel: str, wait: timedelta | float = 300, *, conn: Conn | None = None
+    ) -> JobInfo | None:
+        """jobctl.watch_job: the job (None: unknown), and, unless it is finished, a hint on `channel`
+        when it finishes (LISTEN on it first, on the same connection: `conn`)."""
+        params = {"job_id": check_id(job_id), "channel": channel, "wait": _seconds(wait)}
+        return _one(JobInfo, self._rows((queries.WATCH_JOB, params), conn))
+
     def list_jobs(
         self,
         tenant_id: str,
@@ -1208,6 +1224,16 @@ class AsyncClient:
 
     async def get_job(self, job_id: int, *, conn: AsyncConn | None = None) -> JobInfo | None:
         return _one(JobInfo, await self._rows((queries.GET_JOB, {"job_id": check_id(job_id)}), conn))
+
+    async def wait(self, job_id: int, timeout: timedelta | float = 60.0, *, hint: bool = True) -> JobInfo:
+        """Client.wait, awaited."""
+        return await waiting.wait_async(self, check_id(job_id), waiting.seconds(timeout), hint)
+
+    async def watch_job(
+        self, job_id: int, channel: str, wait: timedelta | float = 300, *, conn: AsyncConn | None = None
+    ) -> JobInfo | None:
+        params = {"job_id": check_id(job_id), "channel": channel, "wait": _seconds(wait)}
+        return _one(JobInfo, await self._rows((queries.WATCH_JOB, params), conn))
 
     async def list_jobs(
         self,

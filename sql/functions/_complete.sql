@@ -87,6 +87,7 @@ begin
             progress = v_progress -> j.job_id::text  -- the attempt's last, kept by the job (migration 0028)
         where j.job_id = any(v_ids) and j.created_at = any(v_cas) and j.created_at between v_first and v_last;
         perform jobctl._count_finished(v_tenants);
+        perform jobctl._hint_finished(v_ids);  -- wakes the jobs' waiters, if any (watch_job)
         if cardinality(array_remove(v_keys, null)) > 0 then
             perform jobctl._admit(v_tenants, v_keys);
         end if;

@@ -98,6 +98,9 @@ begin
         perform jobctl._parents_ended(array(
             select u.id from unnest(v_ids, v_states) as u (id, state) where u.state = 'dead'
         ));
+        perform jobctl._hint_finished(array(
+            select u.job_id from unnest(v_ids, v_states) as u (job_id, state) where u.state = 'dead'
+        ));
     end if;
     if v_keys is not null then
         perform jobctl._admit(v_key_tenants, v_keys);

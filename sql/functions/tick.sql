@@ -65,6 +65,8 @@ begin
     end if;
     -- the registry of workers forgets those not seen for an hour (jobctl.worker_beat; no match: no write)
     delete from jobctl._worker as w where w.last_seen_at < v_now - interval '1 hour';
+    -- waiters whose wait ran out (jobctl.watch_job; no match: no write)
+    delete from jobctl._waiter as w where w.expires_at < v_now;
     if p_full then
         perform jobctl._recount_pending(null);
         delete from jobctl._stat_minute as m where m.minute < v_now - interval '6 hours';
