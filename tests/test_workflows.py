@@ -261,9 +261,9 @@ def _scoped_submitter(dsn: str, tenant: str, barrier: Any, out: str) -> None:
         barrier.wait()
         for i in range(20):
             row = c.execute(
-                "select job_id from jobctl.submit_job(%s, 'q', %s::jsonb, dedup_key => 'sync',"
+                "select job_id from jobctl.submit_job(%s, %s || '_q', %s::jsonb, dedup_key => 'sync',"
                 " dedup_states => '{pending,running}', dedup_mode => 'replace')",
-                (tenant, json.dumps({"pid": os.getpid(), "i": i})),
+                (tenant, tenant, json.dumps({"pid": os.getpid(), "i": i})),
             ).fetchone()
             got.append(int(row[0]))  # type: ignore[index]
     with open(out, "w") as f:
@@ -294,7 +294,9 @@ def test_eight_submitters_racing_on_a_state_scoped_key_make_one_active_job(
         assert [r[0] for r in active] == list(ids)
         made |= ids
         # the job runs: the key is free again, and the next round makes one new job
-        row = conn.execute("select job_id, lease_epoch from jobctl.claim_job('w', array['q'], 1)").fetchone()
+        row = conn.execute(
+            "select job_id, lease_epoch from jobctl.claim_job('w', array[%s], 1)", (name + "_q",)
+        ).fetchone()
         assert row is not None and row[0] in ids
         assert conn.execute("select jobctl.complete_job(%s, %s)", row).fetchone() == (True,)
     assert len(made) == 4

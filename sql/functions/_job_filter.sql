@@ -47,7 +47,7 @@ begin
                 select array_agg(distinct s) into v_states from jsonb_array_elements_text(v_value) as s;
                 if not v_states <@ array['pending', 'running', 'completed', 'failed', 'dead', 'cancelled', 'waiting'] then
                     raise exception using errcode = 'JC001',
-                        message = format('filter.state must be one of waiting, pending, running, completed, failed, dead, cancelled, not %s',
+                        message = format('filter.state must be one of pending, running, completed, failed, dead, cancelled, waiting, not %s',
                             (select string_agg(s, ', ') from unnest(v_states) as s
                              where s <> all(array['pending', 'running', 'completed', 'failed', 'dead', 'cancelled', 'waiting']))),
                         detail = 'field: filter.state';

@@ -23,7 +23,7 @@ begin
     if list_jobs.state is not null
        and list_jobs.state not in ('pending', 'running', 'completed', 'failed', 'dead', 'cancelled', 'waiting') then
         raise exception using errcode = 'JC001',
-            message = format('state must be one of waiting, pending, running, completed, failed, dead, cancelled, not %s', list_jobs.state),
+            message = format('state must be one of pending, running, completed, failed, dead, cancelled, waiting, not %s', list_jobs.state),
             detail = 'field: state';
     end if;
     if max_rows is null or max_rows < 1 then
