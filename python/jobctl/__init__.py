@@ -6,6 +6,8 @@ errors are `jobctl.errors` classes, all of them `JobctlError`s.
 
 from jobctl.client import (
     AsyncClient,
+    Batch,
+    BatchSubmitted,
     Client,
     HistoryEntry,
     JobInfo,
@@ -13,6 +15,7 @@ from jobctl.client import (
     Schedule,
     Submitted,
     Tenant,
+    Workflow,
 )
 from jobctl.errors import JobctlError
 
@@ -20,6 +23,8 @@ __version__ = "0.1.0"
 
 __all__ = [
     "AsyncClient",
+    "Batch",
+    "BatchSubmitted",
     "Client",
     "HistoryEntry",
     "JobInfo",
@@ -28,4 +33,5 @@ __all__ = [
     "Schedule",
     "Submitted",
     "Tenant",
+    "Workflow",
 ]

@@ -6,6 +6,9 @@ import re
 
 # job states, in the contract's order
 STATES = ("pending", "running", "completed", "failed", "dead", "cancelled")
+# every state a job can be in: STATES and `waiting` (issue 22: a job whose parents have not all
+# completed, or a batch's callback before its batch ends); `jobctl stats` keeps to STATES
+JOB_STATES = (*STATES, "waiting")
 # API token scopes: the same list as jobctl._api_scopes() (tests/test_contract.py keeps them equal)
 SCOPES = (
     "jobs:read",
