@@ -451,7 +451,7 @@ def test_duplicate_shows_the_job_only_to_readers(
         "#/components/schemas/JobRef",
     }
     assert "jobs:read" in doc["paths"]["/api/v1/jobs"]["post"]["responses"]["200"]["description"]
-    assert schemas["Job"]["properties"]["state"]["enum"] == list(contract.STATES)
+    assert schemas["Job"]["properties"]["state"]["enum"] == list(contract.JOB_STATES)
 
 
 def test_scopes(client: httpx.Client, make_token: MakeToken, name: str) -> None:

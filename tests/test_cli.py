@@ -74,6 +74,8 @@ COMMANDS = [
     "history",
     "cancel",
     "retry",
+    "workflow",
+    "batch",
     "tenant",
     "key",
     "queue",

@@ -43,7 +43,7 @@ from jobctl.api.models import (
     JobSubmit,
     Submitted,
 )
-from jobctl.contract import STATES
+from jobctl.contract import JOB_STATES
 
 log = logging.getLogger("jobctl.api")
 T = TypeVar("T")
@@ -263,7 +263,7 @@ async def list_jobs(
     ] = None,
     status: Annotated[
         str | None,
-        Query(description="Only jobs in this state: " + ", ".join(STATES) + "."),
+        Query(description="Only jobs in this state: " + ", ".join(JOB_STATES) + "."),
     ] = None,
     queue: Annotated[str | None, Query(description="Only jobs of this queue.")] = None,
     before: Annotated[
