@@ -25,7 +25,7 @@ from jobctl import errors
 from jobctl.api import auth
 from jobctl.api.auth import Caller
 from jobctl.client import JobInfo, JobOverview
-from jobctl.contract import STATES
+from jobctl.contract import JOB_STATES
 from jobctl.dashboard import charts, web
 from jobctl.dashboard.pages import Me, action, clear_cookie, page, render
 from jobctl.dashboard.pages import field as form_field
@@ -290,7 +290,7 @@ class JobFilter:
             value = str(params.get(name, "") or "").strip()
             if value:
                 f.values[name] = value
-        f.states = [s for s in params.getlist("state") if s in STATES]
+        f.states = [s for s in params.getlist("state") if s in JOB_STATES]
         for part in IDS.split(f.values.get("job", "")):
             if part:
                 if part.isdigit() and 0 < int(part) < 2**63:
@@ -393,7 +393,7 @@ async def jobs(request: Request) -> Response:
             "tenants": tenants,
             "totals": totals,
             "chips": STATE_CHIPS,
-            "states": STATES,
+            "states": JOB_STATES,
             "listing": listing,
             "count": count,
             "problems": problems,
@@ -423,14 +423,43 @@ async def job_detail(request: Request, job_id: str) -> Response:
             "title": f"Job {number}",
             "job": job,
             "history": history,
+            **await _flow(caller, job),
             "now": await caller.client.now(conn=caller.conn),
-            "can_cancel": job.state in ("pending", "failed", "running"),
+            "can_cancel": job.state in ("pending", "failed", "running", "waiting"),
             "can_retry": job.state in ("failed", "dead", "cancelled"),
             "note": _note(request),
             "live": True,
         }
 
     return await page(request, "jobs:read", "job.html", build, "jobs")
+
+
+FLOW_ROWS = 200  # a workflow's jobs shown on a job's page
+
+
+async def _flow(caller: Caller, job: JobInfo) -> dict[str, Any]:
+    """What a job's page shows of its workflow (issue 22): its parents with their states (find_jobs by
+    id, hot or archived), its workflow's jobs (the client's workflow_jobs: find_jobs has no workflow
+    filter) and its batch (get_batch)."""
+    parents: list[JobInfo] = []
+    if job.depends_on:
+        ids = sorted(set(job.depends_on))[:1000]
+        found = await caller.client.find_jobs({"job_ids": ids}, None, 1000, conn=caller.conn)
+        parents = sorted(found, key=lambda p: p.job_id)
+    flow: list[JobInfo] = []
+    if job.workflow_id is not None:
+        flow = await caller.client.workflow_jobs(job.workflow_id, conn=caller.conn)
+    batch = None
+    if job.batch_id is not None:
+        batch = await caller.client.get_batch(job.batch_id, conn=caller.conn)
+    shown = {p.job_id for p in parents}
+    return {
+        "parents": parents,
+        "parents_gone": [i for i in sorted(set(job.depends_on or [])) if i not in shown],
+        "flow": flow[:FLOW_ROWS],
+        "flow_more": len(flow) > FLOW_ROWS,
+        "batch": batch,
+    }
 
 
 @router.post("/jobs/{job_id}/cancel")
