@@ -134,6 +134,7 @@ def test_a_bad_workflow_names_the_job_and_field(
     assert_error(post([{**a, "priority": 1000}]), 422, "invalid_request", "jobs[0].priority", "JC001")
     assert_error(post([a], on_parent_failure="maybe"), 422, "invalid_request", "on_parent_failure", "JC001")
     assert_error(post([{"queue": name, "payload": {}}]), 422, "invalid_request", "jobs[0].name", "JC001")
+    assert_error(post([]), 422, "invalid_request", "jobs", "JC001")
     r = post([{**a, "tenant_id": name + "b"}])
     assert_error(r, 403, "forbidden", "jobs[0].tenant_id", "42501")
     r = client.post("/api/v1/workflows", json={"jobs": [a]}, headers=auth(make_token(name, ["jobs:read"])))

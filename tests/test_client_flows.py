@@ -127,6 +127,9 @@ def test_submit_workflow(client: Client, name: str, conn: Conn) -> None:
         client.submit_workflow([JobSpec(name, name, {})])
     assert (e.value.field, e.value.index) == ("name", 0)
     with pytest.raises(errors.InvalidInput) as e:
+        client.submit_workflow([])
+    assert (e.value.field, e.value.sqlstate) == ("jobs", "JC001")
+    with pytest.raises(errors.InvalidInput) as e:
         client.submit_workflow([JobSpec(name, name, {}, name="x")], on_parent_failure="maybe")
     assert e.value.field == "on_parent_failure"
 

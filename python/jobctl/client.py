@@ -529,8 +529,10 @@ def _submit(spec: JobSpec, delay: timedelta | float | None) -> Statement:
 
 
 def _workflow(
-    jobs: Iterable[JobSpec | Mapping[str, Any]], on_parent_failure: str | None, traceparent: str | None
+    jobs: Sequence[JobSpec | Mapping[str, Any]], on_parent_failure: str | None, traceparent: str | None
 ) -> Statement:
+    if not jobs:  # submit_workflow answers no rows: no workflow, no id
+        raise errors.InvalidInput("a workflow needs at least one job", sqlstate="JC001", field="jobs")
     params = {"jobs": _jobs_json(jobs, traceparent), "on_parent_failure": on_parent_failure or "cancel"}
     return queries.SUBMIT_WORKFLOW, params
 

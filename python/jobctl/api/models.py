@@ -520,7 +520,9 @@ class WorkflowIn(BaseModel):
         },
     )
 
-    jobs: list[WorkflowJobIn] = Field(description="1 to 10,000 jobs, each after the jobs it depends on.")
+    jobs: list[WorkflowJobIn] = Field(
+        min_length=1, description="1 to 10,000 jobs, each after the jobs it depends on."
+    )
     on_parent_failure: str | None = Field(
         default=None,
         description="The default of each job's own on_parent_failure: `cancel` (default) or `wait`.",
