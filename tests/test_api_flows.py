@@ -131,7 +131,9 @@ def test_a_bad_workflow_names_the_job_and_field(
     r = post([a, {**later, "depends_on": [theirs]}])
     assert r.status_code == 422 and r.json()["field"] in ("depends_on", "jobs[1].depends_on"), r.text
     assert_error(post([a, {**a}]), 422, "invalid_request", "jobs[1].name", "JC001")
-    assert_error(post([{**a, "priority": 1000}]), 422, "invalid_request", "jobs[0].priority", "JC001")
+    r = post([{**a, "priority": 1000}])
+    assert_error(r, 422, "invalid_request", "jobs[0].priority", "JC001")
+    assert r.json()["message"].startswith("jobs[0].priority must be an integer from -100 to 100")
     assert_error(post([a], on_parent_failure="maybe"), 422, "invalid_request", "on_parent_failure", "JC001")
     assert_error(post([{"queue": name, "payload": {}}]), 422, "invalid_request", "jobs[0].name", "JC001")
     assert_error(post([]), 422, "invalid_request", "jobs", "JC001")

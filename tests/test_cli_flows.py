@@ -93,7 +93,9 @@ def test_workflow_submit(cli: Cli, conn: Conn, name: str, tmp_path: Path) -> Non
     # errors: one line, exit 1
     path.write_text(json.dumps([jobs[1], jobs[0]]))
     line = failed(cli("workflow", "submit", str(path)))
-    assert "depends_on names" in line and "[JC001, field: depends_on]" in line
+    assert (
+        line.startswith("jobctl: jobs[0].depends_on names") and "[JC001, field: jobs[0].depends_on]" in line
+    )
     path.write_text("{not json")
     assert "the workflow file is not valid JSON" in failed(cli("workflow", "submit", str(path)))
     path.write_text("{}")
@@ -129,3 +131,5 @@ def test_batch_submit_and_show(cli: Cli, conn: Conn, name: str, tmp_path: Path) 
     assert "a batch needs a callback" in failed(cli("batch", "submit", str(path)))
     path.write_text(json.dumps({**doc, "extra": 1}))
     assert "unknown key: extra" in failed(cli("batch", "submit", str(path)))
+    path.write_text(json.dumps({**doc, "jobs": [*doc["jobs"], {**doc["jobs"][0], "priority": "high"}]}))
+    assert "jobs[3].priority must be an integer" in failed(cli("batch", "submit", str(path)))

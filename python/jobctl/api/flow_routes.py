@@ -39,9 +39,10 @@ async def _named(op: Any, where: str = "jobs") -> Any:
     except errors.JobctlError as e:
         if e.index is None or e.field is None or e.field.startswith(where):
             raise
-        field = f"{where}[{e.index}].{e.field}"
+        field, text = f"{where}[{e.index}].{e.field}", str(e)
+        message = f"{where}[{e.index}].{text}" if text.startswith(e.field) else f"{field}: {text}"
         raise type(e)(
-            f"{field}: {e}", sqlstate=e.sqlstate, field=field, detail=e.detail, hint=e.hint, index=e.index
+            message, sqlstate=e.sqlstate, field=field, detail=e.detail, hint=e.hint, index=e.index
         ) from e.__cause__
 
 

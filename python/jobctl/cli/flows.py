@@ -46,6 +46,17 @@ def _read_json(stream: IO[bytes], what: str) -> Any:
     return parse_json(text, what)
 
 
+def _in_file(e: errors.JobctlError) -> errors.JobctlError:
+    """An error about one job of the file named as the file holds it: the SQL says jobs[3].priority,
+    which jobctl.errors turns into field `priority` with index 3."""
+    if e.index is None:
+        return e
+    where, text = f"jobs[{e.index}]", str(e)
+    field = f"{where}.{e.field}" if e.field else where
+    message = f"{where}.{text}" if e.field and text.startswith(e.field) else f"{where}: {text}"
+    return type(e)(message, sqlstate=e.sqlstate, field=field, detail=e.detail, hint=e.hint, index=e.index)
+
+
 WORKFLOW_EPILOG = """\b
 Example (flow.json):
   [{"name": "extract", "tenant_id": "acme", "queue": "etl", "payload": {}},
@@ -80,7 +91,10 @@ def workflow_submit(workflow_file: IO[bytes], on_parent_failure: str | None, as_
             f"the workflow file must hold a JSON array of jobs, not {type(jobs).__name__}", field="jobs"
         )
     with Client() as client:
-        flow = client.submit_workflow(jobs, on_parent_failure=on_parent_failure)
+        try:
+            flow = client.submit_workflow(jobs, on_parent_failure=on_parent_failure)
+        except errors.JobctlError as e:
+            raise _in_file(e) from None
     if as_json:
         echo_json(flow)
         return
@@ -126,10 +140,13 @@ def batch_submit(batch_file: IO[bytes], as_json: bool) -> None:
     if not isinstance(jobs, list):
         raise errors.InvalidInput("the batch file's jobs must be a JSON array of jobs", field="jobs")
     with Client() as client:
-        made = client.submit_batch(
-            jobs, on_finish=doc.get("on_finish"), on_success=doc.get("on_success"),
-            on_discard=doc.get("on_discard"),
-        )  # fmt: skip
+        try:
+            made = client.submit_batch(
+                jobs, on_finish=doc.get("on_finish"), on_success=doc.get("on_success"),
+                on_discard=doc.get("on_discard"),
+            )  # fmt: skip
+        except errors.JobctlError as e:
+            raise _in_file(e) from None
     if as_json:
         echo_json(made)
         return
