@@ -8,7 +8,7 @@ TEST_ENV := JOBCTL_PGNAME=.test-pg JOBCTL_PG_DB=jobctl_test JOBCTL_PG_PORT=55442
 TEST_DSN = $$(cat .test-pg/dsn)
 
 .DEFAULT_GOAL := help
-.PHONY: help setup db db-stop db-destroy migrate validate demo demo-stop test test-db test-quick lint sqlfluff pgtap pytest bench-setup bench bench-quick bench-claim bench-tenants bench-retention bench-held bench-xids bench-notify bench-bloat bench-sealing bench-access bench-limits bench-dashboard bench-counters bench-metrics chaos failover probe sql-reference psql clean
+.PHONY: help setup db db-stop db-destroy migrate validate demo demo-stop test test-db test-quick lint sqlfluff pgtap pytest bench-setup bench bench-quick bench-claim bench-tenants bench-retention bench-held bench-xids bench-notify bench-bloat bench-sealing bench-access bench-limits bench-dashboard bench-counters bench-metrics bench-progress bench-overhead bench-workflows chaos failover probe sql-reference psql clean
 
 help: ## List the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -104,8 +104,17 @@ bench-dashboard: setup ## The dashboard at 1,000,000 jobs across 1,000 tenants: 
 bench-counters: setup ## The counters' cost on the hot path: submit and claim + complete throughput of HEAD against the commit before them, side by side, 5 rounds (about 3 minutes)
 	@$(BIN)/python benchmarks/counters.py
 
+bench-overhead: setup ## What jobs without dependencies pay for issue 22 (dependencies, batches, scoped keys): submit and claim + complete of HEAD against dae4780, side by side, 7 rounds (about 4 minutes)
+	@$(BIN)/python benchmarks/counters.py --base dae4780 --rounds $${ROUNDS:-7} --out workflow_overhead.json
+
+bench-workflows: setup ## Dependencies at scale: a 1,000-node DAG (release and claim after the last parent, p50/p99) and a 10,000-parent fan-in beside a plain drain, 4 workers, 3 rounds (about 4 minutes)
+	@$(BIN)/python benchmarks/workflows.py --rounds $${ROUNDS:-3}
+
 bench-metrics: setup ## /metrics with the job series at 1,000 tenants x 10 queues: the scrape cold and within the TTL, its SQL and rendering halves (about 2 minutes)
 	@$(BIN)/python benchmarks/metrics.py
+
+bench-progress: setup ## Heartbeats with progress (about 60 bytes, and 2,000: the bound) beside plain ones, every job a new progress every beat: statement time, ratio, HOT share (5 rounds, about 1 minute)
+	@$(BIN)/python benchmarks/progress.py
 
 bench-tenants: setup ## Tenant scenarios: weights 5:3:1 over 60 s, a 1,000,000-job tenant beside 100 small ones (about 5 minutes)
 	@$(BIN)/python benchmarks/tenants.py

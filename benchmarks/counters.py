@@ -1,5 +1,8 @@
-"""What the counters (migration 0025) cost on the hot path: submit and claim + complete throughput
-of jobctl at HEAD against jobctl at a base commit without them, side by side in one run.
+"""What a change costs on the hot path: submit and claim + complete throughput of jobctl at HEAD
+against jobctl at a base commit, side by side in one run. Made for the counters (migration 0025;
+base 033a8f4, benchmarks/results/counters.json); also run for issue 22's dependencies, batches and
+scoped keys, which jobs without them must not pay for (make bench-overhead: base dae4780,
+benchmarks/results/workflow_overhead.json).
 
 Two scratch databases on the given cluster: one installed from the base commit's schema (`jobctl
 migrate --print` of a git worktree at BASE), one from this checkout. Each round runs the same
@@ -10,7 +13,7 @@ the target is >= 0.95), and the same for the CPU time the server's backends spen
 /proc: the cluster runs on this machine), which the shared machine's noise moves far less than
 wall time; writes benchmarks/results/counters.json.
 
-    .venv/bin/python benchmarks/counters.py [--dsn DSN] [--base 033a8f4] [--rounds 5]
+    .venv/bin/python benchmarks/counters.py [--dsn DSN] [--base 033a8f4] [--rounds 5] [--out counters.json]
 """
 
 from __future__ import annotations
@@ -148,6 +151,7 @@ def main() -> None:
     )
     ap.add_argument("--base", default="033a8f4", help="the commit without the counters")
     ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--out", default="counters.json", help="its file under benchmarks/results/")
     args = ap.parse_args()
     if args.dsn is None:
         args.dsn = cluster_url("postgres")
@@ -214,7 +218,7 @@ def main() -> None:
         print(
             f"{w:<14}{base:>12.0f}{head:>12.0f}{ratio:>10.3f}{base_cpu:>13.4f}{head_cpu:>13.4f}{cpu_ratio:>10.3f}"
         )
-    (ROOT / "benchmarks" / "results" / "counters.json").write_text(json.dumps(result, indent=2) + "\n")
+    (ROOT / "benchmarks" / "results" / args.out).write_text(json.dumps(result, indent=2) + "\n")
 
 
 if __name__ == "__main__":

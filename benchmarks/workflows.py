@@ -1,6 +1,6 @@
 """Dependencies at scale (issue 22's bars), on a scratch database of the benchmark cluster:
 
-- dag: a 1,000-node DAG, 10 levels x 100, each node of a level depending on 3 nodes of the level
+- dag: a 1,000-node DAG, 10 levels x 100 (--levels), each node of a level depending on 3 nodes of the level
   before (seeded), drained by 4 worker processes; per child, the time from its last parent's
   completion to its release (claimable: its run_at, set when it is released) and to its claim.
 - fanin: 10,000 parents into one child, beside a plain drain of 10,000 jobs, in alternating order
@@ -76,10 +76,10 @@ def pct(values: list[float], q: float) -> float:
     return s[min(len(s) - 1, int(round(q / 100 * (len(s) - 1))))]
 
 
-def dag_round(dsn: str, tenant: str, seed: int) -> dict[str, float]:
+def dag_round(dsn: str, tenant: str, seed: int, levels: int) -> dict[str, float]:
     rnd = random.Random(seed)
     jobs: list[dict[str, Any]] = []
-    for level in range(10):
+    for level in range(levels):
         for i in range(100):
             job: dict[str, Any] = {
                 "name": f"n{level}_{i}",
@@ -163,11 +163,18 @@ def main() -> None:
     ap.add_argument(
         "--dsn", help="a superuser DSN of a cluster to use (default: the benchmark cluster, .bench-pg/)"
     )
+    ap.add_argument("--url", dest="dsn", help=argparse.SUPPRESS)  # the smoke tests' spelling
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--levels", type=int, default=10, help="levels of the DAG (100 nodes each)")
+    ap.add_argument(
+        "--small", action="store_true", help="the smoke test: 1 round, 3 levels, a 500-parent fan-in"
+    )
     ap.add_argument(
         "--fan-in", type=int, default=10000, help="parents of the fan-in (and jobs of the plain drain)"
     )
     args = ap.parse_args()
+    if args.small:
+        args.rounds, args.levels, args.fan_in = 1, 3, 500
     if args.dsn is None:
         args.dsn = cluster_url("postgres")
     name = f"bench_workflows_{uuid.uuid4().hex[:6]}"
@@ -177,7 +184,7 @@ def main() -> None:
     fanin: list[dict[str, float]] = []
     try:
         for r in range(args.rounds):
-            dags.append(dag_round(dsn, f"dag{r}", seed=r))
+            dags.append(dag_round(dsn, f"dag{r}", seed=r, levels=args.levels))
             order = [False, True] if r % 2 == 0 else [True, False]
             for fan in order:
                 got = timed_drain(dsn, f"{'fan' if fan else 'plain'}{r}", args.fan_in, fan)
@@ -203,6 +210,7 @@ def main() -> None:
     result = {
         "rounds": args.rounds,
         "workers": WORKERS,
+        "dag_levels": args.levels,
         "dag": {k: med(dags, k) for k in dags[0]},
         "plain_drain_jobs_per_s": med(plain, "jobs_per_s"),
         "fan_in": {
@@ -218,8 +226,9 @@ def main() -> None:
             "child_claim_ms": med(fanin, "child_claim_ms"),
         },
     }
-    print(json.dumps(result, indent=2))
-    (ROOT / "benchmarks" / "results" / "workflows.json").write_text(json.dumps(result, indent=2) + "\n")
+    print(json.dumps(result))
+    if not args.small:
+        (ROOT / "benchmarks" / "results" / "workflows.json").write_text(json.dumps(result, indent=2) + "\n")
 
 
 if __name__ == "__main__":

@@ -451,7 +451,7 @@ def test_duplicate_shows_the_job_only_to_readers(
         "#/components/schemas/JobRef",
     }
     assert "jobs:read" in doc["paths"]["/api/v1/jobs"]["post"]["responses"]["200"]["description"]
-    assert schemas["Job"]["properties"]["state"]["enum"] == list(contract.JOB_STATES)
+    assert schemas["Job"]["properties"]["state"]["enum"] == list(contract.STATES)
 
 
 def test_scopes(client: httpx.Client, make_token: MakeToken, name: str) -> None:
@@ -831,6 +831,42 @@ def test_schedules_put_list_drop(client: httpx.Client, make_token: MakeToken, na
     assert client.delete("/api/v1/schedules/ping", headers=auth(token)).json() == {"dropped": True}
     r = client.delete("/api/v1/schedules/ping", headers=auth(token))
     assert_error(r, 404, "not_found", "name", "P0002")
+
+
+def test_schedules_in_a_time_zone_and_their_runs(
+    client: httpx.Client, make_token: MakeToken, name: str
+) -> None:
+    token = make_token(name)
+    body = {"cron": "0 9 * * *", "queue": "reports", "payload": {}, "time_zone": "Australia/Adelaide"}
+    r = client.put("/api/v1/schedules/nine", json=body, headers=auth(token))
+    assert r.status_code == 200, r.text
+    saved = r.json()["schedule"]
+    assert saved["time_zone"] == "Australia/Adelaide"
+    assert client.get("/api/v1/schedules", headers=auth(token)).json()["schedules"][0]["time_zone"] == (
+        "Australia/Adelaide"
+    )
+    bad = client.put("/api/v1/schedules/x", json=body | {"time_zone": "Mars/Olympus"}, headers=auth(token))
+    assert_error(bad, 422, "invalid_request", "time_zone", "JC001")
+
+    job_ids = [
+        client.post("/api/v1/schedules/nine/run", headers=auth(token)).json()["job_id"] for _ in range(3)
+    ]
+    r = client.get("/api/v1/schedules/nine/runs", params={"limit": 2}, headers=auth(token))
+    assert r.status_code == 200, r.text
+    page = r.json()
+    assert [x["job_id"] for x in page["runs"]] == job_ids[:0:-1] and page["next"] == job_ids[1]
+    assert page["runs"][0]["state"] == "pending" and page["runs"][0]["fire_time"]
+    r = client.get("/api/v1/schedules/nine/runs", params={"before": page["next"]}, headers=auth(token))
+    assert [x["job_id"] for x in r.json()["runs"]] == [job_ids[0]] and r.json()["next"] is None
+    job = client.get(f"/api/v1/jobs/{job_ids[0]}", headers=auth(token)).json()["job"]
+    assert job["schedule_name"] == "nine" and job["fire_time"] == r.json()["runs"][0]["fire_time"]
+    r = client.get("/api/v1/schedules/nine/runs", params={"limit": 0}, headers=auth(token))
+    assert_error(r, 422, "invalid_request", "limit", "JC001")
+    other = make_token(f"{name}x")
+    r = client.get("/api/v1/schedules/nine/runs", params={"tenant": name}, headers=auth(other))
+    assert_error(r, 403, "forbidden", "tenant", "42501")
+    sched_only = make_token(name, ["schedules:read"])
+    assert client.get("/api/v1/schedules/nine/runs", headers=auth(sched_only)).status_code == 403
 
 
 def test_queues_put_pause_resume_and_list_with_an_admin_token_only(

@@ -8,7 +8,6 @@ from __future__ import annotations
 from typing import Any
 
 import httpx
-import pytest
 from test_api import (
     Conn,
     MakeToken,
@@ -192,10 +191,6 @@ def test_a_bad_batch_names_its_field(client: httpx.Client, make_token: MakeToken
     assert_error(r, 422, "invalid_request", "on_success.unknown", "JC001")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="SQL: jobctl.list_jobs refuses state 'waiting' (JC001), though waiting is a job state now",
-)
 def test_the_jobs_list_filters_on_waiting(client: httpx.Client, make_token: MakeToken, name: str) -> None:
     token = make_token(name)
     parent = job_id_of(submit(client, token, queue=name))

@@ -165,3 +165,30 @@ def test_limits_scaled_down_drains_every_keyed_job_and_skips_the_paused_queue(ds
     plain, keyed, paused = rows
     assert plain["jobs"] == keyed["jobs"] == 4000, rows
     assert paused["alone"]["claim_p99_ms"] > 0 and paused["beside_paused"]["claim_p99_ms"] > 0, rows
+
+
+def test_progress_scaled_down_heartbeats_stay_hot(dsn: str) -> None:
+    """benchmarks/progress.py --small: heartbeats with and without progress (every job a new one every
+    beat, up to jobctl.heartbeat's 2,000-byte bound), all answered ok; a plain heartbeat is a HOT update,
+    and most of those with progress are too (the misses: rows that grow when their first progress
+    arrives in the same statement as their page-mates)."""
+    rows, out = bench(dsn, "progress.py", "--small")
+    summary = {r["summary"]: r for r in rows if "summary" in r}
+    assert set(summary) == {"none", "small", "bound"}, rows
+    assert summary["none"]["hot_share"] == 1.0, summary
+    assert summary["bound"]["progress_bytes"] == [2000, 2000], summary
+    for variant in ("small", "bound"):
+        assert summary[variant]["updates"] == summary["none"]["updates"], summary  # one version a beat
+        assert summary[variant]["hot_share"] >= 0.7, summary
+    assert "HOT share" in out
+
+
+def test_workflows_scaled_down_releases_every_child(dsn: str) -> None:
+    """benchmarks/workflows.py --small: a 300-node DAG and a 500-parent fan-in drained by 4 workers;
+    every child completes (the script fails otherwise), each released after its last parent."""
+    rows, out = bench(dsn, "workflows.py", "--small")
+    (result,) = rows
+    assert result["dag"]["children"] == 200, result
+    assert result["dag"]["release_p50_ms"] >= 0 and result["fan_in"]["child_release_ms"] >= 0, result
+    assert result["fan_in"]["jobs_per_s"] > 0 and result["plain_drain_jobs_per_s"] > 0, result
+    assert "round 1:" in out

@@ -70,6 +70,7 @@ COMMANDS = [
     "validate",
     "submit",
     "get",
+    "wait",
     "list",
     "history",
     "cancel",
@@ -259,6 +260,27 @@ def test_schedule_put_list_next_drop(cli: Cli, name: str) -> None:
     )
     assert "dropped" in ok(cli("schedule", "drop", name, "nightly"))
     assert "no schedule nightly" in failed(cli("schedule", "drop", name, "nightly"))
+
+
+def test_schedule_in_a_time_zone_and_its_runs(cli: Cli, name: str) -> None:
+    put = ["schedule", "put", name, "nine", "0 9 * * *", "reports", "{}"]
+    saved = ok_json(cli(*put, "--time-zone", "Asia/Kolkata", "--json"))
+    assert saved["time_zone"] == "Asia/Kolkata" and saved["next_fire_at"].endswith("T03:30:00+00:00")
+    listed = ok(cli("schedule", "list", name))
+    assert " TZ " in listed.splitlines()[0] and "Asia/Kolkata" in listed
+    bad = cli(*put, "--time-zone", "Mars/Olympus")
+    assert bad.exit_code == 1
+    assert bad.stderr.count("\n") == 1 and "[JC001, field: time_zone]" in bad.stderr
+    times = ok(cli("schedule", "next", "0 9 * * *", "--time-zone", "Asia/Kolkata", "--count", "2"))
+    assert all(t.endswith(" 03:30:00Z") for t in times.splitlines()), times
+    assert ok(cli("schedule", "runs", name, "nine")).strip() == "(no runs)"
+    job_ids = [int(ok(cli("schedule", "run", name, "nine")).split()[1]) for _ in range(3)]
+    runs = ok_json(cli("schedule", "runs", name, "nine", "--json"))
+    assert [r["job_id"] for r in runs] == job_ids[::-1] and all(r["fire_time"] for r in runs)
+    page = ok(cli("schedule", "runs", name, "nine", "--limit", "2"))
+    assert str(job_ids[2]) in page and f"--before {job_ids[1]} --limit 2" in page
+    assert ok_json(cli("get", str(job_ids[0]), "--json"))["schedule_name"] == "nine"
+    assert cli("schedule", "runs", name, "nine", "--limit", "0").exit_code == 2
 
 
 def test_token_create_list_revoke(cli: Cli, name: str) -> None:

@@ -7,10 +7,22 @@ import asyncio
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
+from zoneinfo import ZoneInfo
 
 import psycopg
 import pytest
-from jobctl import AsyncClient, Client, HistoryEntry, JobInfo, JobSpec, Schedule, Submitted, Tenant, errors
+from jobctl import (
+    AsyncClient,
+    Client,
+    HistoryEntry,
+    JobInfo,
+    JobSpec,
+    Schedule,
+    ScheduleRun,
+    Submitted,
+    Tenant,
+    errors,
+)
 from jobctl.client import ApiToken, ClaimMetrics, ConcurrencyLimit, HealthCheck, Queue, Stats, TenantGrant
 
 Conn = psycopg.Connection[tuple[object, ...]]
@@ -210,6 +222,38 @@ def test_schedules(client: Client, name: str) -> None:
     assert client.drop_schedule(name, "nightly") is False
 
 
+def test_schedules_in_a_time_zone_and_their_runs(client: Client, name: str) -> None:
+    berlin = ZoneInfo("Europe/Berlin")
+    saved = client.put_schedule(name, "nine", "0 9 * * *", "reports", {}, time_zone="europe/berlin")
+    assert saved.time_zone == "Europe/Berlin"  # as pg_timezone_names spells it
+    assert saved.next_fire_at is not None
+    assert (saved.next_fire_at.astimezone(berlin).hour, saved.next_fire_at.minute) == (9, 0)
+    assert client.put_schedule(name, "utc", "0 9 * * *", "reports", {}).time_zone == "UTC"
+    times = client.next_fire_times("30 2 * * *", 400, time_zone="America/New_York")
+    assert all(
+        t.astimezone(ZoneInfo("America/New_York")).strftime("%H:%M") in ("02:30", "03:00") for t in times
+    )
+    for zone in ("Mars/Olympus", "CEST", "UTC+3"):
+        with pytest.raises(errors.InvalidInput) as bad:
+            client.put_schedule(name, "bad", "0 9 * * *", "q", {}, time_zone=zone)
+        assert (bad.value.sqlstate, bad.value.field) == ("JC001", "time_zone"), zone
+    assert client.get_schedule(name, "bad") is None
+
+    assert client.schedule_runs(name, "nine") == []
+    first, second = client.run_schedule(name, "nine"), client.run_schedule(name, "nine")
+    runs = client.schedule_runs(name, "nine")
+    assert [r.job_id for r in runs] == [second, first] and all(isinstance(r, ScheduleRun) for r in runs)
+    assert runs[0].state == "pending" and runs[0].fire_time is not None
+    assert [r.job_id for r in client.schedule_runs(name, "nine", before_id=second)] == [first]
+    job = client.get_job(first)
+    assert job is not None and (job.schedule_name, job.fire_time) == ("nine", runs[1].fire_time)
+    plain = client.get_job(client.submit(name, "reports", {}).job_id)
+    assert plain is not None and (plain.schedule_name, plain.fire_time) == (None, None)
+    with pytest.raises(errors.InvalidInput) as bad:
+        client.schedule_runs(name, "nine", max_rows=1001)
+    assert bad.value.field == "max_rows"
+
+
 def test_tenants(client: Client, name: str) -> None:
     tenant = client.put_tenant(name, weight=3, max_pending=100, claim_rate=2.5, submit_burst=10)
     assert isinstance(tenant, Tenant)
@@ -369,6 +413,13 @@ def test_the_async_client(dsn: str, name: str, conn: Conn) -> None:
                 "priority",
                 "Nothing was submitted.",
             )
+
+            zoned = await client.put_schedule(name + "z", "s", "0 9 * * *", "q", {}, time_zone="Asia/Kolkata")
+            assert zoned.time_zone == "Asia/Kolkata"
+            ran = await client.run_schedule(name + "z", "s")
+            assert [r.job_id for r in await client.schedule_runs(name + "z", "s")] == [ran]
+            times = await client.next_fire_times("0 9 * * *", 2, time_zone="Asia/Kolkata")
+            assert [(t.hour, t.minute) for t in times] == [(3, 30), (3, 30)]
 
             tenant = await client.put_tenant(name, weight=4)
             assert tenant.weight == 4 and await client.get_tenant(name) == tenant

@@ -34,9 +34,9 @@ def test_a_created_token_has_the_documented_shape(
 
 
 def test_job_states_are_the_check_constraints(conn: psycopg.Connection[tuple[object, ...]]) -> None:
-    """Every state the constraint allows is in JOB_STATES (waiting: issue 22), and no other."""
+    """Every state the constraint allows is in STATES (waiting: issue 22), and no other one."""
     row = conn.execute(
         "select pg_get_constraintdef(oid) from pg_constraint where conname = 'job_state_check' limit 1"
     ).fetchone()
     assert row is not None
-    assert sorted(re.findall(r"'(\w+)'::text", str(row[0]))) == sorted(contract.JOB_STATES)
+    assert sorted(re.findall(r"'(\w+)'::text", str(row[0]))) == sorted(contract.STATES)

@@ -72,6 +72,11 @@ def db(own_dsn: str) -> Iterator[Conn]:
             "select jobctl.put_schedule('acme', 'nightly-report', '30 2 * * 1-5', 'reports', %s)", (payload,)
         )
         c.execute("select jobctl.put_schedule('globex', 'sync', '*/15 * * * *', 'email', %s)", (payload,))
+        c.execute(
+            "select jobctl.put_schedule('acme', 'berlin-9am', '0 9 * * 1-5', 'reports', %s,"
+            " time_zone => 'Europe/Berlin')",
+            (payload,),
+        )
         yield c
 
 
@@ -359,9 +364,19 @@ def test_other_pages_and_a_read_only_token(
     p.locator("tr", has_text="nightly-report").locator("button:has-text('Run now')").click()
     expect(p.locator(".flash.ok")).to_have_text("Schedule run: a job was submitted.")
     expect(p.locator("h1")).to_contain_text("Job ")
+    expect(p.locator("dl").first).to_contain_text("from schedule nightly-report, fire time")
+    job_title = p.locator("h1").inner_text()
     p.goto("/schedules")
     expect(p.locator("tr", has_text="nightly-report").locator("a[href^='/jobs/']")).to_be_visible()
+    berlin = p.locator("tr", has_text="berlin-9am")
+    expect(berlin).to_contain_text("Europe/Berlin")
+    expect(berlin).to_contain_text("on Monday to Friday (Europe/Berlin)")
+    expect(berlin).to_contain_text(" CE")  # the next fire time's wall time there: CET or CEST
     shot(p, "schedules")
+    p.locator("tr", has_text="nightly-report").locator("a[href^='/schedules/runs']").click()
+    expect(p.locator("h1")).to_have_text("Schedule nightly-report")
+    expect(p.locator("table.grid")).to_contain_text(job_title.split()[1])
+    shot(p, "schedule-runs")
     p.goto("/workers")
     expect(p.locator("table.grid")).to_contain_text("dash-worker-1")
     shot(p, "workers")
@@ -429,6 +444,14 @@ def test_a_waiting_child_links_its_parent_and_is_released(
     expect(p.locator("#batch")).to_contain_text("3 jobs")
     expect(p.locator("#batch .counts")).to_contain_text("completed 3")
     expect(p.locator("#batch")).to_contain_text("this job")
-    # the jobs page's state filter offers waiting
+    # the jobs page's state filter lists the jobs that wait
+    later = db.execute(
+        "select job_id from jobctl.submit_job('acme', 'etl-later', '{}', run_at => now() + interval '1 hour')"
+    ).fetchone()
+    assert later is not None
+    (waiting,) = submit(db, "acme", "etl-later", [{"ledger": False}], depends_on=[int(later[0])])
     p.goto("/jobs")
     expect(p.locator("fieldset.states input[value=waiting]")).to_have_count(1)
+    p.goto("/jobs?tenant=acme&queue=etl-later&state=waiting")
+    expect(p.locator("table.jobs tbody tr")).to_have_count(1)
+    expect(p.locator("table.jobs tbody tr").first).to_contain_text(str(waiting))

@@ -158,12 +158,18 @@ def test_submit_jobs_is_all_or_nothing(conn: Conn, jobs: list[dict[str, Any]], g
 def test_a_worker_call_with_any_ids_is_fenced_or_refused(
     conn: Conn, job_id: int, epoch: int, extend: timedelta | None, result: Any, error: str, retryable: bool
 ) -> None:
-    """Made-up ids and epochs never match a lease (the sequence is far from them): heartbeat answers
-    lost, complete_job false, fail_job NULL, or the call is refused with a documented code."""
+    """Made-up ids and epochs never match a lease (the sequence is far from them): heartbeat (with or
+    without progress) answers lost, complete_job false, fail_job NULL, or the call is refused with a
+    documented code."""
     calls: list[tuple[str, tuple[Any, ...], Any]] = [
         (
             "select jobctl.heartbeat(%s, %s, coalesce(%s, interval '30 seconds'))",
             (job_id, epoch, extend),
+            "lost",
+        ),
+        (  # with any progress (issue 22)
+            "select jobctl.heartbeat(%s, %s, coalesce(%s, interval '30 seconds'), %s)",
+            (job_id, epoch, extend, Jsonb(result)),
             "lost",
         ),
         ("select jobctl.complete_job(%s, %s, %s)", (job_id, epoch, Jsonb(result)), False),

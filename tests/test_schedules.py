@@ -1,4 +1,5 @@
-"""Recurring schedules under concurrency: racing expanders, and expansion from the claim path."""
+"""Recurring schedules under concurrency: racing expanders, expansion from the claim path, and
+schedules in time zones expanded by another session."""
 
 from __future__ import annotations
 
@@ -6,9 +7,11 @@ import multiprocessing as mp
 import time
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
+from zoneinfo import ZoneInfo
 
 import psycopg
 import pytest
+from croniter import croniter
 from psycopg.types.json import Jsonb
 
 Conn = psycopg.Connection[tuple[object, ...]]
@@ -96,3 +99,48 @@ def test_a_ticking_worker_expands_due_schedules_within_a_second(conn: Conn, name
     assert len(seen) >= 3, "ticks should have expanded the schedule about every second"
     late = [(claimed[job_id] - fire).total_seconds() for job_id, fire in seen]  # type: ignore[index, operator]
     assert max(late) < 1.5, f"a run was claimed {max(late):.2f} s after its fire time"
+
+
+ZONED = [
+    ("0 9 * * *", "America/New_York"),
+    ("30 2 * * 1-5", "Europe/Berlin"),
+    ("15 */6 * * *", "Asia/Kolkata"),
+    ("45 23 * * *", "Australia/Adelaide"),
+]
+
+
+@pytest.mark.usefixtures("drop_schedules")
+def test_zoned_schedules_after_downtime_enqueue_croniters_fire_times_and_list_them_as_runs(
+    conn: Conn, dsn: str, name: str
+) -> None:
+    """Four schedules in four zones, down for ten days, expanded by another session: their runs
+    (schedule_runs) are consecutive fire times of croniter in the zone (the oracle), the latest
+    catch_up missed ones, and each job records its schedule and fire time as its run_at."""
+    for i, (cron, zone) in enumerate(ZONED):
+        conn.execute(
+            "select jobctl.put_schedule(%s, %s, %s, %s, '{}', catch_up => 5, time_zone => %s)",
+            (name, f"s{i}", cron, name, zone),
+        )
+    conn.execute(
+        "update jobctl.schedule set next_fire_at = now() - interval '10 days' where tenant_id = %s", (name,)
+    )
+    row = conn.execute("select now()").fetchone()
+    assert row is not None
+    before: datetime = row[0]  # type: ignore[assignment]
+    with psycopg.connect(dsn, autocommit=True) as other:
+        other.execute("select jobctl.expand_schedules()")
+    for i, (cron, zone) in enumerate(ZONED):
+        runs = conn.execute(
+            "select r.fire_time, j.run_at, j.schedule_name from jobctl.schedule_runs(%s, %s) as r"
+            " join jobctl.job as j on j.job_id = r.job_id order by r.job_id",
+            (name, f"s{i}"),
+        ).fetchall()
+        fires: list[datetime] = [r[0] for r in runs]  # type: ignore[misc]
+        assert len(fires) >= 5, (cron, zone, runs)
+        assert all(run_at == fire and sched == f"s{i}" for fire, run_at, sched in runs)
+        for earlier, later in zip(fires, fires[1:], strict=False):
+            assert croniter(cron, earlier.astimezone(ZoneInfo(zone))).get_next(datetime) == later, (
+                cron,
+                zone,
+            )
+        assert croniter(cron, fires[-1].astimezone(ZoneInfo(zone))).get_next(datetime) > before, (cron, zone)

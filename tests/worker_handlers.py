@@ -10,6 +10,12 @@ Each reads what to do from the job's payload:
   broken_mapping: return a mapping whose items() fails (an unexpected error in the worker's report);
   bad_str: raise an exception whose str() fails;  nul_error: raise one with a NUL in its message.
 Then it writes a row to public.worker_ledger inside job.transaction(), which completes the job.
+The progress handlers (handle_progress, handle_progress_sync) read instead:
+  steps: report {"done": i, "total": steps, "attempt": attempt} for i = 1..steps, `pause` seconds apart;
+  gate: after step 1, wait until the file <gate>.<attempt> exists;  then: seconds to wait after the last;
+  burst: first report {"i": 1} .. {"i": burst} as fast as it can, `burst_pause` seconds apart;
+  extra: a progress to report first (a value the database refuses, say), `after_extra` seconds before
+  the steps; its ValueError, if any, is returned in the result as `refused`.
 Each handler first logs `handler started job=ID epoch=N` (the worker's log, in its format), so that a test
 can tell a running handler from a job whose claim committed but whose answer the worker has not read.
 """
@@ -19,6 +25,7 @@ from __future__ import annotations
 import asyncio
 import gc
 import logging
+import os
 import time
 from typing import Any
 
@@ -121,6 +128,60 @@ def _finish_sync(job: Job) -> Any:
             time.sleep(float(job.payload.get("tx_sleep", 0)))
         return None
     return job.payload.get("result")
+
+
+def _progress_plan(job: Job) -> tuple[list[Any], str | None]:
+    """What a progress handler reports, and the ValueError (if any) of its `extra` report."""
+    p = job.payload
+    refused = None
+    if "extra" in p:
+        extra = _nested(101) if p["extra"] == "too_deep" else p["extra"]
+        try:
+            job.report_progress(extra)
+        except ValueError as e:
+            refused = str(e)
+    steps = int(p.get("steps", 0))
+    return [{"done": i, "total": steps, "attempt": job.attempt} for i in range(1, steps + 1)], refused
+
+
+async def handle_progress(job: Job) -> Any:
+    """Reports progress (see the module's doc); returns its refusal, if any."""
+    _started(job)
+    p = job.payload
+    for i in range(1, int(p.get("burst", 0)) + 1):
+        job.report_progress({"i": i})
+        await asyncio.sleep(float(p.get("burst_pause", 0)))
+    reports, refused = _progress_plan(job)
+    await asyncio.sleep(float(p.get("after_extra", 0)))
+    for n, report in enumerate(reports, 1):
+        job.report_progress(report)
+        if n == 1 and p.get("gate"):
+            while not os.path.exists(f"{p['gate']}.{job.attempt}"):
+                await asyncio.sleep(0.05)
+        elif n < len(reports):
+            await asyncio.sleep(float(p.get("pause", 0)))
+    await asyncio.sleep(float(p.get("then", 0)))
+    return {"refused": refused}
+
+
+def handle_progress_sync(job: Job) -> Any:
+    """The same in a thread."""
+    _started(job)
+    p = job.payload
+    for i in range(1, int(p.get("burst", 0)) + 1):
+        job.report_progress({"i": i})
+        time.sleep(float(p.get("burst_pause", 0)))
+    reports, refused = _progress_plan(job)
+    time.sleep(float(p.get("after_extra", 0)))
+    for n, report in enumerate(reports, 1):
+        job.report_progress(report)
+        if n == 1 and p.get("gate"):
+            while not os.path.exists(f"{p['gate']}.{job.attempt}"):
+                time.sleep(0.05)
+        elif n < len(reports):
+            time.sleep(float(p.get("pause", 0)))
+    time.sleep(float(p.get("then", 0)))
+    return {"refused": refused}
 
 
 def handle_sync_crash(job: Job) -> Any:

@@ -38,7 +38,7 @@ import psycopg
 from psycopg.rows import dict_row
 from psycopg.types.json import set_json_loads
 
-from jobctl import db, errors, queries, tracing
+from jobctl import db, errors, queries, tracing, waiting
 
 if TYPE_CHECKING:
     from _typeshed import DataclassInstance
@@ -130,6 +130,10 @@ class JobInfo:
     workflow_id: int | None = None
     batch_id: int | None = None
     parent_results: Any = None
+    schedule_name: str | None = None  # the schedule whose run it is (migration 0027)
+    fire_time: datetime | None = None  # the fire time it stands for (run_schedule's: when it was run)
+    # a running job's latest progress (jobctl.heartbeat), else its last attempt's last (migration 0028)
+    progress: Any = None
 
 
 @dataclass(frozen=True)
@@ -199,6 +203,21 @@ class Schedule:
     created_at: datetime
     updated_at: datetime
     paused: bool = False  # pause_schedule; resume_schedule recomputes next_fire_at from now
+    time_zone: str = "UTC"  # the zone whose wall time the expression reads (migration 0027)
+
+
+@dataclass(frozen=True)
+class ScheduleRun:
+    """A row of schedule_runs: a job a schedule enqueued (or run_schedule submitted)."""
+
+    job_id: int
+    fire_time: datetime | None
+    state: str
+    attempt: int
+    created_at: datetime
+    started_at: datetime | None
+    finished_at: datetime | None
+    last_error: str | None
 
 
 @dataclass(frozen=True)
@@ -583,6 +602,7 @@ def _schedule_params(
     priority: int | None,
     catch_up: int | None,
     skip_overlap: bool | None,
+    time_zone: str | None = "UTC",
 ) -> dict[str, Any]:
     try:
         payload_text = json.dumps(payload, allow_nan=False)
@@ -597,6 +617,7 @@ def _schedule_params(
         "priority": priority,
         "catch_up": catch_up,
         "skip_overlap": skip_overlap,
+        "time_zone": time_zone,
     }
 
 
@@ -802,6 +823,22 @@ class Client:
         """The job, or None when no job has this id (or it is another tenant's)."""
         return _one(JobInfo, self._rows((queries.GET_JOB, {"job_id": check_id(job_id)}), conn))
 
+    def wait(self, job_id: int, timeout: timedelta | float = 60.0, *, hint: bool = True) -> JobInfo:
+        """The job once it is finished (completed, dead or cancelled), waiting up to `timeout` (seconds,
+        or a timedelta) for it: woken by its completion hint on a connection of the wait's own, and
+        polling as well (jobctl.waiting; hint=False: polling only). Raises `WaitTimeout` (a
+        TimeoutError; `.job` is the job as last read) when the time runs out, NotFound for an unknown
+        id or another tenant's job."""
+        return waiting.wait(self, check_id(job_id), waiting.seconds(timeout), hint)
+
+    def watch_job(
+        self, job_id: int, channel: str, wait: timedelta | float = 300, *, conn: Conn | None = None
+    ) -> JobInfo | None:
+        """jobctl.watch_job: the job (None: unknown), and, unless it is finished, a hint on `channel`
+        when it finishes (LISTEN on it first, on the same connection: `conn`)."""
+        params = {"job_id": check_id(job_id), "channel": channel, "wait": _seconds(wait)}
+        return _one(JobInfo, self._rows((queries.WATCH_JOB, params), conn))
+
     def list_jobs(
         self,
         tenant_id: str,
@@ -898,11 +935,16 @@ class Client:
         priority: int | None = 0,
         catch_up: int | None = 1,
         skip_overlap: bool | None = False,
+        time_zone: str | None = "UTC",
         conn: Conn | None = None,
     ) -> Schedule:
         """Create or replace a schedule; returns it as saved, with its next fire time. None for
-        priority, catch_up or skip_overlap: the SQL function's default (0, 1, False)."""
-        params = _schedule_params(tenant_id, name, cron, queue, payload, priority, catch_up, skip_overlap)
+        priority, catch_up, skip_overlap or time_zone: the SQL function's default (0, 1, False, UTC).
+        `time_zone`: a pg_timezone_names name whose wall time the expression reads (InvalidInput
+        naming time_zone otherwise)."""
+        params = _schedule_params(
+            tenant_id, name, cron, queue, payload, priority, catch_up, skip_overlap, time_zone
+        )
         return _saved(Schedule, self._run(_put_schedule(params), conn)[1], f"schedule {name}")
 
     def list_schedules(self, tenant_id: str | None = None, *, conn: Conn | None = None) -> list[Schedule]:
@@ -936,9 +978,26 @@ class Client:
         rows = self._rows((queries.RUN_SCHEDULE, {"tenant_id": tenant_id, "name": name}), conn)
         return int(rows[0]["job_id"])
 
-    def next_fire_times(self, cron: str, count: int = 5, *, conn: Conn | None = None) -> list[datetime]:
-        """The next `count` fire times of a cron expression after now, as jobctl.cron_next computes them."""
-        rows = self._rows((queries.CRON_TIMES, {"cron": cron, "count": count}), conn)
+    def schedule_runs(
+        self,
+        tenant_id: str,
+        name: str,
+        *,
+        before_id: int | None = None,
+        max_rows: int = 100,
+        conn: Conn | None = None,
+    ) -> list[ScheduleRun]:
+        """A schedule's runs (the jobs it enqueued, with their fire times), newest first; the next
+        page: `before_id` = the last job_id of this one. Also after the schedule was dropped."""
+        params = {"tenant_id": tenant_id, "name": name, "before_id": before_id, "max_rows": max_rows}
+        return [_typed(ScheduleRun, r) for r in self._rows((queries.SCHEDULE_RUNS, params), conn)]
+
+    def next_fire_times(
+        self, cron: str, count: int = 5, *, time_zone: str | None = "UTC", conn: Conn | None = None
+    ) -> list[datetime]:
+        """The next `count` fire times of a cron expression after now, read in `time_zone`, as
+        jobctl.cron_next computes them."""
+        rows = self._rows((queries.CRON_TIMES, {"cron": cron, "count": count, "time_zone": time_zone}), conn)
         return [r["at"] for r in rows]
 
     # --- tenants
@@ -1328,6 +1387,16 @@ class AsyncClient:
     async def get_job(self, job_id: int, *, conn: AsyncConn | None = None) -> JobInfo | None:
         return _one(JobInfo, await self._rows((queries.GET_JOB, {"job_id": check_id(job_id)}), conn))
 
+    async def wait(self, job_id: int, timeout: timedelta | float = 60.0, *, hint: bool = True) -> JobInfo:
+        """Client.wait, awaited."""
+        return await waiting.wait_async(self, check_id(job_id), waiting.seconds(timeout), hint)
+
+    async def watch_job(
+        self, job_id: int, channel: str, wait: timedelta | float = 300, *, conn: AsyncConn | None = None
+    ) -> JobInfo | None:
+        params = {"job_id": check_id(job_id), "channel": channel, "wait": _seconds(wait)}
+        return _one(JobInfo, await self._rows((queries.WATCH_JOB, params), conn))
+
     async def list_jobs(
         self,
         tenant_id: str,
@@ -1410,9 +1479,12 @@ class AsyncClient:
         priority: int | None = 0,
         catch_up: int | None = 1,
         skip_overlap: bool | None = False,
+        time_zone: str | None = "UTC",
         conn: AsyncConn | None = None,
     ) -> Schedule:
-        params = _schedule_params(tenant_id, name, cron, queue, payload, priority, catch_up, skip_overlap)
+        params = _schedule_params(
+            tenant_id, name, cron, queue, payload, priority, catch_up, skip_overlap, time_zone
+        )
         return _saved(Schedule, (await self._run(_put_schedule(params), conn))[1], f"schedule {name}")
 
     async def list_schedules(
@@ -1443,10 +1515,23 @@ class AsyncClient:
         rows = await self._rows((queries.RUN_SCHEDULE, {"tenant_id": tenant_id, "name": name}), conn)
         return int(rows[0]["job_id"])
 
+    async def schedule_runs(
+        self,
+        tenant_id: str,
+        name: str,
+        *,
+        before_id: int | None = None,
+        max_rows: int = 100,
+        conn: AsyncConn | None = None,
+    ) -> list[ScheduleRun]:
+        params = {"tenant_id": tenant_id, "name": name, "before_id": before_id, "max_rows": max_rows}
+        return [_typed(ScheduleRun, r) for r in await self._rows((queries.SCHEDULE_RUNS, params), conn)]
+
     async def next_fire_times(
-        self, cron: str, count: int = 5, *, conn: AsyncConn | None = None
+        self, cron: str, count: int = 5, *, time_zone: str | None = "UTC", conn: AsyncConn | None = None
     ) -> list[datetime]:
-        rows = await self._rows((queries.CRON_TIMES, {"cron": cron, "count": count}), conn)
+        params = {"cron": cron, "count": count, "time_zone": time_zone}
+        rows = await self._rows((queries.CRON_TIMES, params), conn)
         return [r["at"] for r in rows]
 
     # --- tenants

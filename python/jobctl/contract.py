@@ -5,10 +5,7 @@ from __future__ import annotations
 import re
 
 # job states, in the contract's order
-STATES = ("pending", "running", "completed", "failed", "dead", "cancelled")
-# every state a job can be in: STATES and `waiting` (issue 22: a job whose parents have not all
-# completed, or a batch's callback before its batch ends); `jobctl stats` keeps to STATES
-JOB_STATES = (*STATES, "waiting")
+STATES = ("waiting", "pending", "running", "completed", "failed", "dead", "cancelled")
 # API token scopes: the same list as jobctl._api_scopes() (tests/test_contract.py keeps them equal)
 SCOPES = (
     "jobs:read",

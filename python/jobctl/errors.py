@@ -4,6 +4,7 @@ statuses by code, never by message text."""
 from __future__ import annotations
 
 import re
+from typing import Any
 
 import psycopg
 
@@ -77,6 +78,15 @@ class PayloadKey(JobctlError):
     JOBCTL_PAYLOAD_KEYS, not the request, is at fault."""
 
     http_status = 500
+
+
+class WaitTimeout(JobctlError, TimeoutError):
+    """Client.wait ran out of time before the job finished (no SQLSTATE: the client's own outcome).
+    `job`: the job as last read (pending, running, or failed and waiting for its retry)."""
+
+    def __init__(self, message: str, *, job: Any) -> None:
+        super().__init__(message, field="timeout")
+        self.job = job
 
 
 BY_SQLSTATE: dict[str, type[JobctlError]] = {

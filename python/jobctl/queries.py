@@ -27,9 +27,15 @@ select job_id, tenant_id, queue, payload::text, priority, attempt, max_attempts,
     lease_expires_at, extract(epoch from timeout)::float8 as timeout_s, traceparent
 from jobctl.claim_job(%(worker_id)s::text, %(queues)s::text[], %(max_jobs)s::int, %(lease)s::interval)
 """
+# progress (NULL: none new) over jobctl.heartbeat's bound (2,000 bytes as jsonb) is not sent, so that it
+# cannot fail the other jobs' heartbeats: its size comes back as refused_bytes
 HEARTBEATS = """
-select a.job_id, jobctl.heartbeat(a.job_id, a.lease_epoch, %(extend)s::interval) as status
-from unnest(%(job_ids)s::bigint[], %(lease_epochs)s::bigint[]) as a (job_id, lease_epoch)
+select a.job_id,
+    jobctl.heartbeat(a.job_id, a.lease_epoch, %(extend)s::interval,
+        case when pg_column_size(a.progress) <= 2000 then a.progress end) as status,
+    nullif(greatest(pg_column_size(a.progress), 2000), 2000) as refused_bytes
+from unnest(%(job_ids)s::bigint[], %(lease_epochs)s::bigint[], %(progress)s::jsonb[])
+    as a (job_id, lease_epoch, progress)
 """
 COMPLETE_JOB = "select jobctl.complete_job(%(job_id)s::bigint, %(lease_epoch)s::bigint, %(result)s::jsonb)"
 COMPLETE_JOBS = """
@@ -55,6 +61,10 @@ select * from jobctl.list_jobs(%(tenant_id)s::text, %(state)s::text, %(queue)s::
 JOB_HISTORY = "select * from jobctl.job_history(%(job_id)s::bigint)"
 CANCEL_JOB = "select jobctl.cancel_job(%(job_id)s::bigint) as state"
 RETRY_JOB = "select jobctl.retry_job(%(job_id)s::bigint) as state"
+# waiting for a job (jobctl.waiting): LISTEN on the waiter's random channel (an identifier, composed
+# with psycopg.sql), then register it; watch_job returns the job as get_job does
+LISTEN_CHANNEL = "listen {}"
+WATCH_JOB = "select * from jobctl.watch_job(%(job_id)s::bigint, %(channel)s::text, %(wait)s::interval)"
 
 # --- tenants and tokens
 PUT_TENANT = """
@@ -79,10 +89,10 @@ PAUSE_QUEUE = "select jobctl.pause_queue(%(queue)s::text, %(paused)s::boolean) a
 LIST_QUEUES = "select * from jobctl.list_queues()"
 GET_QUEUE = "select * from jobctl.list_queues() as q where q.queue = %(queue)s::text"
 
-# --- schedules: NULL priority, catch_up or skip_overlap is the function's default
+# --- schedules: NULL priority, catch_up, skip_overlap or time_zone is the function's default
 PUT_SCHEDULE = """
 select jobctl.put_schedule(%(tenant_id)s::text, %(name)s::text, %(cron)s::text, %(queue)s::text,
-    %(payload)s::jsonb, %(priority)s::int, %(catch_up)s::int, %(skip_overlap)s::boolean)
+    %(payload)s::jsonb, %(priority)s::int, %(catch_up)s::int, %(skip_overlap)s::boolean, %(time_zone)s::text)
 """
 LIST_SCHEDULES = "select * from jobctl.list_schedules(%(tenant_id)s::text)"
 GET_SCHEDULE = "select * from jobctl.list_schedules(%(tenant_id)s::text) as s where s.name = %(name)s::text"
@@ -90,12 +100,17 @@ DROP_SCHEDULE = "select jobctl.drop_schedule(%(tenant_id)s::text, %(name)s::text
 PAUSE_SCHEDULE = "select jobctl.pause_schedule(%(tenant_id)s::text, %(name)s::text) as changed"
 RESUME_SCHEDULE = "select jobctl.resume_schedule(%(tenant_id)s::text, %(name)s::text) as changed"
 RUN_SCHEDULE = "select jobctl.run_schedule(%(tenant_id)s::text, %(name)s::text) as job_id"
-# the next `count` fire times of an expression, each cron_next of the one before
+SCHEDULE_RUNS = """
+select * from jobctl.schedule_runs(%(tenant_id)s::text, %(name)s::text, %(before_id)s::bigint,
+    %(max_rows)s::int)
+"""
+# the next `count` fire times of an expression in a zone, each cron_next of the one before
 CRON_TIMES = """
 with recursive t (n, at) as (
-    select 1, jobctl.cron_next(%(cron)s::text, now())
+    select 1, jobctl.cron_next(%(cron)s::text, now(), %(time_zone)s::text)
     union all
-    select t.n + 1, jobctl.cron_next(%(cron)s::text, t.at) from t where t.n < %(count)s::int
+    select t.n + 1, jobctl.cron_next(%(cron)s::text, t.at, %(time_zone)s::text)
+    from t where t.n < %(count)s::int
 )
 select t.at from t order by t.n
 """

@@ -39,18 +39,18 @@ begin
             v_owned := jobctl._take_queue_row(v_job);
         end if;
         if v_owned then
-            update jobctl.job as j set state = 'cancelled', finished_at = v_now
+            update jobctl.job as j set state = 'cancelled', finished_at = v_now,
+                -- a running attempt's last progress, kept by the job (migration 0028)
+                progress = case when v_run.job_id is null then j.progress else v_run.progress end
             where j.job_id = v_job.job_id and j.created_at = v_job.created_at;
             perform jobctl._count_finished(array[v_job.tenant_id]);
+            perform jobctl._hint_finished(array[v_job.job_id]);  -- wakes its waiters, if any (watch_job)
             insert into jobctl._stat_delta (tenant_id, queue, cancelled, withdrawn) values (v_job.tenant_id, v_job.queue, 1, 1);
             if v_job.concurrency_key is not null then
                 perform jobctl._admit(array[v_job.tenant_id], array[v_job.concurrency_key]);  -- its place, if it had one
             end if;
-            -- a waiting job waits no more; the jobs waiting on this one follow their policy
-            if v_job.state = 'waiting' then
-                delete from jobctl._edge as e where e.child_id = v_job.job_id;
-            end if;
-            perform jobctl._parents_ended(array[v_job.job_id], false);
+            -- the jobs waiting on this one follow their policy
+            perform jobctl._parents_ended(array[v_job.job_id]);
             -- the event names a lease epoch only when the cancel revoked that (running) lease
             insert into jobctl._event (job_id, job_created_at, at, event, attempt, lease_epoch, worker_id)
             values (v_job.job_id, v_job.created_at, v_now, 'cancelled', coalesce(v_run.attempt, v_job.attempt),

@@ -14,12 +14,12 @@ declare
     v_ids bigint[];
     v_tenants text[];
 begin
+    -- their edges first, as a parent's end takes its edges before a child's _waiting row (an edge
+    -- left by a job another transaction took meanwhile went with that job: nothing is lost)
+    delete from jobctl._edge as e where e.child_id = any(p_ids);
     with taken as (
         delete from jobctl._waiting as w where w.job_id = any(p_ids)
         returning w.job_id, w.created_at, w.tenant_id, w.queue
-    ),
-    unlinked as (
-        delete from jobctl._edge as e where e.child_id in (select t.job_id from taken as t)
     ),
     changed as (
         update jobctl.job as j
@@ -41,7 +41,8 @@ begin
         return 0;
     end if;
     perform jobctl._count_finished(v_tenants);
-    perform jobctl._parents_ended(v_ids, false);
+    perform jobctl._hint_finished(v_ids);  -- wakes their waiters, if any (watch_job)
+    perform jobctl._parents_ended(v_ids);
     return cardinality(v_ids);
 end
 $$;

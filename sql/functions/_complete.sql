@@ -1,11 +1,11 @@
 -- jobctl._complete: complete the jobs running under the given epochs (of the caller's tenants);
 -- the rest are fenced.
 -- A completed job with a concurrency key gives its place to the key's next job (jobctl._admit), and
--- its children whose last parent it was are released (jobctl._parents_ended).
+-- its children whose last parent it was are released (its edges deleted, jobctl._release_waiting).
 -- The counters move the completed jobs from running to completed, with their run times, and count
 -- the fenced acks of the caller's tenants' jobs.
 -- Locks: the _running rows, then the job rows. Writes: _running (delete), job (update),
--- _stat_delta, through _admit _held and _ready, through _parents_ended _edge, _waiting and the rest.
+-- _edge (delete), _stat_delta, through _admit _held and _ready, through _release_waiting _waiting and the rest.
 create or replace function jobctl._complete(p_ids bigint[], p_epochs bigint[], p_results jsonb[])
 returns table (job_id bigint, completed boolean)
 language plpgsql
@@ -23,8 +23,10 @@ declare
     v_first timestamptz;  -- created_at bounds: the executor prunes partitions by them (not by = any)
     v_last timestamptz;
     v_results jsonb;  -- {job_id: result} of the completed jobs that carry one
+    v_progress jsonb;  -- {job_id: progress} of the completed jobs whose attempt reported one
     v_tenants text[];  -- the completed jobs' tenants, for max_pending
     v_keys text[];     -- parallel to v_tenants: the jobs' concurrency keys (NULL: none)
+    v_children bigint[];  -- the jobs that waited on the completed ones
 begin
     if p_ids is null or p_epochs is null or cardinality(p_ids) <> cardinality(p_epochs)
        or cardinality(p_results) <> cardinality(p_ids) then
@@ -52,7 +54,7 @@ begin
         where r.job_id = a.job_id and r.lease_epoch = a.lease_epoch
             -- another tenant's job is fenced like an unknown one
             and r.tenant_id = any(coalesce((select jobctl._acting_tenants('jobs:work')), array[r.tenant_id]))
-        returning r.job_id, r.lease_epoch, r.created_at, r.tenant_id, r.queue, r.concurrency_key, a.result,
+        returning r.job_id, r.lease_epoch, r.created_at, r.tenant_id, r.queue, r.concurrency_key, a.result, r.progress,
             greatest(extract(epoch from v_now - r.started_at), 0)::double precision as run
     ),
     tally as (
@@ -60,26 +62,39 @@ begin
         select g.tenant_id, g.queue, -count(*), count(*), count(*), jobctl._stat_bucket(g.run), sum(g.run)
         from gone as g
         group by 1, 2, 6
+    ),
+    unlinked as (
+        -- the completed jobs' edges to the jobs waiting on them (docs/workflows.md): an index probe a
+        -- job, nothing found for jobs without children
+        delete from jobctl._edge as e
+        where e.parent_id in (select g.job_id from gone as g)
+        returning e.child_id
     )
     select array_agg(g.job_id), array_agg(g.lease_epoch), array_agg(g.created_at),
         min(g.created_at), max(g.created_at),
         jsonb_object_agg(g.job_id::text, g.result) filter (where g.result is not null),
-        array_agg(g.tenant_id), array_agg(g.concurrency_key)
-    into v_ids, v_epochs, v_cas, v_first, v_last, v_results, v_tenants, v_keys
+        array_agg(g.tenant_id), array_agg(g.concurrency_key),
+        jsonb_object_agg(g.job_id::text, g.progress) filter (where g.progress is not null),
+        (select array_agg(distinct u.child_id) from unlinked as u)
+    into v_ids, v_epochs, v_cas, v_first, v_last, v_results, v_tenants, v_keys, v_progress, v_children
     from gone as g;
 
     -- No join with the results: a generic plan makes it a nested loop over both arrays (1,000 jobs:
     -- 107 ms instead of a few). Results are looked up by id in one jsonb object instead.
     if v_ids is not null then
         update jobctl.job as j
-        set state = 'completed', finished_at = v_now, result = v_results -> j.job_id::text, last_error = null
+        set state = 'completed', finished_at = v_now, result = v_results -> j.job_id::text, last_error = null,
+            progress = v_progress -> j.job_id::text  -- the attempt's last, kept by the job (migration 0028)
         where j.job_id = any(v_ids) and j.created_at = any(v_cas) and j.created_at between v_first and v_last;
         perform jobctl._count_finished(v_tenants);
+        perform jobctl._hint_finished(v_ids);  -- wakes the jobs' waiters, if any (watch_job)
         if cardinality(array_remove(v_keys, null)) > 0 then
             perform jobctl._admit(v_tenants, v_keys);
         end if;
-        -- the jobs waiting on these (docs/workflows.md)
-        perform jobctl._parents_ended(v_ids, true);
+        -- the children whose last parent this was are released (docs/workflows.md)
+        if v_children is not null then
+            perform jobctl._release_waiting(v_children, true);
+        end if;
     end if;
 
     if cardinality(v_ids) = cardinality(p_ids) then

@@ -7,7 +7,7 @@
 -- dies. The counters move them from running to pending, retrying or dead, with their run times.
 -- Writes: job, _event, _ready or _delayed, _stat_delta, through _admit _held.
 create or replace function jobctl._end_attempts(
-    p_ended jsonb,          -- [{job_id, created_at, attempt, lease_epoch, worker_id, started_at}]
+    p_ended jsonb,          -- [{job_id, created_at, attempt, lease_epoch, worker_id, started_at, progress}]
     p_error text,
     p_retryable boolean,
     p_now_due boolean
@@ -28,11 +28,13 @@ declare
     v_dead text[];  -- the tenants of the jobs that died, for max_pending
     v_key_tenants text[];  -- the keys whose jobs gave up their place
     v_keys text[];
+    v_progress jsonb;  -- {job_id: progress} of the attempts that reported one
 begin
     -- = any(array) probes the primary key per job; the bounds prune the partitions
-    select array_agg(e.job_id), array_agg(e.created_at), min(e.created_at), max(e.created_at)
-    into v_ids, v_cas, v_first, v_last
-    from jsonb_to_recordset(p_ended) as e (job_id bigint, created_at timestamptz);
+    select array_agg(e.job_id), array_agg(e.created_at), min(e.created_at), max(e.created_at),
+        jsonb_object_agg(e.job_id::text, e.progress) filter (where e.progress is not null)
+    into v_ids, v_cas, v_first, v_last, v_progress
+    from jsonb_to_recordset(p_ended) as e (job_id bigint, created_at timestamptz, progress jsonb);
     with ended as (
         select * from jsonb_to_recordset(p_ended) as e (
             job_id bigint, created_at timestamptz, attempt integer, lease_epoch bigint, worker_id text,
@@ -48,7 +50,8 @@ begin
                 else v_now + jobctl._backoff_delay(j.backoff, j.attempt)
             end,
             finished_at = case when p_retryable and j.attempt < j.max_attempts then null else v_now end,
-            last_error = p_error
+            last_error = p_error,
+            progress = v_progress -> j.job_id::text  -- the attempt's last, kept by the job (migration 0028)
         where j.job_id = any(v_ids) and j.created_at = any(v_cas) and j.created_at between v_first and v_last
         returning j.job_id, j.created_at, j.state, j.run_at, j.queue, j.tenant_id, j.priority, j.concurrency_key
     ),
@@ -92,7 +95,12 @@ begin
     if v_dead is not null then
         perform jobctl._count_finished(v_dead);
         -- the jobs waiting on the dead ones follow their policy (docs/workflows.md)
-        perform jobctl._parents_ended(array(select u.id from unnest(v_ids, v_states) as u (id, state) where u.state = 'dead'), false);
+        perform jobctl._parents_ended(array(
+            select u.id from unnest(v_ids, v_states) as u (id, state) where u.state = 'dead'
+        ));
+        perform jobctl._hint_finished(array(
+            select u.job_id from unnest(v_ids, v_states) as u (job_id, state) where u.state = 'dead'
+        ));
     end if;
     if v_keys is not null then
         perform jobctl._admit(v_key_tenants, v_keys);

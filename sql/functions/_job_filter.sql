@@ -45,11 +45,11 @@ begin
                         detail = 'field: filter.state';
                 end if;
                 select array_agg(distinct s) into v_states from jsonb_array_elements_text(v_value) as s;
-                if not v_states <@ array['pending', 'running', 'completed', 'failed', 'dead', 'cancelled'] then
+                if not v_states <@ array['pending', 'running', 'completed', 'failed', 'dead', 'cancelled', 'waiting'] then
                     raise exception using errcode = 'JC001',
-                        message = format('filter.state must be one of pending, running, completed, failed, dead, cancelled, not %s',
+                        message = format('filter.state must be one of waiting, pending, running, completed, failed, dead, cancelled, not %s',
                             (select string_agg(s, ', ') from unnest(v_states) as s
-                             where s <> all(array['pending', 'running', 'completed', 'failed', 'dead', 'cancelled']))),
+                             where s <> all(array['pending', 'running', 'completed', 'failed', 'dead', 'cancelled', 'waiting']))),
                         detail = 'field: filter.state';
                 end if;
                 v_out := v_out || jsonb_build_object('state', to_jsonb(v_states));

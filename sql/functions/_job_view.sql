@@ -1,8 +1,8 @@
 -- jobctl._job_view: every job, hot and archived, with its live lease (the _running row of its
 -- current epoch). get_job and list_jobs read it. A view is re-defined over time, so it lives in the
 -- re-applied layer, in this one file, not in the migrations that changed it (0001, 0008, 0010,
--- 0019). CREATE OR REPLACE VIEW may only add columns at the end: dropping or retyping one needs a
--- migration that drops the view first (this file then creates it again).
+-- 0019, 0027). CREATE OR REPLACE VIEW may only add columns at the end: dropping or retyping one
+-- needs a migration that drops the view first (this file then creates it again).
 create or replace view jobctl._job_view as
 select
     j.job_id,
@@ -29,7 +29,11 @@ select
     j.traceparent,
     j.depends_on,
     j.workflow_id,
-    j.batch_id
+    j.batch_id,
+    j.schedule_name,
+    j.fire_time,
+    -- a running job's: its attempt's, from its lease row; else the last attempt's (migration 0028)
+    case when j.state = 'running' then r.progress else j.progress end as progress
 from (
     select * from jobctl.job
     union all

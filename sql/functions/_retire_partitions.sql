@@ -21,7 +21,7 @@ begin
     -- a detached table has no bounds any more: note them first
     select array_agg(p) into v_parts
     from jobctl._partitions(array['jobctl.job', 'jobctl._event']::regclass[]) as p;
-    -- an unfinished job has a row in _ready, _delayed or _running: note those of the days that may
+    -- an unfinished job has a row in _ready, _delayed, _running, _held or _waiting: note those of the days that may
     -- retire before any lock is taken (a scan of the queue tables, not of the days' jobs, which
     -- would run while the hot parent is locked); a retry made after this is found below
     select array_agg(x.job_id) into v_unfinished
@@ -31,6 +31,10 @@ begin
         select d.job_id from jobctl._delayed as d where d.created_at < now() - p_hot + interval '1 day'
         union all
         select r.job_id from jobctl._running as r where r.created_at < now() - p_hot + interval '1 day'
+        union all
+        select h.job_id from jobctl._held as h where h.created_at < now() - p_hot + interval '1 day'
+        union all
+        select w.job_id from jobctl._waiting as w where w.created_at < now() - p_hot + interval '1 day'
     ) as x;
     -- the finished jobs of the days that may retire leave the counters' hot gauges (migration 0025):
     -- counted here, before any lock (a scan of those days), and taken off once their partition has
@@ -66,7 +70,7 @@ begin
                      delete from %s as j
                      where (j.job_id = any($1) or j.job_id = any(array(
                              select e.job_id from %s as e where e.event = ''retried'')))
-                         and j.state in (''pending'', ''running'', ''failed'')
+                         and j.state in (''pending'', ''running'', ''failed'', ''waiting'')
                      returning j.*
                  )
                  insert into jobctl.job select * from gone',

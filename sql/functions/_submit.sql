@@ -9,8 +9,11 @@
 -- A due job with a concurrency key goes to _held, and jobctl._admit lets it in while its key has
 -- room. Locks: the dedup lock on the batch's dedup keys (jobctl._wait_lock), through _admit on keys.
 -- Writes: tenant, job, _ready, _held, _delayed.
+-- p_schedule, p_fire_time: the schedule whose run every job of the call is, and its fire time
+-- (expand_schedules, run_schedule), recorded on the jobs (jobctl.schedule_runs).
 create or replace function jobctl._submit(
-    p_specs jobctl._job_spec[], p_batch boolean, p_caller boolean default true, p_workflow boolean default false
+    p_specs jobctl._job_spec[], p_batch boolean, p_caller boolean default true, p_workflow boolean default false,
+    p_schedule text default null, p_fire_time timestamptz default null
 )
 returns table (job_id bigint, duplicate boolean)
 language plpgsql
@@ -38,7 +41,6 @@ declare
     v_key_tenants text[];  -- the due jobs with a concurrency key, waiting for a place
     v_keys text[];
     v_linked boolean;  -- a job of the call depends on an earlier one (after: a workflow)
-    v_waits boolean;   -- a job of the call waits for others (jobctl._waiting)
     v_children bigint[];
     v_debounce record;
 begin
@@ -56,9 +58,6 @@ begin
     -- body: a SET clause would be undone before the commit it is meant for.
     perform set_config('synchronous_commit', 'on', true);
     v_linked := exists (select from unnest(p_specs) as s where s.after is not null);
-    v_waits := exists (
-        select from unnest(p_specs) as s where s.depends_on is not null or s.after is not null or s.callback_of is not null
-    );
 
     -- One CASE per job finds its first failed condition (no per-job subquery); the message of the
     -- first failure is formatted once, below.
@@ -354,13 +353,14 @@ begin
     new_job as (
         insert into jobctl.job (
             job_id, created_at, tenant_id, queue, priority, run_at, max_attempts, timeout, backoff,
-            dedup_key, payload, subject_key, concurrency_key, traceparent, state, depends_on, workflow_id, batch_id
+            dedup_key, payload, subject_key, concurrency_key, traceparent, state, depends_on, workflow_id, batch_id,
+            schedule_name, fire_time
         )
         select
             f.new_id, v_now, f.tenant_id, f.queue, f.priority, f.due, coalesce(f.max_attempts, 3),
             f.timeout, f.backoff, f.dedup_key, f.payload, f.subject_key, f.concurrency_key, f.traceparent,
             case when f.waits then 'waiting' else 'pending' end, f.parents, f.workflow_id,
-            coalesce(f.batch_id, f.callback_of)
+            coalesce(f.batch_id, f.callback_of), p_schedule, p_fire_time
         from linked as f
     ),
     tally as (

@@ -11,6 +11,8 @@ declare
     v_retry boolean;
 begin
     if p_job.state = 'waiting' then
+        -- its edges first, as a parent's end takes its edges before a child's _waiting row
+        delete from jobctl._edge as e where e.child_id = p_job.job_id;
         delete from jobctl._waiting as w where w.job_id = p_job.job_id;
         if not found then
             return false;

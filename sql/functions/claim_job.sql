@@ -45,13 +45,18 @@ declare
     v_pick jobctl._picks;
     v_took jobctl._took;
     v_round integer := 0;
+    v_due boolean;
+    v_recheck boolean;
 begin
     perform jobctl._claim_check(claim_job.worker_id, claim_job.queues, v_left, claim_job.lease);
-    if exists (select from jobctl._delayed as d where d.run_at <= clock_timestamp()) then
+    -- delayed jobs whose time came, and children racing parents' ends left waiting (docs/workflows.md)
+    select exists (select from jobctl._delayed as d where d.run_at <= clock_timestamp()),
+        exists (select from jobctl._recheck)
+    into v_due, v_recheck;
+    if v_due then
         perform jobctl._promote_due(greatest(v_left * 4, 1000));
     end if;
-    -- children two racing parents' ends left waiting (docs/workflows.md)
-    if exists (select from jobctl._recheck) then
+    if v_recheck then
         perform jobctl._recheck_waiting();
     end if;
     v_tenants := jobctl._acting_tenants('jobs:work');

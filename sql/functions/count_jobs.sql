@@ -32,7 +32,7 @@ begin
     end if;
     v_states := case action
         when 'retry' then array['failed', 'dead', 'cancelled']
-        when 'cancel' then array['pending', 'failed', 'running']
+        when 'cancel' then array['pending', 'failed', 'running', 'waiting']
         when 'delete' then array['completed', 'dead', 'cancelled']
     end;
     select count(*) into v_n

@@ -10,7 +10,8 @@
 -- while the schedule's previous run is unfinished. A run over its tenant's submit rate, or failing
 -- otherwise (logged as a warning), stays due for a later expansion. A paused schedule is skipped
 -- (jobctl.pause_schedule; resume_schedule moves its next fire time past the pause). Does nothing on
--- a standby.
+-- a standby. The fire times are those of the expression in the schedule's time zone; each job
+-- records its schedule and fire time (jobctl.schedule_runs).
 -- Locks: schedule rows. Writes: schedule, and through jobctl._submit job, _ready, _delayed.
 create or replace function jobctl.expand_schedules()
 returns integer
@@ -54,16 +55,16 @@ begin
         v_fires := '{}';
         v_t := v_missed_before;
         while v_s.next_fire_at < v_t and cardinality(v_fires) < v_s.catch_up loop
-            v_t := jobctl._cron_walk(v_s.cron, v_t, true);
+            v_t := jobctl._cron_walk(v_s.cron, v_t, true, v_s.time_zone);
             exit when v_t < v_s.next_fire_at;
             v_fires := v_t || v_fires;
         end loop;
         -- then every on-time one; v_t ends on the first fire time still to come
         v_t := case when v_s.next_fire_at >= v_missed_before then v_s.next_fire_at
-            else jobctl._cron_walk(v_s.cron, v_missed_before - interval '1 microsecond', false) end;
+            else jobctl._cron_walk(v_s.cron, v_missed_before - interval '1 microsecond', false, v_s.time_zone) end;
         while v_t <= v_now loop
             v_fires := v_fires || v_t;
-            v_t := jobctl._cron_walk(v_s.cron, v_t, false);
+            v_t := jobctl._cron_walk(v_s.cron, v_t, false, v_s.time_zone);
         end loop;
 
         v_busy := v_s.skip_overlap and exists (
@@ -86,7 +87,7 @@ begin
                 from jobctl._submit(array[row(
                     v_s.tenant_id, v_s.queue, v_s.payload, v_s.priority, v_fire, null, null, null, null, null, null, null,
                     null, null, null, null, null, null, null, null
-                )::jobctl._job_spec], false, p_caller => false) as s;
+                )::jobctl._job_spec], false, p_caller => false, p_schedule => v_s.name, p_fire_time => v_fire) as s;
             exception when others then
                 if sqlstate <> 'JC005' then
                     -- to the server log: the worker whose tick expands it may serve other tenants

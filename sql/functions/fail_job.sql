@@ -22,7 +22,7 @@ begin
         delete from jobctl._running as r
         where r.job_id = fail_job.job_id and r.lease_epoch = fail_job.lease_epoch
             and r.tenant_id = any(coalesce((select jobctl._acting_tenants('jobs:work')), array[r.tenant_id]))  -- (another tenant's: fenced)
-        returning r.job_id, r.created_at, r.attempt, r.lease_epoch, r.worker_id, r.started_at
+        returning r.job_id, r.created_at, r.attempt, r.lease_epoch, r.worker_id, r.started_at, r.progress
     )
     select jsonb_agg(to_jsonb(g)) into v_ended from gone as g;
     if v_ended is null then

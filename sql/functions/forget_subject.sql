@@ -29,7 +29,7 @@ begin
     for v_id in
         select j.job_id from jobctl.job as j
         where j.tenant_id = forget_subject.tenant_id and j.subject_key = forget_subject.subject_key
-            and j.state in ('pending', 'failed', 'running')
+            and j.state in ('pending', 'failed', 'running', 'waiting')
         order by j.job_id
     loop
         begin

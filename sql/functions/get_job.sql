@@ -15,7 +15,8 @@ as $$
         v.run_at, v.attempt, v.max_attempts, v.dedup_key, v.created_at, v.started_at, v.finished_at,
         v.last_error, v.result, v.worker_id, v.lease_expires_at, v.lease_epoch, v.timeout, v.backoff,
         v.concurrency_key, v.traceparent, v.depends_on, v.workflow_id, v.batch_id,
-        case when v.depends_on is not null then jobctl.parent_results(v.job_id) end
+        case when v.depends_on is not null then jobctl.parent_results(v.job_id) end,
+        v.schedule_name, v.fire_time, v.progress
     from jobctl._job_view as v
     where v.job_id = get_job.job_id
         and v.tenant_id = any(coalesce((select jobctl._acting_tenants('jobs:read')), array[v.tenant_id]))
@@ -23,7 +24,9 @@ $$;
 
 comment on function jobctl.get_job(bigint) is
 'The job with this id as jobctl.job_info (state, attempts, lease, result, last error, ...), from hot
-storage or the archive; zero rows if unknown or another tenant''s.
+storage or the archive; zero rows if unknown or another tenant''s. schedule_name and fire_time: the schedule
+and fire time a schedule''s run came from (NULL for other jobs). progress: a running job''s latest (stored by
+jobctl.heartbeat), else its last attempt''s last.
 Errors: JC008 jobctl.payload_keys is not JSON.
 Example:
 select job_id, state, attempt, last_error from jobctl.get_job(42);';

@@ -21,9 +21,9 @@ begin
     end if;
     perform jobctl._require_tenant(list_jobs.tenant_id, 'jobs:read');
     if list_jobs.state is not null
-       and list_jobs.state not in ('pending', 'running', 'completed', 'failed', 'dead', 'cancelled') then
+       and list_jobs.state not in ('pending', 'running', 'completed', 'failed', 'dead', 'cancelled', 'waiting') then
         raise exception using errcode = 'JC001',
-            message = format('state must be one of pending, running, completed, failed, dead, cancelled, not %s', list_jobs.state),
+            message = format('state must be one of waiting, pending, running, completed, failed, dead, cancelled, not %s', list_jobs.state),
             detail = 'field: state';
     end if;
     if max_rows is null or max_rows < 1 then
@@ -37,7 +37,8 @@ begin
         case when v.payload ? '$jobctl_sealed' then jobctl._unseal(v.tenant_id, v.payload) else v.payload end,
         v.run_at, v.attempt, v.max_attempts, v.dedup_key, v.created_at, v.started_at, v.finished_at,
         v.last_error, v.result, v.worker_id, v.lease_expires_at, v.lease_epoch, v.timeout, v.backoff,
-        v.concurrency_key, v.traceparent, v.depends_on, v.workflow_id, v.batch_id, null::jsonb
+        v.concurrency_key, v.traceparent, v.depends_on, v.workflow_id, v.batch_id, null::jsonb,
+        v.schedule_name, v.fire_time, v.progress
     from jobctl._job_view as v
     where v.tenant_id = list_jobs.tenant_id
         and (list_jobs.state is null or v.state = list_jobs.state)

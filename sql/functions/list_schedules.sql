@@ -3,7 +3,7 @@ create or replace function jobctl.list_schedules(tenant_id text default null)
 returns table (
     tenant_id text, name text, cron text, queue text, payload jsonb, priority integer, catch_up integer,
     skip_overlap boolean, next_fire_at timestamptz, last_fire_at timestamptz, last_job_id bigint,
-    created_at timestamptz, updated_at timestamptz, paused boolean
+    created_at timestamptz, updated_at timestamptz, paused boolean, time_zone text
 )
 language sql
 security definer
@@ -11,7 +11,7 @@ set search_path = pg_catalog, pg_temp
 stable
 as $$
     select s.tenant_id, s.name, s.cron, s.queue, s.payload, s.priority, s.catch_up, s.skip_overlap,
-        s.next_fire_at, s.last_fire_at, s.last_job_id, s.created_at, s.updated_at, s.paused
+        s.next_fire_at, s.last_fire_at, s.last_job_id, s.created_at, s.updated_at, s.paused, s.time_zone
     from jobctl.schedule as s
     where (list_schedules.tenant_id is null or s.tenant_id = list_schedules.tenant_id)
         -- the caller's tenants only (NULL: all of them)
@@ -21,7 +21,7 @@ $$;
 
 comment on function jobctl.list_schedules(text) is
 'The schedules of a tenant (NULL: all of the caller''s), ordered by tenant_id and name, with
-their next and last fire times and whether they are paused (pause_schedule: a paused schedule''s next_fire_at
+their next and last fire times, whether they are paused, and the time zone the expression is read in (pause_schedule: a paused schedule''s next_fire_at
 is recomputed when it is resumed).
 Errors: none.
 Example:

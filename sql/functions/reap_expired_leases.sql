@@ -28,7 +28,7 @@ begin
         where r.ctid = any(array(select x.rid from expired as x))
             -- a ctid names a row only within its partition
             and (r.tableoid::text || r.ctid::text) = any(array(select x.rel::text || x.rid::text from expired as x))
-        returning r.job_id, r.created_at, r.attempt, r.lease_epoch, r.worker_id, r.started_at, r.queue,
+        returning r.job_id, r.created_at, r.attempt, r.lease_epoch, r.worker_id, r.started_at, r.queue, r.progress,
             r.deadline < v_now as timed_out
     )
     select

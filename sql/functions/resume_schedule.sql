@@ -1,7 +1,7 @@
 -- jobctl.resume_schedule: let a paused schedule fire again. Its next fire time is recomputed from
 -- now (the first one strictly after now, and after the last run enqueued), so the fire times that
 -- passed while it was paused are skipped, not caught up: a resume never enqueues a burst of missed
--- runs. A schedule that was not paused is left as it is. Only for the caller's tenants.
+-- runs. In the schedule's time zone. A schedule that was not paused is left as it is. Only for the caller's tenants.
 -- Locks: the schedule row. Writes: schedule (paused, next_fire_at), audit_log.
 create or replace function jobctl.resume_schedule(tenant_id text, name text)
 returns boolean
@@ -25,7 +25,7 @@ begin
         -- (the clock, not the transaction's start: as put_schedule)
         update jobctl.schedule as s
         set paused = false,
-            next_fire_at = jobctl.cron_next(v_s.cron, greatest(clock_timestamp(), v_s.last_fire_at)),
+            next_fire_at = jobctl._cron_walk(v_s.cron, greatest(clock_timestamp(), v_s.last_fire_at), false, v_s.time_zone),
             updated_at = now()
         where s.tenant_id = resume_schedule.tenant_id and s.name = resume_schedule.name;
         perform jobctl._audit('resume_schedule', resume_schedule.tenant_id, jsonb_build_object('name', resume_schedule.name));

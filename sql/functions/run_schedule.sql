@@ -3,7 +3,8 @@
 -- and submit rate apply; the payload is stored as given). Paused or not, and whatever skip_overlap
 -- says: it is an explicit request. The job is recorded as the schedule's last job (last_job_id), so
 -- with skip_overlap the next fire time is skipped while it is unfinished; next_fire_at and
--- last_fire_at (fire times of the expression) are unchanged. Only for the caller's tenants.
+-- last_fire_at (fire times of the expression) are unchanged. The job records the schedule and
+-- now as its fire time. Only for the caller's tenants.
 -- Locks: the schedule row. Writes: schedule (last_job_id), through _submit job, _ready, audit_log.
 create or replace function jobctl.run_schedule(tenant_id text, name text)
 returns bigint
@@ -29,7 +30,9 @@ begin
     v_spec.queue := v_s.queue;
     v_spec.payload := v_s.payload;
     v_spec.priority := v_s.priority;
-    select s.job_id into v_job from jobctl._submit(array[v_spec], false, p_caller => false) as s;
+    -- its fire time is now: the schedule's runs list it with the others (jobctl.schedule_runs)
+    select s.job_id into v_job
+    from jobctl._submit(array[v_spec], false, p_caller => false, p_schedule => v_s.name, p_fire_time => now()) as s;
     update jobctl.schedule as s set last_job_id = v_job, last_job_created_at = now()
     where s.tenant_id = run_schedule.tenant_id and s.name = run_schedule.name;
     perform jobctl._audit('run_schedule', run_schedule.tenant_id, jsonb_build_object(
@@ -43,7 +46,8 @@ comment on function jobctl.run_schedule(text, text) is
 'Run a schedule now, by hand: submit one job of its queue, payload and priority, due now, and return
 its id; also when the schedule is paused, and whatever skip_overlap says. The job becomes the schedule''s
 last_job_id (so with skip_overlap the next fire time is skipped while it is unfinished); next_fire_at and
-last_fire_at are unchanged. The tenant''s max_pending and submit rate apply. Audited.
+last_fire_at are unchanged. The job records the schedule and now as its fire time (schedule_runs lists it).
+The tenant''s max_pending and submit rate apply. Audited.
 Errors: P0002 no such schedule, 42501 the caller may not write the tenant''s schedules, JC004 over max_pending,
 JC005 over the submit rate.
 Example:

@@ -102,8 +102,8 @@ begin
     -- members that ended already (a dead or cancelled parent cancelled them): their edges go now
     perform jobctl._parents_ended(array(
         select j.job_id from jobctl.job as j
-        where j.job_id = any(v_ids) and j.created_at = now() and j.state in ('completed', 'dead', 'cancelled')
-    ), false);
+        where j.job_id = any(v_ids) and j.created_at = now() and j.state = 'cancelled'
+    ));
     return query select v_batch, v_ids, v_cb[array_position(v_which, 'on_finish')],
         v_cb[array_position(v_which, 'on_success')], v_cb[array_position(v_which, 'on_discard')];
 end

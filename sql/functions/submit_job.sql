@@ -32,7 +32,8 @@ begin
             submit_job.run_at, submit_job.dedup_key, submit_job.max_attempts,
             jobctl._normalize_backoff(submit_job.backoff), submit_job.timeout, submit_job.subject_key,
             submit_job.concurrency_key, submit_job.traceparent, submit_job.depends_on, null,
-            jobctl._parent_policy(submit_job.on_parent_failure), null, null, submit_job.dedup_states,
+            submit_job.on_parent_failure = 'cancel' or jobctl._parent_policy(submit_job.on_parent_failure), null, null,
+            submit_job.dedup_states,
             submit_job.dedup_period, submit_job.dedup_mode
         )::jobctl._job_spec],
         false

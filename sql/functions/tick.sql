@@ -1,6 +1,7 @@
 -- jobctl.tick: one pass of periodic work, one caller at a time per database (a lock on
 -- jobctl_owner._tick_lock, which takes no transaction id: another caller returns 0 at once): promote due
--- delayed jobs, release the children racing parents left waiting (jobctl._recheck_waiting), reap expired leases, expand due schedules, fold the counters' deltas and probe
+-- delayed jobs, release the children racing parents left waiting (jobctl._recheck_waiting), reap
+-- expired leases, expand due schedules, fold the counters' deltas and probe
 -- busy lanes for their oldest due job (at most a batch a 100 ms); while the xmin horizon is held back
 -- (jobctl._horizon_held), rotate the slot partitions of _ready, _running and _lane_cache
 -- (truncations, under ACCESS EXCLUSIVE locks held only by this short transaction), and otherwise
@@ -64,6 +65,8 @@ begin
     end if;
     -- the registry of workers forgets those not seen for an hour (jobctl.worker_beat; no match: no write)
     delete from jobctl._worker as w where w.last_seen_at < v_now - interval '1 hour';
+    -- waiters whose wait ran out (jobctl.watch_job; no match: no write)
+    delete from jobctl._waiter as w where w.expires_at < v_now;
     if p_full then
         perform jobctl._recount_pending(null);
         delete from jobctl._stat_minute as m where m.minute < v_now - interval '6 hours';

@@ -81,7 +81,7 @@ select throws_ok(
 );
 select throws_ok(
     $$select jobctl.count_jobs('{"state": "lost"}')$$, 'JC001',
-    'filter.state must be one of pending, running, completed, failed, dead, cancelled, not lost', 'an unknown state'
+    'filter.state must be one of waiting, pending, running, completed, failed, dead, cancelled, not lost', 'an unknown state'
 );
 select throws_ok(
     $$select jobctl.count_jobs('{"state": []}')$$, 'JC001', 'filter.state must be a state or a non-empty array of states',

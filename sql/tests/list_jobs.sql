@@ -110,7 +110,7 @@ select throws_ok(
 );
 select throws_ok(
     $$select jobctl.list_jobs('tap_list_t1', 'sleeping')$$,
-    'JC001', 'state must be one of pending, running, completed, failed, dead, cancelled, not sleeping',
+    'JC001', 'state must be one of waiting, pending, running, completed, failed, dead, cancelled, not sleeping',
     'an unknown state: JC001'
 );
 select throws_ok(

@@ -1,7 +1,7 @@
 -- jobctl._ready, _running and _lane_cache in two slot partitions (migrations 0009 to 0014) and
 -- jobctl._rotate_slots, which moves what is left in a past slot on and truncates it.
 begin;
-select plan(21);
+select plan(23);
 set local jit = off;
 
 select is(
@@ -123,6 +123,15 @@ select is(
 select is(jobctl._rotate_slots(pg_temp.in_slot(1, 1)), 1, 'in 8-second slot 1 the lane cache is truncated');
 
 -- a running job's lease in a past slot moves on with it: heartbeat and completion find it
+create function pg_temp.progress_of(p_table regclass, p_job_id bigint) returns jsonb
+language plpgsql as $$
+declare
+    v_progress jsonb;
+begin
+    execute format('select progress from %s where job_id = $1', p_table) into v_progress using p_job_id;
+    return v_progress;
+end
+$$;
 select jobctl.put_tenant('tap_rot_t');
 insert into jobctl.job (
     job_id, created_at, tenant_id, queue, state, run_at, attempt, max_attempts, payload,
@@ -131,17 +140,28 @@ insert into jobctl.job (
 values (-401, now(), 'tap_rot_t', 'tap_rot_q', 'running', now(), 1, 3, '{}', -401, 'tap_rot_w', now());
 insert into jobctl._running (
     job_id, created_at, tenant_id, queue, attempt, lease_epoch, worker_id, started_at,
-    lease_expires_at, slot
+    lease_expires_at, slot, progress
 )
-values (-401, now(), 'tap_rot_t', 'tap_rot_q', 1, -401, 'tap_rot_w', now(), now() + interval '1 minute', 1);
+values (
+    -401, now(), 'tap_rot_t', 'tap_rot_q', 1, -401, 'tap_rot_w', now(), now() + interval '1 minute', 1,
+    '{"done": 1, "total": 2}'
+);
 select is(jobctl._rotate_slots(pg_temp.in_slot(0)) > 0, true, 'with slot 0 current, slot 1 is rotated');
 select results_eq(
     $$select tableoid::regclass::text, lease_epoch from jobctl._running where job_id = -401$$,
     $$values ('jobctl._running_s0'::text, -401::bigint)$$,
     'the lease moved on to the current slot with its epoch'
 );
+select is(
+    (select pg_temp.progress_of('jobctl._running', -401)), '{"done": 1, "total": 2}'::jsonb,
+    'its progress moved on with it (migration 0028)'
+);
 select is(jobctl.heartbeat(-401, -401), 'ok', 'its heartbeat finds it');
 select ok(jobctl.complete_job(-401, -401), 'and so does its completion');
+select is(
+    (select pg_temp.progress_of('jobctl.job', -401)), '{"done": 1, "total": 2}'::jsonb,
+    'which leaves the progress on the job'
+);
 
 select * from finish();
 rollback;

@@ -2,11 +2,11 @@
 -- due runs enqueued once, the catch-up policy after downtime, skip_overlap. Tenants tap_sched_*.
 -- (Racing expanders: tests/test_schedules.py.)
 begin;
-select plan(33);
+select plan(41);
 
 select has_function(
-    'jobctl', 'put_schedule', array['text', 'text', 'text', 'text', 'jsonb', 'integer', 'integer', 'boolean'],
-    'put_schedule(tenant_id, name, cron, queue, payload, priority, catch_up, skip_overlap) exists'
+    'jobctl', 'put_schedule', array['text', 'text', 'text', 'text', 'jsonb', 'integer', 'integer', 'boolean', 'text'],
+    'put_schedule(tenant_id, name, cron, queue, payload, priority, catch_up, skip_overlap, time_zone) exists'
 );
 select has_function('jobctl', 'drop_schedule', array['text', 'text'], 'drop_schedule(tenant_id, name) exists');
 select has_function('jobctl', 'expand_schedules', array[]::text[], 'expand_schedules() exists');
@@ -134,7 +134,8 @@ select is(
 -- expander that committed after this transaction began): that fire time is not enqueued again
 update jobctl.schedule set last_fire_at = date_trunc('hour', now()) + interval '3 hours'
 where tenant_id = 'tap_sched_c';
-select jobctl.put_schedule('tap_sched_c', 'hourly', '0 * * * *', 'tap_sched_q', '{}');
+-- (spelled 0 */1: at minute 30 of an hour pg_temp.hourly() is 0 * * * *, which is no change)
+select jobctl.put_schedule('tap_sched_c', 'hourly', '0 */1 * * *', 'tap_sched_q', '{}');
 select is(
     (
         select next_fire_at from jobctl.schedule
@@ -205,6 +206,62 @@ select is(
         where tenant_id = 'tap_sched_late'
     ), 1,
     'the late tenant''s schedule ran in that pass'
+);
+
+-- time zones: the expression is read in the zone's wall time, the zone is checked and stored
+select throws_ok(
+    $$select jobctl.put_schedule('tap_sched_tz', 'bad', '0 9 * * *', 'tap_sched_q', '{}', time_zone => 'Europe/Atlantis')$$,
+    'JC001', 'time_zone Europe/Atlantis is not a time zone name', 'an unknown zone: JC001 naming time_zone'
+);
+select throws_ok(
+    $$select jobctl.put_schedule('tap_sched_tz', 'bad', '0 9 * * *', 'tap_sched_q', '{}', time_zone => 'UTC+3')$$,
+    'JC001', null, 'a POSIX offset (its sign reversed) is not a zone name'
+);
+select is(
+    (
+        select count(*)::integer from jobctl.schedule
+        where tenant_id = 'tap_sched_tz'
+    ), 0, 'nothing was written'
+);
+select jobctl.put_schedule('tap_sched_tz', 'nine', '0 9 * * *', 'tap_sched_q', '{}', time_zone => 'america/new_york');
+select results_eq(
+    $$select time_zone, next_fire_at from jobctl.list_schedules('tap_sched_tz')$$,
+    $$values ('America/New_York', jobctl.cron_next('0 9 * * *', now(), 'America/New_York'))$$,
+    'list_schedules shows the zone as pg_timezone_names spells it; the next fire time is 09:00 there'
+);
+select jobctl.put_schedule('tap_sched_tz', 'nine', '0 9 * * *', 'tap_sched_q', '{}', time_zone => 'Asia/Kolkata');
+select results_eq(
+    $$select time_zone, next_fire_at from jobctl.list_schedules('tap_sched_tz')$$,
+    $$values ('Asia/Kolkata', jobctl.cron_next('0 9 * * *', now(), 'Asia/Kolkata'))$$,
+    'a new zone recomputes the next fire time'
+);
+select jobctl.put_schedule('tap_sched_tz', 'utc', '0 9 * * *', 'tap_sched_q', '{}', time_zone => null);
+select is(
+    (
+        select time_zone from jobctl.list_schedules('tap_sched_tz')
+        where name = 'utc'
+    ), 'UTC', 'a NULL zone is UTC'
+);
+select jobctl.pause_schedule('tap_sched_tz', 'nine');
+update jobctl.schedule set next_fire_at = now() - interval '3 days'
+where tenant_id = 'tap_sched_tz' and name = 'nine';
+select jobctl.resume_schedule('tap_sched_tz', 'nine');
+select is(
+    (
+        select next_fire_at from jobctl.schedule
+        where tenant_id = 'tap_sched_tz' and name = 'nine'
+    ),
+    jobctl.cron_next('0 9 * * *', now(), 'Asia/Kolkata'),
+    'resume_schedule computes the next fire time in the zone'
+);
+update jobctl.schedule set next_fire_at = now() - interval '4 days', catch_up = 2
+where tenant_id = 'tap_sched_tz' and name = 'nine';
+select jobctl.expand_schedules();
+select results_eq(
+    $$select to_char(fire_time at time zone 'Asia/Kolkata', 'HH24:MI'), count(*)::integer
+      from jobctl.job where tenant_id = 'tap_sched_tz' group by 1$$,
+    $$values ('09:00', 2)$$,
+    'the expander''s missed runs are 09:00 in the zone'
 );
 
 select * from finish();

@@ -388,8 +388,10 @@ select is(
 select has_function('jobctl', 'submit_job', 'submit_job is installed');
 select isnt(
     obj_description(
-        'jobctl.submit_job(text, text, jsonb, integer, timestamptz, text, integer, jsonb, interval, text, text, text, bigint[], text, text[], interval, text)'
-        ::regprocedure
+        (
+            'jobctl.submit_job(text, text, jsonb, integer, timestamptz, text, integer, jsonb, interval, text, text, text,'
+            || ' bigint[], text, text[], interval, text)'
+        )::regprocedure
     ),
     null, 'submit_job has a comment'
 );

@@ -3,7 +3,7 @@
 -- job, parent_results, submit_batch and get_batch, the recheck of racing parents (one session
 -- here; tests/test_workflows.py races real processes). Tenants tap_wf_*, queues tap_wf_*.
 begin;
-select plan(66);
+select plan(69);
 set local jit = off;
 \ir helpers.psql
 
@@ -321,6 +321,18 @@ select throws_ok(
         )]))
     ),
     'JC010', null, 'retry_job of a waiting job: JC010'
+);
+select is(
+    (select c.jobs from jobctl.count_jobs('{"tenant_id": "tap_wf_4", "state": "waiting"}', 'cancel') as c),
+    1::bigint, 'count_jobs: a waiting job is one a bulk cancel takes'
+);
+select is(
+    (select c.acted from jobctl.cancel_jobs('{"tenant_id": "tap_wf_4", "state": "waiting"}') as c),
+    1, 'cancel_jobs cancels it'
+);
+select is(
+    (select count(*) from jobctl.list_jobs('tap_wf_4', state => 'waiting')), 0::bigint,
+    'list_jobs: none is waiting any more'
 );
 
 -- batches: on_finish fires once with the counts; on_success skipped when a member was discarded

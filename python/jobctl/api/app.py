@@ -17,6 +17,7 @@ from jobctl.api import (
     admin_routes,
     error_handlers,
     flow_routes,
+    long_poll,
     metrics,
     queue_routes,
     routes,
@@ -77,11 +78,13 @@ def create_app(
     statement_timeout: float = STATEMENT_TIMEOUT,
     lock_timeout: float = LOCK_TIMEOUT,
     list_concurrency: int = LIST_CONCURRENCY,
+    wait_concurrency: int = long_poll.WAIT_CONCURRENCY,
 ) -> FastAPI:
     """The API app. dsn None: JOBCTL_DSN or the local cluster's, looked up when the app starts.
     pool_timeout is how long a request waits for a connection before it answers 503;
     statement_timeout and lock_timeout (seconds, 0: none) bound each statement and each lock wait
-    of its sessions (503 too); list_concurrency caps the list requests of one token's tenants (429)."""
+    of its sessions (503 too); list_concurrency caps the list requests of one token's tenants (429),
+    wait_concurrency their long polls (`GET /api/v1/jobs/{id}?wait=`, 429)."""
     pool: AsyncConnectionPool[psycopg.AsyncConnection[Any]] | None = None
 
     @asynccontextmanager
@@ -109,9 +112,13 @@ def create_app(
         # the endpoints' SQL work: every call runs on the request's pooled connection (conn=), so the
         # client never opens a connection of its own
         app.state.client = AsyncClient(conninfo)
+        # the long polls' one listener (api/long_poll.py), outside the pool
+        app.state.hints = long_poll.Hints(conninfo, kwargs)
+        app.state.hints.start()
         try:
             yield
         finally:
+            await app.state.hints.stop()
             await app.state.client.close()
             await pool.close()
 
@@ -148,6 +155,7 @@ def create_app(
         ],
     )
     app.state.list_slots = TenantSlots(list_concurrency)
+    app.state.wait_slots = TenantSlots(wait_concurrency, "long polls")
     app.add_middleware(BodyLimit, max_bytes=MAX_BODY_BYTES)  # innermost of ours: metrics count its 413s
     error_handlers.install(app)
     metrics.install(app, lambda: pool.get_stats() if pool is not None else None)

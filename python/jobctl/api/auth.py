@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass
 from typing import Annotated, Any
 
@@ -147,6 +147,36 @@ async def session(request: Request, token: str, scope: str) -> AsyncIterator[Cal
             conn=conn,
             client=client_of(request),
         )
+
+
+@dataclass(frozen=True)
+class TokenSessions:
+    """A request's token, checked for its form only: `open()` is `session` for it (401 or 403 there),
+    as many times as the endpoint needs, each a pooled connection for one short transaction. For the
+    long poll (api/long_poll.py), which must not hold a connection while it waits."""
+
+    request: Request
+    token: str
+    scope: str
+
+    def open(self) -> AbstractAsyncContextManager[Caller]:
+        return session(self.request, self.token, self.scope)
+
+
+def sessions_for(scope: str) -> Any:
+    """`Depends` for an endpoint's TokenSessions (401 at once without a well-formed token)."""
+    assert scope in SCOPES, scope
+
+    async def dependency(
+        request: Request,
+        _credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer_scheme)],
+    ) -> TokenSessions:
+        try:
+            return TokenSessions(request, _token(request), scope)
+        except errors.Unauthorized as e:
+            raise _refuse(request, e, scope) from None
+
+    return Depends(dependency)
 
 
 def caller_for(scope: str) -> Any:

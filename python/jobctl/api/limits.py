@@ -48,13 +48,15 @@ class BodyLimit:
 
 
 class TenantSlots:
-    """At most `per_tenant` list requests of one token's tenants (a tenant token: its tenant; admin
-    tokens: one set, every tenant) run at once in this process; one more answers 429 with Retry-After
-    at once. No queue: a waiting request would hold its pooled connection, which is what the cap
-    saves for the other tenants. One event loop, so plain counters suffice."""
+    """At most `per_tenant` requests of a kind (`what`: list requests, long polls) of one token's
+    tenants (a tenant token: its tenant; admin tokens: one set, every tenant) run at once in this
+    process; one more answers 429 with Retry-After at once. No queue: a waiting list request would
+    hold its pooled connection, which is what the cap saves for the other tenants. One event loop,
+    so plain counters suffice."""
 
-    def __init__(self, per_tenant: int) -> None:
+    def __init__(self, per_tenant: int, what: str = "list requests") -> None:
         self.per_tenant = per_tenant
+        self.what = what  # for the 429's message
         self.running: dict[str | None, int] = {}
 
     @contextmanager
@@ -62,7 +64,7 @@ class TenantSlots:
         running = self.running.get(tenant_id, 0)
         if running >= self.per_tenant:
             raise errors.OverLimit(
-                f"this tenant already has {running} list requests running, the most at once; "
+                f"this tenant already has {running} {self.what} running, the most at once; "
                 "retry after the Retry-After seconds"
             )
         self.running[tenant_id] = running + 1

@@ -25,7 +25,7 @@ from pydantic import (
 )
 
 from jobctl import client
-from jobctl.contract import JOB_STATES
+from jobctl.contract import STATES
 
 if TYPE_CHECKING:
     from _typeshed import DataclassInstance
@@ -35,16 +35,16 @@ JOB_ID_MAX = 2**63 - 1
 
 
 def _known_state(value: str) -> str:
-    if value not in JOB_STATES:
+    if value not in STATES:
         raise ValueError(f"unknown job state {value!r}")
     return value
 
 
-# A job state: one of contract.JOB_STATES (the one list the CLI, the worker and the API share)
+# A job state: one of contract.STATES (the one list the CLI, the worker and the API share)
 State = Annotated[
     str,
     AfterValidator(_known_state),
-    WithJsonSchema({"type": "string", "enum": list(JOB_STATES), "title": "State"}),
+    WithJsonSchema({"type": "string", "enum": list(STATES), "title": "State"}),
 ]
 
 
@@ -184,6 +184,18 @@ class Job(BaseModel):
         description='The results of its parents, {"<parent id>": result} (null until a parent completes); '
         "null for a job without parents. Shown by `GET /jobs/{id}` (and a submit's answer); null in lists.",
     )
+    schedule_name: str | None = Field(
+        default=None, description="The schedule whose run this job is (docs/schedules.md), or null."
+    )
+    fire_time: datetime | None = Field(
+        default=None,
+        description="The schedule's fire time the run stands for (a run by hand: when it was run), or null.",
+    )
+    progress: JsonValue = Field(
+        default=None,
+        description="While running: the latest progress its worker reported (any JSON, at most 2,000 bytes; "
+        'e.g. {"done": 40, "total": 100}); after the attempt ends, the last one it reported; or null.',
+    )
 
     @classmethod
     def of(cls, info: client.JobInfo) -> Job:
@@ -284,7 +296,7 @@ class ScheduleIn(BaseModel):
     )
     cron: str = Field(
         description="5 fields (minute hour day-of-month month day-of-week) or @every <interval>, @hourly, "
-        "@daily, @weekly, @monthly, @yearly; UTC."
+        "@daily, @weekly, @monthly, @yearly; read in the wall time of time_zone."
     )
     queue: str = Field(description="The queue each run goes to, 1-200 characters.")
     payload: JsonValue = Field(description="Each run's payload: any JSON value, at most 64 KiB as text.")
@@ -297,6 +309,13 @@ class ScheduleIn(BaseModel):
     )
     skip_overlap: bool | None = Field(
         default=None, description="Skip a run while the previous run is unfinished (default false)."
+    )
+    time_zone: str | None = Field(
+        default=None,
+        max_length=200,
+        description="The time zone whose wall time cron reads: a name of pg_timezone_names such as "
+        "Europe/Berlin (default UTC). Daylight saving time: a wall time the clocks skip fires when the gap "
+        "ends, one they repeat fires once, unless the hour field is every hour (docs/schedules.md).",
     )
 
 
@@ -319,6 +338,7 @@ class Schedule(BaseModel):
         description="true: it fires nothing until resumed; a resume starts it from the next fire time after "
         "now (missed runs are skipped).",
     )
+    time_zone: str = Field(default="UTC", description="The time zone whose wall time cron reads.")
 
 
 def schedule_of(row: client.Schedule) -> Schedule:
@@ -383,6 +403,24 @@ class QueueList(BaseModel):
 class ScheduleRun(BaseModel):
     job_id: int = Field(description="The job the run submitted (due now).")
     schedule: Schedule = Field(description="The schedule, its last_job_id the new job.")
+
+
+class ScheduleRunJob(BaseModel):
+    """A run of a schedule (`jobctl.schedule_runs`): the job and the fire time it stands for."""
+
+    job_id: int
+    fire_time: datetime | None = Field(description="The fire time (a run by hand: when it was run).")
+    state: State
+    attempt: int
+    created_at: datetime
+    started_at: datetime | None
+    finished_at: datetime | None
+    last_error: str | None
+
+
+class ScheduleRunPage(BaseModel):
+    runs: list[ScheduleRunJob] = Field(description="Newest first (job_id descending).")
+    next: int | None = Field(description="Pass as `before` for the next page; null on the last page.")
 
 
 # --- tenant administration, workers, the audit log, health (admin_routes)

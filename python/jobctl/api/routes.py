@@ -15,6 +15,8 @@ The rules are the SQL functions'; an endpoint only turns HTTP into the client's 
 typed rows into JSON (their errors: `call`, error_handlers). All three steps run in one transaction
 on the one connection auth lends for the endpoint function; it is back in the pool before the
 response is sent. The one statement an endpoint runs outside the client is the health check's ping.
+The exception to the one transaction: `GET /jobs/{id}?wait=`, a long poll, which authenticates afresh
+for each of its short transactions and holds no connection while it waits (api/long_poll.py).
 """
 
 from __future__ import annotations
@@ -29,8 +31,8 @@ from fastapi import APIRouter, Path, Query, Request, Response
 from fastapi.responses import JSONResponse
 
 from jobctl import errors, queries
-from jobctl.api import audit, error_handlers
-from jobctl.api.auth import Caller, caller_for, pool_of
+from jobctl.api import audit, error_handlers, long_poll
+from jobctl.api.auth import Caller, TokenSessions, caller_for, pool_of, sessions_for
 from jobctl.api.limits import TenantSlots
 from jobctl.api.models import (
     JOB_ID_MAX,
@@ -43,7 +45,7 @@ from jobctl.api.models import (
     JobSubmit,
     Submitted,
 )
-from jobctl.contract import JOB_STATES
+from jobctl.contract import STATES
 
 log = logging.getLogger("jobctl.api")
 T = TypeVar("T")
@@ -53,6 +55,11 @@ LIST_CAP = 1000  # list_jobs returns at most this many rows (docs/errors.md: max
 
 TOO_MANY_LISTS = (
     "This token's tenants have too many list requests running: retry after `Retry-After` seconds."
+)
+
+WAIT_DOC = (
+    "Seconds to wait for the job to finish (a long poll, at most 30): the answer comes as soon as it "
+    "is completed, dead or cancelled, or when the wait runs out, with the job as it is then."
 )
 
 NOT_YOURS = (
@@ -204,11 +211,31 @@ async def _change_job(
     "/jobs/{id}",
     tags=["jobs"],
     summary="Get a job",
-    responses=error_responses(404, 422, notes={422: "The id is not a positive integer."}),
+    responses=error_responses(
+        404,
+        422,
+        429,
+        notes={
+            422: "The id is not a positive integer, or `wait` is not a number from 0 to 30.",
+            429: "This token's tenants have too many long polls (`wait`) running: retry after "
+            "`Retry-After` seconds.",
+        },
+    ),
 )
-async def get_job(job_id: JobId, caller: Annotated[Caller, caller_for("jobs:read")]) -> JobOut:
-    """One job (scope `jobs:read`). Another tenant's job answers 404, as an unknown id does."""
-    return JobOut(job=await _job(caller, job_id))
+async def get_job(
+    request: Request,
+    job_id: JobId,
+    sessions: Annotated[TokenSessions, sessions_for("jobs:read")],
+    wait: Annotated[float | None, Query(ge=0, le=long_poll.MAX_WAIT, description=WAIT_DOC)] = None,
+) -> JobOut:
+    """One job (scope `jobs:read`). Another tenant's job answers 404, as an unknown id does. With
+    `wait`, a long poll: the answer comes when the job is finished, or after `wait` seconds."""
+    if not wait:
+        async with sessions.open() as caller:
+            return JobOut(job=await _job(caller, job_id))
+    state = request.app.state
+    job = await call(long_poll.long_poll(sessions, state.hints, state.wait_slots, job_id, wait))
+    return JobOut(job=Job.of(job))
 
 
 @router.delete(
@@ -263,7 +290,7 @@ async def list_jobs(
     ] = None,
     status: Annotated[
         str | None,
-        Query(description="Only jobs in this state: " + ", ".join(JOB_STATES) + "."),
+        Query(description="Only jobs in this state: " + ", ".join(STATES) + "."),
     ] = None,
     queue: Annotated[str | None, Query(description="Only jobs of this queue.")] = None,
     before: Annotated[

@@ -1,5 +1,5 @@
 """The schedule endpoints: one function each (put_schedule, list_schedules, drop_schedule,
-pause_schedule, resume_schedule, run_schedule), called through the app's AsyncClient on the
+pause_schedule, resume_schedule, run_schedule, schedule_runs), called through the app's AsyncClient on the
 request's connection, behind the same token check as the job endpoints (scopes schedules:read
 and schedules:write; a tenant token acts only for its tenant)."""
 
@@ -11,8 +11,19 @@ from fastapi import APIRouter, Path, Query, Request
 
 from jobctl.api import audit
 from jobctl.api.auth import Caller, caller_for
-from jobctl.api.models import Dropped, ScheduleIn, ScheduleList, ScheduleOut, ScheduleRun, schedule_of
-from jobctl.api.routes import TOO_MANY_LISTS, call, error_responses, list_slot, not_found
+from jobctl.api.models import (
+    JOB_ID_MAX,
+    Dropped,
+    ScheduleIn,
+    ScheduleList,
+    ScheduleOut,
+    ScheduleRun,
+    ScheduleRunJob,
+    ScheduleRunPage,
+    fields_of,
+    schedule_of,
+)
+from jobctl.api.routes import LIST_CAP, TOO_MANY_LISTS, call, error_responses, list_slot, not_found
 
 Name = Annotated[str, Path(min_length=1, max_length=200, description="The schedule's name.")]
 Tenant = Annotated[
@@ -50,6 +61,7 @@ async def put_schedule(
             priority=body.priority,
             catch_up=body.catch_up,
             skip_overlap=body.skip_overlap,
+            time_zone=body.time_zone,
             conn=caller.conn,
         ),
         params,
@@ -173,3 +185,44 @@ async def run_schedule(
     out = await _schedule(caller, act.tenant, name)
     act.record(200)
     return ScheduleRun(job_id=act.job_id, schedule=out.schedule)
+
+
+@router.get(
+    "/schedules/{name}/runs",
+    summary="List a schedule's runs",
+    responses=error_responses(
+        422,
+        429,
+        notes={
+            403: "The token lacks jobs:read (the runs are jobs), or `tenant` names another tenant.",
+            429: TOO_MANY_LISTS,
+        },
+    ),
+)
+async def schedule_runs(
+    request: Request,
+    name: Name,
+    caller: Annotated[Caller, caller_for("jobs:read")],
+    tenant: Tenant = None,
+    before: Annotated[
+        int | None,
+        Query(ge=1, le=JOB_ID_MAX, description="Only runs with a smaller job id: the `next` of a page."),
+    ] = None,
+    limit: Annotated[int, Query(ge=1, le=LIST_CAP, description="Runs per page.")] = 50,
+) -> ScheduleRunPage:
+    """A page of a schedule's runs, newest first (scope `jobs:read`): each job it enqueued with the fire
+    time it stands for, also after the schedule was dropped (an unknown name has no runs). Follow `next`
+    (as `before`) until it is null."""
+    tenant_id = caller.tenant_for(tenant, "tenant")
+    with list_slot(request, caller):
+        # one row more than the page tells whether another page follows
+        params = {"tenant_id": tenant_id, "name": name, "before_id": before, "max_rows": limit + 1}
+        rows = await call(
+            caller.client.schedule_runs(tenant_id, name, before_id=before, max_rows=min(limit + 1, LIST_CAP),
+                                        conn=caller.conn),
+            params,
+            {"tenant_id": "tenant", "before_id": "before", "max_rows": "limit"},
+        )  # fmt: skip
+        more = len(rows) > limit or len(rows) == limit == LIST_CAP
+        runs = [ScheduleRunJob(**fields_of(r)) for r in rows[:limit]]
+    return ScheduleRunPage(runs=runs, next=runs[-1].job_id if more and runs else None)

@@ -10,7 +10,7 @@ import uvicorn
 from psycopg.conninfo import conninfo_to_dict
 
 from jobctl import db, logs
-from jobctl.api import app
+from jobctl.api import app, long_poll
 from jobctl.api.protocol import HEAD_TIMEOUT, head_timeout_protocol
 from jobctl.errors import first_line
 
@@ -62,6 +62,15 @@ def _drop_color_message(record: logging.LogRecord) -> bool:
     help="Seconds a statement waits for a lock before the request answers 503 (0: no limit).",
 )
 @click.option(
+    "--wait-concurrency",
+    default=long_poll.WAIT_CONCURRENCY,
+    show_default=True,
+    envvar="JOBCTL_API_WAIT_CONCURRENCY",
+    show_envvar=True,
+    type=click.IntRange(1, 1000),
+    help="Long polls (GET /api/v1/jobs/{id}?wait=) of one token's tenants at once; more answer 429.",
+)
+@click.option(
     "--list-concurrency",
     default=app.LIST_CONCURRENCY,
     show_default=True,
@@ -98,6 +107,7 @@ def serve_command(
     statement_timeout: float,
     lock_timeout: float,
     list_concurrency: int,
+    wait_concurrency: int,
     header_timeout: float,
     keep_alive_timeout: int,
 ) -> None:
@@ -120,6 +130,7 @@ def serve_command(
         statement_timeout=statement_timeout,
         lock_timeout=lock_timeout,
         list_concurrency=list_concurrency,
+        wait_concurrency=wait_concurrency,
     )
     uvicorn.run(
         api,

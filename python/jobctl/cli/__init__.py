@@ -97,6 +97,7 @@ main.add_command(schema.validate)
 # jobs
 main.add_command(jobs.submit)
 main.add_command(jobs.get)
+main.add_command(jobs.wait)
 main.add_command(jobs.list_)
 main.add_command(jobs.history)
 main.add_command(jobs.cancel)

@@ -1,4 +1,4 @@
-"""Jobs: `submit`, `get`, `list`, `history`, `cancel`, `retry`, through jobctl.client.
+"""Jobs: `submit`, `get`, `wait`, `list`, `history`, `cancel`, `retry`, through jobctl.client.
 
 A submit passes only the options the user gave: the defaults (priority, attempts, backoff, timeout)
 are applied by SQL, never here.
@@ -337,7 +337,7 @@ Examples:
 @click.argument("job_id", metavar="ID", callback=as_id)
 @json_option
 def get(job_id: int, as_json: bool) -> None:
-    """Show one job: state, attempts, lease, payload, result, error."""
+    """Show one job: state, attempts, lease, progress, payload, result, error."""
     with Client() as client:
         job = client.get_job(job_id)
     if job is None:
@@ -348,9 +348,43 @@ def get(job_id: int, as_json: bool) -> None:
         click.echo(output.key_values(output.record(job)))
 
 
+# `jobctl wait`'s exit statuses besides 0 (completed), 1 (an error) and 2 (usage): docs/cli.md
+WAIT_NOT_COMPLETED = 3  # finished dead or cancelled
+WAIT_TIMED_OUT = 4  # not finished within --timeout
+
+
+@click.command()
+@click.argument("job_id", metavar="ID", callback=as_id)
+@click.option(
+    "--timeout",
+    type=click.FloatRange(0, min_open=True),
+    default=60.0,
+    show_default=True,
+    help="Seconds to wait for the job to finish.",
+)
+@json_option
+@click.pass_context
+def wait(ctx: click.Context, job_id: int, timeout: float, as_json: bool) -> None:
+    """Wait for a job to finish and show it. Exit 0: completed; 3: dead or cancelled; 4: still
+    unfinished after --timeout (shown as it is)."""
+    code = 0
+    with Client() as client:
+        try:
+            job = client.wait(job_id, timeout)
+        except errors.WaitTimeout as e:
+            job, code = e.job, WAIT_TIMED_OUT
+    if code == 0 and job.state != "completed":
+        code = WAIT_NOT_COMPLETED
+    if as_json:
+        echo_json(job)
+    else:
+        click.echo(output.key_values(output.record(job)))
+    ctx.exit(code)
+
+
 @click.command("list", epilog=JOB_LIST_EPILOG)
 @click.option("--tenant", "tenant_id", metavar="TENANT", required=True, help="Whose jobs.")
-@click.option("--state", type=click.Choice(contract.JOB_STATES), help="Only jobs in this state.")
+@click.option("--state", type=click.Choice(contract.STATES), help="Only jobs in this state.")
 @click.option("--queue", metavar="QUEUE", help="Only jobs of this queue.")
 @click.option(
     "--before", "before_id", callback=as_id, metavar="ID", help="Only jobs older than this id (next page)."

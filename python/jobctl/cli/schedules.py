@@ -1,23 +1,31 @@
-"""Recurring schedules: `schedule put|list|drop|pause|resume|run|next`, through jobctl.client."""
+"""Recurring schedules: `schedule put|list|drop|pause|resume|run|runs|next`, through jobctl.client."""
 
 from __future__ import annotations
+
+import shlex
 
 import click
 
 from jobctl import errors, output
-from jobctl.cli.common import echo_json, json_option, parse_json
+from jobctl.cli.common import as_id, echo_json, json_option, parse_json
 from jobctl.client import Client
 
 PUT_EPILOG = """\b
 Examples:
   jobctl schedule put acme nightly-report '0 2 * * *' reports '{"kind": "nightly"}'
   jobctl schedule put acme heartbeat '@every 15 seconds' pings '{}' --skip-overlap
-  jobctl schedule put acme hourly '@hourly' etl '{}' --catch-up 24   (backfill up to a day)"""
+  jobctl schedule put acme hourly '@hourly' etl '{}' --catch-up 24   (backfill up to a day)
+  jobctl schedule put acme berlin-9am '0 9 * * mon-fri' reports '{}' --time-zone Europe/Berlin"""
+
+TIME_ZONE_HELP = (
+    "The time zone whose wall time CRON reads: a name of pg_timezone_names such as Europe/Berlin "
+    "(not an abbreviation such as CEST). Daylight saving time: docs/schedules.md."
+)
 
 
 @click.group()
 def schedule() -> None:
-    """Recurring schedules: cron expressions that enqueue jobs (UTC)."""
+    """Recurring schedules: cron expressions that enqueue jobs (in UTC or a time zone)."""
 
 
 @schedule.command(epilog=PUT_EPILOG)
@@ -36,6 +44,7 @@ def schedule() -> None:
     help="After downtime, at most N missed runs (the latest); 1: one run for the whole missed window.",
 )
 @click.option("--skip-overlap", is_flag=True, help="Skip a run while the previous run is unfinished.")
+@click.option("--time-zone", default="UTC", show_default=True, metavar="ZONE", help=TIME_ZONE_HELP)
 @json_option
 def put(
     tenant_id: str,
@@ -46,12 +55,13 @@ def put(
     priority: int,
     catch_up: int,
     skip_overlap: bool,
+    time_zone: str,
     as_json: bool,
 ) -> None:
     """Create or replace a schedule: each fire time of CRON enqueues one job on QUEUE.
 
     CRON: 5 fields (minute hour day-of-month month day-of-week) or @every <interval>, @hourly,
-    @daily, @weekly, @monthly, @yearly; times are UTC.
+    @daily, @weekly, @monthly, @yearly; read in the wall time of --time-zone (default UTC).
     """
     with Client() as client:
         saved = client.put_schedule(
@@ -63,6 +73,7 @@ def put(
             priority=priority,
             catch_up=catch_up,
             skip_overlap=skip_overlap,
+            time_zone=time_zone,
         )
     if as_json:
         echo_json(saved)
@@ -80,9 +91,29 @@ def list_(tenant_id: str | None, as_json: bool) -> None:
     if as_json:
         echo_json(schedules)
         return
-    headers = ["TENANT", "NAME", "CRON", "QUEUE", "NEXT FIRE (UTC)", "LAST FIRE (UTC)", "LAST JOB", "PAUSED"]
+    headers = [
+        "TENANT",
+        "NAME",
+        "CRON",
+        "TZ",
+        "QUEUE",
+        "NEXT FIRE (UTC)",
+        "LAST FIRE (UTC)",
+        "LAST JOB",
+        "PAUSED",
+    ]
     rows = [
-        [s.tenant_id, s.name, s.cron, s.queue, s.next_fire_at, s.last_fire_at, s.last_job_id, s.paused]
+        [
+            s.tenant_id,
+            s.name,
+            s.cron,
+            s.time_zone,
+            s.queue,
+            s.next_fire_at,
+            s.last_fire_at,
+            s.last_job_id,
+            s.paused,
+        ]
         for s in schedules
     ]
     click.echo(output.table(headers, rows))
@@ -147,16 +178,67 @@ def run(tenant_id: str, name: str, as_json: bool) -> None:
         click.echo(f"job {job_id}")
 
 
+@schedule.command()
+@click.argument("tenant_id", metavar="TENANT")
+@click.argument("name")
+@click.option(
+    "--before",
+    "before_id",
+    callback=as_id,
+    metavar="ID",
+    help="Only runs older than this job id (next page).",
+)
+@click.option(
+    "--limit",
+    type=click.IntRange(1, 1000),
+    default=20,
+    show_default=True,
+    metavar="N",
+    help="At most N runs.",
+)
+@json_option
+def runs(tenant_id: str, name: str, before_id: int | None, limit: int, as_json: bool) -> None:
+    """List a schedule's runs, newest first: each job it enqueued with the fire time it stands for
+    (jobctl.schedule_runs; also after the schedule was dropped)."""
+    with Client() as client:
+        found = client.schedule_runs(tenant_id, name, before_id=before_id, max_rows=limit)
+    if as_json:
+        echo_json(found)
+        return
+    if not found:
+        click.echo("(no runs)")
+        return
+    headers = ["JOB", "FIRE TIME (UTC)", "STATE", "ATTEMPT", "CREATED", "FINISHED", "LAST ERROR"]
+    rows = [
+        [
+            r.job_id,
+            r.fire_time,
+            r.state,
+            r.attempt,
+            r.created_at,
+            r.finished_at,
+            output.truncate(r.last_error, 50) if r.last_error else None,
+        ]
+        for r in found
+    ]
+    click.echo(output.table(headers, rows, right=[3]))
+    if len(found) == limit:
+        args = [tenant_id, name, "--before", str(found[-1].job_id), "--limit", str(limit)]
+        click.echo(f"(more may follow: jobctl schedule runs {shlex.join(args)})")
+
+
 @schedule.command("next")
 @click.argument("cron")
 @click.option(
     "--count", type=click.IntRange(1, 1000), default=5, show_default=True, help="How many fire times."
 )
+@click.option("--time-zone", default="UTC", show_default=True, metavar="ZONE", help=TIME_ZONE_HELP)
 @json_option
-def next_(cron: str, count: int, as_json: bool) -> None:
-    """Print the coming fire times of a CRON expression (UTC), as jobctl.cron_next computes them."""
+def next_(cron: str, count: int, time_zone: str, as_json: bool) -> None:
+    """Print the coming fire times of a CRON expression read in --time-zone (printed in UTC), as
+    jobctl.cron_next computes them."""
     with Client() as client:
-        times = client.next_fire_times(cron, count)
+        times = client.next_fire_times(cron, count, time_zone=time_zone)
     if as_json:
         echo_json(times)
     else:

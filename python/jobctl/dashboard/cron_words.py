@@ -108,8 +108,9 @@ def _times(minute: str, hour: str) -> str:
     return f"{minute_words}, {hour_words}"
 
 
-def describe(expression: str) -> str:
-    """The expression in words, e.g. '30 2 * * 1-5' -> 'at 02:30, Monday to Friday (UTC)'."""
+def describe(expression: str, time_zone: str = "UTC") -> str:
+    """The expression in words, e.g. '30 2 * * 1-5' -> 'at 02:30, Monday to Friday (UTC)'; the zone
+    is the schedule's, whose wall time the expression reads."""
     text = " ".join(expression.split())
     every = EVERY.match(text)
     if every:
@@ -137,4 +138,4 @@ def describe(expression: str) -> str:
         words.append("on " + weekdays)
     if months:
         words.append(f"in {months}")
-    return ", ".join(words) + " (UTC)"
+    return ", ".join(words) + f" ({time_zone})"

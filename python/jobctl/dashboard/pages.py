@@ -5,13 +5,16 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import psycopg
 from jinja2 import Environment, PackageLoader, StrictUndefined
+from markupsafe import Markup
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 
@@ -39,6 +42,17 @@ def _when(value: datetime | None) -> str:
     return "–" if value is None else value.strftime("%Y-%m-%d %H:%M:%S")
 
 
+def _wall(value: datetime | None, zone: str) -> str:
+    """The wall time of an instant in a schedule's time zone ('' for UTC, or a zone Python lacks)."""
+    if value is None or zone == "UTC":
+        return ""
+    try:
+        local = value.astimezone(ZoneInfo(zone))
+    except (ZoneInfoNotFoundError, ValueError):
+        return ""
+    return local.strftime("%Y-%m-%d %H:%M %Z")
+
+
 def _age(value: datetime | None, now: datetime) -> str:
     """How long ago (or, in the future, 'in ...')."""
     if value is None:
@@ -60,6 +74,39 @@ def pretty_json(value: Any) -> str:
     return json.dumps(value, indent=2, ensure_ascii=False, sort_keys=False, default=str)
 
 
+def _number(value: Any) -> float | None:
+    """A finite JSON number as a float (None for anything else: a bool, a string, ...)."""
+    ok = isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+    return float(value) if ok else None
+
+
+def progress_view(value: Any) -> tuple[float | None, str, Any]:
+    """A job's progress as the job page shows it: how far it is, 0 to 1 (from numbers `done` and
+    `total` above 0, or `percent`; None: no bar), the bar's words ("3 of 4"), and what else it holds
+    (shown as JSON: the whole of a progress without a bar, the other keys of one with; None: nothing)."""
+    if not isinstance(value, dict):
+        return None, "", value
+    done, total, percent = (_number(value.get(k)) for k in ("done", "total", "percent"))
+    if done is not None and total is not None and total > 0:
+        part, label = done / total, f"{value['done']:,} of {value['total']:,}"
+    elif percent is not None:
+        part, label = percent / 100, ""
+    else:
+        return None, "", value
+    rest = {k: v for k, v in value.items() if k not in ("done", "total", "percent")}
+    return max(0.0, min(1.0, part)), label, rest or None
+
+
+def progress_bar(part: float) -> Markup:
+    """How far a job is (0 to 1) as a bar: inline SVG, as charts.meter (the CSP allows no style)."""
+    w = 240
+    return Markup(
+        f'<svg class="meter progress" viewBox="0 0 {w} 10" width="{w}" height="10" role="img" '
+        f'aria-label="{part:.0%} done"><rect class="track" x="0" y="0" width="{w}" height="10" rx="2"/>'
+        f'<rect class="bar ok" x="0" y="0" width="{w * part:.1f}" height="10" rx="2"/></svg>'
+    )
+
+
 def is_sealed(value: Any) -> bool:
     return isinstance(value, dict) and SEALED_KEY in value
 
@@ -72,6 +119,7 @@ def _grouped(value: int | float | None) -> str:
 
 env.filters.update(
     when=_when,
+    wall=_wall,
     age=_age,
     duration=_duration,
     num=charts.number,
@@ -80,9 +128,10 @@ env.filters.update(
     cron_words=cron_words.describe,
     pretty_json=pretty_json,
     sealed=is_sealed,
+    progress_view=progress_view,
     pct=lambda v: "–" if v is None else f"{v:.0%}",
 )
-env.globals.update(meter=charts.meter, share_bar=charts.share_bar)
+env.globals.update(meter=charts.meter, share_bar=charts.share_bar, progress_bar=progress_bar)
 # the macros as a global, not a template's import: a live block rendered alone sees them too
 env.globals["m"] = env.get_template("macros.html").module
 

@@ -25,7 +25,7 @@ from jobctl import errors
 from jobctl.api import auth
 from jobctl.api.auth import Caller
 from jobctl.client import JobInfo, JobOverview
-from jobctl.contract import JOB_STATES
+from jobctl.contract import STATES
 from jobctl.dashboard import charts, web
 from jobctl.dashboard.pages import Me, action, clear_cookie, page, render
 from jobctl.dashboard.pages import field as form_field
@@ -290,7 +290,7 @@ class JobFilter:
             value = str(params.get(name, "") or "").strip()
             if value:
                 f.values[name] = value
-        f.states = [s for s in params.getlist("state") if s in JOB_STATES]
+        f.states = [s for s in params.getlist("state") if s in STATES]
         for part in IDS.split(f.values.get("job", "")):
             if part:
                 if part.isdigit() and 0 < int(part) < 2**63:
@@ -393,7 +393,7 @@ async def jobs(request: Request) -> Response:
             "tenants": tenants,
             "totals": totals,
             "chips": STATE_CHIPS,
-            "states": JOB_STATES,
+            "states": STATES,
             "listing": listing,
             "count": count,
             "problems": problems,
@@ -777,6 +777,21 @@ async def schedules(request: Request) -> Response:
                 "now": await caller.client.now(conn=caller.conn), "live": True}  # fmt: skip
 
     return await page(request, "schedules:read", "schedules.html", build, "schedules")
+
+
+@router.get("/schedules/runs")
+async def schedule_runs(request: Request) -> Response:
+    """One schedule (tenant and name in the query) and its recent runs (jobctl.schedule_runs)."""
+    tenant, name = request.query_params.get("tenant", ""), request.query_params.get("name", "")
+
+    async def build(caller: Caller) -> dict[str, Any]:
+        tenant_id = _tenant_name(tenant)
+        runs = await caller.client.schedule_runs(tenant_id, name, max_rows=50, conn=caller.conn)
+        found = await caller.client.get_schedule(tenant_id, name, conn=caller.conn)
+        return {"title": f"Schedule {name}", "tenant": tenant_id, "name": name, "schedule": found,
+                "runs": runs, "now": await caller.client.now(conn=caller.conn), "live": True}  # fmt: skip
+
+    return await page(request, "jobs:read", "schedule_runs.html", build, "schedules")
 
 
 ScheduleCall = Callable[..., Awaitable[Any]]

@@ -5,6 +5,13 @@ one whose completion waits in the outbox (until complete_jobs is sent for it); a
 heartbeat answers `cancelled` or `lost` is stopped and nothing is reported for it. A failed
 heartbeat is logged with the job count; the next one tries again.
 
+Progress (`job.report_progress`) rides on the heartbeat: each heartbeat statement carries the latest
+progress each running job reported since the last one (one HOT update of the lease row either way).
+A report wakes the progress loop, which sends a heartbeat for the jobs with news at once, or
+PROGRESS_EVERY after its previous one: a job's progress is written at most once a second by it, the
+latest value winning. A heartbeat that fails leaves its progress pending for the next; a progress the
+database would refuse as too big (over 2,000 bytes as jsonb) is not sent and is logged.
+
 Every BEAT_EVERY seconds the same loop as the tick reports the worker to the registry of workers
 (jobctl.worker_beat: host, pid, queues, concurrency, jobs in flight), on the worker's pool, no
 connection of its own; `Registration.gone` removes it at a clean exit (jobctl.worker_gone). A
@@ -38,6 +45,7 @@ log = logging.getLogger("jobctl.worker")
 # jobctl.tick(false) this often: orphans come back and schedules fire within about a second; after
 # an error a retry cannot cure, this much later
 TICK_EVERY, TICK_ERROR_WAIT = 0.25, 30.0
+PROGRESS_EVERY = 1.0  # progress is written at most this often (the latest report wins)
 BEAT_EVERY = 5.0  # a worker_beat this often (the registry forgets a worker an hour after its last)
 GONE_WAIT = 2.0  # at exit, how long worker_gone may take
 
@@ -50,6 +58,24 @@ async def heartbeat_loop(db: Database, running: Running, outbox: Outbox, lease: 
         await asyncio.sleep(max(0.0, next_at - loop.time()))
         next_at = loop.time() + every
         targets = _targets(running, outbox)
+        if targets:
+            await _heartbeat(db, running, targets, lease)
+
+
+async def progress_loop(db: Database, running: Running, lease: float) -> None:
+    """Send reported progress: at once, or PROGRESS_EVERY after the previous send (the latest wins)."""
+    loop = asyncio.get_running_loop()
+    sent_at = float("-inf")
+    while True:
+        await running.progress_reported.wait()
+        await asyncio.sleep(max(0.0, sent_at + PROGRESS_EVERY - loop.time()))
+        running.progress_reported.clear()  # a report from now on wakes the next round
+        sent_at = loop.time()
+        targets: dict[int, tuple[Job, Slot | None]] = {
+            job_id: (slot.job, slot)
+            for job_id, slot in running.active.items()
+            if slot.job._progress is not None and slot.job._stop_reason is None
+        }
         if targets:
             await _heartbeat(db, running, targets, lease)
 
@@ -74,20 +100,37 @@ async def _heartbeat(
     db: Database, running: Running, targets: dict[int, tuple[Job, Slot | None]], lease: float
 ) -> None:
     ordered = sorted(targets)  # row locks in job_id order, as complete_jobs takes them
+    # the running jobs' progress reported since their last heartbeat (a finished job's is not sent)
+    progress = {
+        job_id: text
+        for job_id in ordered
+        if targets[job_id][1] is not None and (text := targets[job_id][0]._take_progress()) is not None
+    }
     params = {
         "job_ids": bigint_array(ordered),
         "lease_epochs": bigint_array(targets[job_id][0].lease_epoch for job_id in ordered),
         "extend": timedelta(seconds=lease),
+        "progress": [progress.get(job_id) for job_id in ordered] if progress else None,
     }
     try:
-        answers = await db.call("heartbeat", rows(queries.HEARTBEATS, params))
+        async with running.heartbeating:
+            answers = await db.call("heartbeat", rows(queries.HEARTBEATS, params))
     except (GaveUp, psycopg.Error) as e:
+        for job_id, text in progress.items():
+            targets[job_id][0]._keep_progress(text)  # for the next heartbeat
         log.error("heartbeat failed", extra={"jobs": len(ordered), **error_fields(e)})
         return
-    for job_id, status in answers:
-        if status == "ok" or job_id not in targets:
+    for job_id, status, refused_bytes in answers:
+        if job_id not in targets:
             continue
         job, slot = targets[job_id]
+        if refused_bytes is not None:
+            log.warning(
+                "progress not stored: over 2000 bytes as jsonb",
+                extra={**ids(job), "progress_bytes": refused_bytes},
+            )
+        if status == "ok":
+            continue
         if slot is None:  # a finished job: its completion will be fenced and counted then
             log.debug("heartbeat of a finished job answered %s", status, extra=ids(job))
         elif running.active.get(job_id) is slot:

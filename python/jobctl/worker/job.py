@@ -4,9 +4,10 @@ claimed payload is decoded and a result encoded."""
 from __future__ import annotations
 
 import json
+import re
 import threading
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import (
     AbstractAsyncContextManager,
     AbstractContextManager,
@@ -101,6 +102,47 @@ def result_json(value: Any) -> str | None:
     return text
 
 
+# A progress whose JSON text is longer than this is refused at once (jobctl.heartbeat's own bound,
+# 2,000 bytes as jsonb, is checked by the database: text can be several times its jsonb, e.g. escapes);
+# deeper than PROGRESS_MAX_DEPTH too (jobctl._too_deep's bound: a deeper one would fail the batch)
+PROGRESS_MAX_TEXT, PROGRESS_MAX_DEPTH = 65536, 100
+_PROGRESS_LOCK = threading.Lock()  # a job's pending progress: set by its handler, taken by the worker's loop
+
+
+def progress_json(value: Any) -> str:
+    """A handler's progress as jsonb text. Raises ValueError for a value the heartbeat would refuse
+    whatever its size as jsonb: not JSON-serialisable, not valid UTF-8, a NUL, nested over 100 levels."""
+    try:
+        text = json.dumps(value, allow_nan=False, ensure_ascii=False, separators=(",", ":"))
+        size = len(text.encode())  # a lone surrogate cannot be encoded (and jsonb refuses its escape)
+    except (TypeError, ValueError) as e:
+        raise ValueError(f"progress is not JSON-serialisable: {e}") from None
+    except RecursionError:
+        raise ValueError("progress is not JSON-serialisable: it is nested too deeply") from None
+    if "\\u0000" in text:
+        raise ValueError("progress contains a NUL character, which jsonb does not accept")
+    if size > PROGRESS_MAX_TEXT:
+        raise ValueError(f"progress is {size} bytes of JSON; the database keeps at most 2000 bytes as jsonb")
+    if text.count("[") + text.count("{") > PROGRESS_MAX_DEPTH and _json_depth(text) > PROGRESS_MAX_DEPTH:
+        raise ValueError(f"progress must not nest arrays and objects over {PROGRESS_MAX_DEPTH} levels deep")
+    return text
+
+
+_JSON_STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
+
+
+def _json_depth(text: str) -> int:
+    """How deeply JSON text nests arrays and objects (strings skipped)."""
+    depth = deepest = 0
+    for c in _JSON_STRING.sub("", text):
+        if c in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif c in "]}":
+            depth -= 1
+    return deepest
+
+
 # a lazily read value not read yet (job.parent_results, job.batch)
 _UNREAD: Any = object()
 
@@ -138,6 +180,8 @@ class Job:
     _span: Any = field(default=None, repr=False)  # the attempt's run span (tracing; None without)
     _parent_results: Any = field(default=_UNREAD, repr=False)  # read on first use (parent_results)
     _batch: Any = field(default=_UNREAD, repr=False)  # read on first use (batch)
+    _progress: str | None = field(default=None, repr=False)  # reported, not yet sent (JSON text)
+    _on_progress: Callable[[], None] | None = field(default=None, repr=False)  # wakes the progress loop
 
     @property
     def idempotency_key(self) -> str:
@@ -160,6 +204,38 @@ class Job:
                 self._cancel = threading.Event()
             cancel = self._cancel
         return cancel.wait(timeout)
+
+    def report_progress(self, progress: Any) -> None:
+        """Report how far the handler has come: any JSON value (`{"done": 40, "total": 100}` and
+        `{"percent": 40}` show as a bar on the dashboard), at most 2,000 bytes as jsonb. It returns at
+        once, never waiting for the database: the worker writes the latest value with the job's next
+        heartbeat, or by itself at most once a second (a report within a second of the last write
+        waits for the second to pass, and a newer report replaces it), so report as often as you
+        like. get_job, the API, the CLI and the dashboard show it; the job keeps the last one written
+        when the attempt ends. Fenced like every report: once the lease is lost nothing is stored.
+        Raises ValueError (nothing reported) for a value that is not JSON, nests over 100 levels or
+        is over 64 KiB of JSON; one over 2,000 bytes as jsonb is refused by the database: the worker
+        logs a warning and the last stored progress stays."""
+        text = progress_json(progress)
+        if self._stop_reason is not None:
+            return  # stopped (lost, cancelled, timed out): whatever it does now is ignored
+        with _PROGRESS_LOCK:
+            idle = self._progress is None
+            self._progress = text
+        if idle and self._on_progress is not None:
+            self._on_progress()
+
+    def _take_progress(self) -> str | None:
+        """The progress to send now (None: nothing new); it is no longer pending."""
+        with _PROGRESS_LOCK:
+            text, self._progress = self._progress, None
+        return text
+
+    def _keep_progress(self, text: str) -> None:
+        """A progress whose heartbeat failed is pending again, unless a newer one came meanwhile."""
+        with _PROGRESS_LOCK:
+            if self._progress is None:
+                self._progress = text
 
     def _stop(self, reason: str) -> None:
         """Cancel the job (from the worker's loop); the first reason stands."""

@@ -5,8 +5,9 @@ asyncio loop and a small autocommit pool of the worker's own (`calls.Database`):
 - claiming.py: the claim loop (`max_jobs = free slots`) and the listener whose hints wake it;
 - running.py: each claimed job's handler in a slot, its outcome booked as it ends, stops supervised;
 - outbox.py: completions in batches (complete_jobs), failures and give-backs, and the `Stats`;
-- heartbeats.py: the heartbeat (lease/3), jobctl.tick (TICK_EVERY) and the registry of workers
-  (worker_beat every BEAT_EVERY, worker_gone at exit);
+- heartbeats.py: the heartbeat (lease/3) and the progress it carries (written at most once a second a
+  job), jobctl.tick (TICK_EVERY) and the registry of workers (worker_beat every BEAT_EVERY, worker_gone
+  at exit);
 - metrics.py: the process's Prometheus metrics, served on --metrics-port (none without);
 - calls.py: the pool and the one retry wrapper every database call goes through.
 
@@ -36,7 +37,7 @@ from typing import Any
 
 from jobctl.worker.calls import Database
 from jobctl.worker.claiming import Claimer
-from jobctl.worker.heartbeats import Registration, heartbeat_loop, tick_loop
+from jobctl.worker.heartbeats import Registration, heartbeat_loop, progress_loop, tick_loop
 from jobctl.worker.metrics import WorkerMetrics
 from jobctl.worker.outbox import MAX_BATCH, Outbox, Stats
 from jobctl.worker.running import Handler, Running
@@ -177,6 +178,7 @@ class Worker:
                 heartbeat_loop(self._db, self._running, self._outbox, self.lease), name="jobctl-heartbeat"
             ),
             asyncio.create_task(tick_loop(self._db, self._registration), name="jobctl-tick"),
+            asyncio.create_task(progress_loop(self._db, self._running, self.lease), name="jobctl-progress"),
         ]
         flusher = asyncio.create_task(self._outbox.run(), name="jobctl-flush")
         claimer = asyncio.create_task(self._claimer.run(), name="jobctl-claim")

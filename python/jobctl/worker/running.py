@@ -18,6 +18,7 @@ database fences any late completion), but it keeps its slot until it returns.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import inspect
 import logging
 from collections.abc import Awaitable, Callable, Coroutine
@@ -93,8 +94,15 @@ class Running:
         self._sync_tx_pool: ConnectionPool[Conn] | None = None
         self._executor: ThreadPoolExecutor | None = None
         self.metrics: WorkerMetrics | None = None  # the process's Prometheus metrics (--metrics-port)
+        # set when a job's handler reports progress while none of its was pending (heartbeats.progress_loop)
+        self.progress_reported = asyncio.Event()
+        # one heartbeat statement at a time (the lease's and the progress's), so that an older progress
+        # can never be written after a newer one
+        self.heartbeating = asyncio.Lock()
+        self._loop: asyncio.AbstractEventLoop | None = None
 
     async def open(self) -> None:
+        self._loop = asyncio.get_running_loop()
         if self.is_async:
             self._tx_pool = async_pool(self.dsn, "jobctl-worker-tx", 0, self.concurrency)
             await self._tx_pool.open(wait=False)
@@ -133,7 +141,14 @@ class Running:
             traceparent=tp,
             _sync_pool=self._sync_tx_pool,
             _async_pool=self._tx_pool,
+            _on_progress=self._progress_reported,
         )
+
+    def _progress_reported(self) -> None:
+        """Wake the progress loop (from a handler's thread or the loop itself)."""
+        if self._loop is not None:
+            with contextlib.suppress(RuntimeError):  # the loop is closed: a stuck thread after shutdown
+                self._loop.call_soon_threadsafe(self.progress_reported.set)
 
     # --- a job's way through
 

@@ -1,0 +1,140 @@
+"""`GET /api/v1/jobs/{id}?wait=S`: a bounded long poll that answers as soon as the job is finished
+(completed, dead, cancelled), or when the wait runs out with the job as it is then.
+
+No request holds a pooled connection while it waits. The API process keeps one connection of its
+own (`Hints`, application_name `jobctl-api-hints`) that LISTENs on one random channel
+(`jobctl_wait_` and 32 hex digits; no other login can guess it) and hands each hint (its payload is
+the job id) to the requests waiting for that job. A long poll borrows a pooled connection three ways,
+each for one short transaction that authenticates its token again (a token revoked meanwhile ends
+the wait with 401): first to read the job and register the process's channel for it
+(jobctl.watch_job, which also applies the tenant rule: another tenant's job answers 404 at once);
+then, after a hint or a poll pause (50 ms doubling to 1 s, for a hint lost or sent while the
+listener reconnected), to read the job again with get_job. A tenant's token runs at most
+WAIT_CONCURRENCY long polls at once in this process (one more: 429 at once), so one tenant cannot
+keep the pool busy with polls nor hold the event loop's sockets for every tenant.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import math
+import time
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
+
+import psycopg
+from psycopg import sql
+
+from jobctl import errors, queries, waiting
+from jobctl.api.auth import TokenSessions
+from jobctl.api.limits import TenantSlots
+from jobctl.client import JobInfo
+
+log = logging.getLogger("jobctl.api.long_poll")
+
+MAX_WAIT = 30.0  # seconds: the bound of `wait`
+WAIT_CONCURRENCY = 10  # long polls of one token's tenants at once in one API process
+APPLICATION_NAME = "jobctl-api-hints"
+RECONNECT_PAUSE = 1.0  # seconds between attempts to reconnect the listener (polls go on meanwhile)
+
+
+class Hints:
+    """The process's shared listener: one connection, one channel, hints dispatched by job id."""
+
+    def __init__(self, conninfo: str, kwargs: dict[str, Any]) -> None:
+        self.conninfo = conninfo
+        self.kwargs = {**kwargs, "application_name": APPLICATION_NAME, "autocommit": True}
+        self.channel = waiting.new_channel()
+        self.waiting: dict[int, set[asyncio.Event]] = {}
+        self.listening = asyncio.Event()  # set while the listener is connected (tests wait for it)
+        self._task: asyncio.Task[None] | None = None
+
+    def start(self) -> None:
+        self._task = asyncio.create_task(self._listen(), name="jobctl-api-hints")
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+
+    @contextlib.contextmanager
+    def subscribe(self, job_id: int) -> Iterator[asyncio.Event]:
+        """An event set when a hint for job_id arrives, for the duration of the with block."""
+        event = asyncio.Event()
+        self.waiting.setdefault(job_id, set()).add(event)
+        try:
+            yield event
+        finally:
+            events = self.waiting[job_id]
+            events.discard(event)
+            if not events:
+                del self.waiting[job_id]
+
+    async def _listen(self) -> None:
+        while True:
+            try:
+                conn = await psycopg.AsyncConnection.connect(self.conninfo, **self.kwargs)
+                async with conn:
+                    await conn.execute(sql.SQL(queries.LISTEN_CHANNEL).format(sql.Identifier(self.channel)))
+                    self.listening.set()
+                    # hints may have been missed while it was away: wake every waiter to look now
+                    self._wake_all()
+                    async for hint in conn.notifies():
+                        self._wake(hint.payload)
+            except psycopg.Error as e:
+                log.warning("hint listener lost (%s); long polls poll until it is back", str(e).strip())
+            self.listening.clear()
+            await asyncio.sleep(RECONNECT_PAUSE)
+
+    def _wake(self, payload: str) -> None:
+        with contextlib.suppress(ValueError):
+            for event in self.waiting.get(int(payload), ()):
+                event.set()
+
+    def _wake_all(self) -> None:
+        for events in self.waiting.values():
+            for event in events:
+                event.set()
+
+
+async def long_poll(
+    sessions: TokenSessions, hints: Hints, slots: TenantSlots, job_id: int, wait: float
+) -> JobInfo:
+    """The job once it is finished, or as it is when `wait` seconds have passed."""
+    deadline = time.monotonic() + wait
+    async with _first_look(sessions, hints, slots, job_id, wait) as (job, event):
+        for pause in waiting.polls():
+            if job.state in waiting.FINISHED:
+                return job
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return job
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(event.wait(), min(pause, left))
+            event.clear()
+            async with sessions.open() as caller:
+                found = await caller.client.get_job(job_id, conn=caller.conn)
+            if found is None:  # deleted meanwhile (delete_jobs, forget_subject)
+                raise errors.NotFound(f"job {job_id} not found", field="id", sqlstate="P0002")
+            job = found
+    raise AssertionError("unreachable")
+
+
+@contextlib.asynccontextmanager
+async def _first_look(
+    sessions: TokenSessions, hints: Hints, slots: TenantSlots, job_id: int, wait: float
+) -> AsyncIterator[tuple[JobInfo, asyncio.Event]]:
+    """The job as watch_job returns it, with the tenant's long-poll place taken (429 when it has none
+    left) and the process subscribed to its hint, both kept for the with block."""
+    with contextlib.ExitStack() as stack:
+        event = stack.enter_context(hints.subscribe(job_id))
+        async with sessions.open() as caller:
+            stack.enter_context(slots.slot(caller.tenant_id))
+            seconds = max(math.ceil(wait), 1)  # the waiter outlives the wait, never by much
+            job = await caller.client.watch_job(job_id, hints.channel, seconds, conn=caller.conn)
+        if job is None:
+            raise errors.NotFound(f"job {job_id} not found", field="id", sqlstate="P0002")
+        yield job, event

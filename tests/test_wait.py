@@ -1,0 +1,217 @@
+"""Waiting for a job's result (issue 22): `Client.wait` / `AsyncClient.wait` while a real worker
+process runs the job. The wait is woken by the completion hint (jobctl.watch_job, jobctl._hint_finished)
+well before its poll would have found the job, also when the job dies or is cancelled; with its
+listener's backend terminated it still returns, by polling; it times out with the job as it is."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import threading
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import psycopg
+import pytest
+from click.testing import CliRunner, Result
+from jobctl import errors, waiting
+from jobctl.cli import main
+from jobctl.client import AsyncClient, Client, JobInfo
+from test_worker import LISTENERS, WorkerProcess, spawn, submit, wait_for, worker_args
+
+__all__ = ["spawn"]  # the fixture, used by name
+
+Conn = psycopg.Connection[tuple[object, ...]]
+WAIT_BACKENDS = "select pid from pg_stat_activity where application_name = 'jobctl-wait'"
+
+
+def lag(job: JobInfo, returned_at: float) -> float:
+    """Seconds from the job's finish (database clock: the same machine's) to the wait's return."""
+    assert job.finished_at is not None
+    return returned_at - job.finished_at.timestamp()
+
+
+def next_poll_after(started: float, at: float) -> float:
+    """When a wait that started at `started` looks next after `at`, by its poll schedule alone."""
+    t = started
+    for pause in waiting.polls():
+        t += pause
+        if t >= at:
+            return t
+    raise AssertionError("unreachable")
+
+
+def timed_wait(client: Client, job_id: int, **kw: Any) -> tuple[JobInfo, float, float]:
+    """The job, the wall-clock time the wait started and when it returned."""
+    started = time.time()
+    job = client.wait(job_id, 30, **kw)
+    return job, started, time.time()
+
+
+def in_thread(fn: Callable[[], Any]) -> Callable[[], Any]:
+    """Run fn in a thread; the returned function joins it and gives fn's result (or raises its error)."""
+    out: dict[str, Any] = {}
+
+    def run() -> None:
+        try:
+            out["value"] = fn()
+        except BaseException as e:  # handed to the caller
+            out["error"] = e
+
+    t = threading.Thread(target=run)
+    t.start()
+
+    def join() -> Any:
+        t.join(60)
+        assert not t.is_alive(), "the wait did not return"
+        if "error" in out:
+            raise out["error"]
+        return out["value"]
+
+    return join
+
+
+def test_a_wait_is_woken_by_the_completion_of_a_real_worker_long_before_its_poll(
+    conn: Conn, name: str, spawn: Callable[..., WorkerProcess]
+) -> None:
+    queue = f"{name}_q"
+    worker = spawn(*worker_args(queue))
+    wait_for(lambda: conn.execute(LISTENERS).fetchone() != (0,), 20, "the worker to listen")
+    client = Client()
+    # the handler sleeps 1.65 s: the job finishes about 0.1-0.2 s after the wait's look at 1.55 s,
+    # so a wait that only polls finds it at its next look, 2.55 s, most of a second late
+    payload = {"sleep": 1.65, "ledger": False, "result": {"answer": 42}}
+    try:
+        [hinted_id] = submit(conn, name, queue, [payload])
+        hinted, started, returned = timed_wait(client, hinted_id)
+        [polled_id] = submit(conn, name, queue, [payload])
+        polled, _, polled_returned = timed_wait(client, polled_id, hint=False)
+    finally:
+        client.close()
+        worker.stop()
+    assert hinted.state == "completed" and hinted.result == {"answer": 42}
+    assert polled.state == "completed"
+    assert hinted.finished_at is not None
+    woken = lag(hinted, returned)
+    by_poll = next_poll_after(started, hinted.finished_at.timestamp()) - hinted.finished_at.timestamp()
+    assert woken < 0.15, f"the hinted wait returned {woken:.3f} s after the finish"
+    assert by_poll > woken + 0.2, f"the finish fell {by_poll:.3f} s before a look: a poll could find it"
+    assert lag(polled, polled_returned) > woken + 0.2, (woken, lag(polled, polled_returned))
+    # the hint removed the waiter; a wait with hint=False registers none
+    left = "select count(*) from jobctl._waiter where job_id = any(%s)"
+    assert conn.execute(left, ([hinted_id, polled_id],)).fetchone() == (0,)
+
+
+def test_a_wait_whose_listener_is_killed_returns_by_polling(
+    conn: Conn, name: str, spawn: Callable[..., WorkerProcess]
+) -> None:
+    queue = f"{name}_q"
+    [job_id] = submit(conn, name, queue, [{"sleep": 2.5, "ledger": False}])
+    client = Client()
+    try:
+        done = in_thread(lambda: timed_wait(client, job_id))
+        wait_for(lambda: conn.execute(WAIT_BACKENDS).fetchone() is not None, 10, "the wait's listener")
+        killed = conn.execute(f"select pg_terminate_backend(pid) from ({WAIT_BACKENDS}) as w").fetchall()
+        assert killed == [(True,)]
+        worker = spawn(*worker_args(queue))
+        job, _, returned = done()
+        worker.stop()
+    finally:
+        client.close()
+    assert job.state == "completed"
+    assert lag(job, returned) < 1.3, "polling (at most 1 s apart) found it"
+    assert conn.execute(WAIT_BACKENDS).fetchone() is None, "the broken listener is closed"
+
+
+def test_a_job_that_dies_or_is_cancelled_wakes_its_waiters(
+    conn: Conn, name: str, spawn: Callable[..., WorkerProcess]
+) -> None:
+    queue = f"{name}_q"
+    [dies, cancelled] = submit(
+        conn,
+        name,
+        queue,
+        [{"sleep": 1.6, "fail_times": 1, "permanent": True, "ledger": False}, {"sleep": 60, "ledger": False}],
+    )
+    worker = spawn(*worker_args(queue, "handle", "--concurrency", "2"))
+    client = Client()
+
+    async def wait_async() -> tuple[JobInfo, float]:
+        async with AsyncClient() as aclient:
+            job = await aclient.wait(cancelled, 30)
+            return job, time.time()
+
+    try:
+        died = in_thread(lambda: timed_wait(client, dies))
+        was_cancelled = in_thread(lambda: asyncio.run(wait_async()))
+        wait_for(lambda: len(conn.execute(WAIT_BACKENDS).fetchall()) == 2, 10, "both waits' listeners")
+        wait_for(
+            lambda: (
+                conn.execute("select state from jobctl.job where job_id = %s", (cancelled,)).fetchone()
+                == ("running",)
+            ),
+            10,
+            "the second job to run",
+        )
+        time.sleep(1.6)  # the waits now poll about a second apart
+        assert conn.execute("select jobctl.cancel_job(%s)", (cancelled,)).fetchone() == ("cancelled",)
+        dead, _, dead_returned = died()
+        gone, gone_returned = was_cancelled()
+    finally:
+        client.close()
+        worker.stop()
+    assert dead.state == "dead" and "permanent failure" in str(dead.last_error)
+    assert gone.state == "cancelled"
+    assert lag(dead, dead_returned) < 0.15
+    assert lag(gone, gone_returned) < 0.15
+
+
+def test_a_wait_times_out_with_the_job_as_it_is(conn: Conn, name: str) -> None:
+    later = (datetime.now(UTC) + timedelta(hours=1)).isoformat()
+    [job_id] = submit(conn, name, f"{name}_q", [{}], run_at=later)
+    with Client() as client:
+        start = time.monotonic()
+        with pytest.raises(errors.WaitTimeout) as caught:
+            client.wait(job_id, 0.4)
+        took = time.monotonic() - start
+        assert isinstance(caught.value, TimeoutError)
+        assert caught.value.job.state == "pending" and caught.value.job.job_id == job_id
+        assert 0.4 <= took < 1.0
+        with pytest.raises(errors.NotFound):
+            client.wait(2**62, 5)  # unknown: at once
+        with pytest.raises(errors.InvalidInput) as bad:
+            client.wait(job_id, 0)
+        assert bad.value.field == "timeout"
+    row = conn.execute("select count(*) from jobctl._waiter where job_id = %s", (job_id,)).fetchone()
+    assert row == (1,), "the waiter stays until it expires (the tick prunes it)"
+
+
+def test_poll_schedule_backs_off_from_50_ms_to_1_s() -> None:
+    assert list(itertools.islice(waiting.polls(), 7)) == [0.05, 0.1, 0.2, 0.4, 0.8, 1.0, 1.0]
+
+
+def test_cli_wait_exit_statuses(conn: Conn, name: str) -> None:
+    """`jobctl wait ID --timeout S`: 4 still unfinished (shown as it is), 3 cancelled, 0 completed, 1
+    unknown (docs/cli.md)."""
+    runner = CliRunner()
+
+    def cli(*args: str) -> Result:
+        return runner.invoke(main, ["wait", *args], env={"JOBCTL_DSN": conn.info.dsn}, prog_name="jobctl")
+
+    [pending, cancelled] = submit(conn, name, f"{name}_q", [{}, {}])
+    r = cli(str(pending), "--timeout", "0.2")
+    assert r.exit_code == 4 and "pending" in r.stdout, r.output
+    conn.execute("select jobctl.cancel_job(%s)", (cancelled,))
+    r = cli(str(cancelled), "--json")
+    assert r.exit_code == 3 and '"state": "cancelled"' in r.stdout, r.output
+    row = conn.execute(
+        "select job_id, lease_epoch from jobctl.claim_job('w', array[%s])", (f"{name}_q",)
+    ).fetchone()
+    assert row is not None and row[0] == pending
+    conn.execute("select jobctl.complete_job(%s, %s)", row)
+    r = cli(str(pending))
+    assert r.exit_code == 0 and "completed" in r.stdout, r.output
+    r = cli("999999999999")
+    assert r.exit_code == 1 and "not found" in r.output
