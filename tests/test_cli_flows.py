@@ -39,6 +39,9 @@ def test_submit_with_parents_and_get_shows_them(cli: Cli, conn: Conn, name: str)
     job = ok_json(cli("get", str(child), "--json"))
     assert job["state"] == "waiting" and sorted(job["depends_on"]) == [a, b]
     assert job["parent_results"] == {str(a): None, str(b): None}
+    assert [j["job_id"] for j in ok_json(cli("list", "--tenant", name, "--state", "waiting", "--json"))] == [
+        child
+    ]
     complete(conn, name, {"rows": 3})
     complete(conn, name, [1])
     text = ok(cli("get", str(child)))
