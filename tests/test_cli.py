@@ -75,6 +75,8 @@ COMMANDS = [
     "history",
     "cancel",
     "retry",
+    "workflow",
+    "batch",
     "tenant",
     "key",
     "queue",

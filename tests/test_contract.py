@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import psycopg
 from jobctl import contract
 
@@ -29,3 +31,12 @@ def test_a_created_token_has_the_documented_shape(
     m = contract.TOKEN_RE.match(str(row[0]))
     assert m is not None
     conn.execute("select jobctl.revoke_api_token(%s)", (int(m.group(1)),))
+
+
+def test_job_states_are_the_check_constraints(conn: psycopg.Connection[tuple[object, ...]]) -> None:
+    """Every state the constraint allows is in STATES (waiting: issue 22), and no other one."""
+    row = conn.execute(
+        "select pg_get_constraintdef(oid) from pg_constraint where conname = 'job_state_check' limit 1"
+    ).fetchone()
+    assert row is not None
+    assert sorted(re.findall(r"'(\w+)'::text", str(row[0]))) == sorted(contract.STATES)

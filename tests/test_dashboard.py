@@ -392,3 +392,66 @@ def test_other_pages_and_a_read_only_token(
     expect(p.locator("input[name=job_id]")).to_have_count(0)
     p.goto("/queues")
     expect(p.locator("h1")).to_have_text("Not for this token")
+
+
+def test_a_waiting_child_links_its_parent_and_is_released(
+    page: tuple[Page, Guard], tokens: dict[str, str], db: Conn, worker: Any
+) -> None:
+    """Issue 22: a job's page shows the jobs it waits for (links, states), its workflow's jobs, its
+    batch; the live block shows the child released once its parent completed."""
+    p, _ = page
+    jobs = [
+        {"name": "extract", "tenant_id": "acme", "queue": "etl",
+         "payload": {"ledger": False, "sleep": 3, "result": {"rows": 120}}},
+        {"name": "load", "tenant_id": "acme", "queue": "etl",
+         "payload": {"ledger": False, "result": {"ok": 1}}, "depends_on": ["extract"]},
+    ]  # fmt: skip
+    rows = db.execute(
+        "select name, job_id from jobctl.submit_workflow(%s::jsonb)", (json.dumps(jobs),)
+    ).fetchall()
+    ids = {str(n): int(i) for n, i in rows}
+    parent, child = ids["extract"], ids["load"]
+    sign_in(p, tokens["acme"], f"/jobs/{child}")
+    expect(p.locator("h1 .state")).to_have_text("waiting")
+    expect(p.locator("#parents h2").first).to_contain_text("Waits for")
+    link = p.locator(f"#parents a[href='/jobs/{parent}']")
+    expect(link).to_be_visible()
+    expect(p.locator("#workflow h2")).to_contain_text(f"Workflow {parent}")
+    expect(p.locator("#workflow tbody tr")).to_have_count(2)
+    wait_for(lambda: count(db, [parent], "running") == 1, 15, "the parent to run")
+    p.reload()
+    expect(p.locator("#parents tbody tr").first).to_contain_text("running")
+    shot(p, "job-workflow")
+    # the live block (a poll every 2 s): released when the parent completed, then run
+    expect(p.locator("h1 .state")).to_have_text(re.compile("pending|running|completed"), timeout=20000)
+    expect(p.locator("h1 .state")).to_have_text("completed", timeout=20000)
+    expect(p.locator("#parents h2").first).to_contain_text("Depends on")
+    expect(p.locator("#parents tbody tr").first).to_contain_text("completed")
+    expect(p.locator("#parents pre.json")).to_contain_text('"rows": 120')
+    link.click()
+    expect(p.locator("h1")).to_contain_text(f"Job {parent}")
+    # a batch's callback shows its batch: size, outcomes, callbacks
+    batch = db.execute(
+        "select batch_id, on_finish_id from jobctl.submit_batch(%s::jsonb, on_finish => %s::jsonb)",
+        (json.dumps([{"tenant_id": "acme", "queue": "etl", "payload": {"ledger": False}}] * 3),
+         json.dumps({"queue": "etl", "payload": {"ledger": False}})),
+    ).fetchone()  # fmt: skip
+    assert batch is not None
+    batch_id, callback = int(batch[0]), int(batch[1])
+    wait_for(lambda: count(db, [callback], "completed") == 1, 20, "the batch's callback to run")
+    p.goto(f"/jobs/{callback}")
+    expect(p.locator("#batch h2")).to_have_text(f"Batch {batch_id}")
+    expect(p.locator("#batch")).to_contain_text("3 jobs")
+    expect(p.locator("#batch .counts")).to_contain_text("completed 3")
+    expect(p.locator("#batch")).to_contain_text("this job")
+    # the jobs page's state filter lists the jobs that wait
+    later = db.execute(
+        "select job_id from jobctl.submit_job('acme', 'etl-later', '{}', run_at => now() + interval '1 hour')"
+    ).fetchone()
+    assert later is not None
+    (waiting,) = submit(db, "acme", "etl-later", [{"ledger": False}], depends_on=[int(later[0])])
+    p.goto("/jobs")
+    expect(p.locator("fieldset.states input[value=waiting]")).to_have_count(1)
+    p.goto("/jobs?tenant=acme&queue=etl-later&state=waiting")
+    expect(p.locator("table.jobs tbody tr")).to_have_count(1)
+    expect(p.locator("table.jobs tbody tr").first).to_contain_text(str(waiting))

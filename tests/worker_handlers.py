@@ -198,3 +198,31 @@ def handle_sync_crash(job: Job) -> Any:
     loop.call_soon_threadsafe(kill_heartbeat)
     time.sleep(_sleep_for(job))
     return None
+
+
+# --- workflows (issue 22): what a job sees of its parents and its batch (tests/test_worker_flows.py).
+# A payload {"result": X} returns X; {"die": true} fails for good; any other returns what the job read.
+
+
+def _flow_answer(job: Job, parents: Any, batch: Any) -> Any:
+    _started(job)
+    if job.payload.get("die"):
+        raise PermanentError("told to die")
+    if "result" in job.payload:
+        return job.payload["result"]
+    seen = None if batch is None else {
+        "batch_id": batch.batch_id, "counts": batch.counts, "finished": batch.finished_at is not None,
+    }  # fmt: skip
+    return {"parents": parents, "batch": seen}
+
+
+def flow_sync(job: Job) -> Any:
+    parents = job.parent_results
+    assert job.parent_results is parents  # cached: read once
+    return _flow_answer(job, parents, job.batch)
+
+
+async def flow_async(job: Job) -> Any:
+    parents = await job.load_parent_results()
+    assert job.parent_results is parents
+    return _flow_answer(job, parents, await job.load_batch())

@@ -6,6 +6,8 @@ errors are `jobctl.errors` classes, all of them `JobctlError`s.
 
 from jobctl.client import (
     AsyncClient,
+    Batch,
+    BatchSubmitted,
     Client,
     HistoryEntry,
     JobInfo,
@@ -14,6 +16,7 @@ from jobctl.client import (
     ScheduleRun,
     Submitted,
     Tenant,
+    Workflow,
 )
 from jobctl.errors import JobctlError
 
@@ -21,6 +24,8 @@ __version__ = "0.1.0"
 
 __all__ = [
     "AsyncClient",
+    "Batch",
+    "BatchSubmitted",
     "Client",
     "HistoryEntry",
     "JobInfo",
@@ -30,4 +35,5 @@ __all__ = [
     "ScheduleRun",
     "Submitted",
     "Tenant",
+    "Workflow",
 ]

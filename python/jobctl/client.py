@@ -124,10 +124,53 @@ class JobInfo:
     backoff: Any
     concurrency_key: str | None
     traceparent: str | None = None  # the W3C trace context of the submit (migration 0025)
+    # workflows (issue 22): the parents it waits for (or waited for), its workflow (the first job's
+    # id), its batch; the parents' results {"<id>": result}, filled by get_job only
+    depends_on: list[int] | None = None
+    workflow_id: int | None = None
+    batch_id: int | None = None
+    parent_results: Any = None
     schedule_name: str | None = None  # the schedule whose run it is (migration 0027)
     fire_time: datetime | None = None  # the fire time it stands for (run_schedule's: when it was run)
     # a running job's latest progress (jobctl.heartbeat), else its last attempt's last (migration 0028)
     progress: Any = None
+
+
+@dataclass(frozen=True)
+class Workflow:
+    """What submit_workflow returns: the workflow's id (its first job's) and each job's id by name,
+    in the order given."""
+
+    workflow_id: int
+    job_ids: dict[str, int]
+
+
+@dataclass(frozen=True)
+class BatchSubmitted:
+    """A row of submit_batch: the batch's id, its members' ids in input order, the callbacks' ids
+    (None: not given)."""
+
+    batch_id: int
+    job_ids: list[int]
+    on_finish_id: int | None
+    on_success_id: int | None
+    on_discard_id: int | None
+
+
+@dataclass(frozen=True)
+class Batch:
+    """A row of get_batch. `counts`: the members' outcomes ({"completed": n, "dead": n, "cancelled":
+    n}) once the batch ended (`finished_at` set), their current states before; the callbacks' ids."""
+
+    batch_id: int
+    tenant_id: str
+    created_at: datetime
+    size: int
+    finished_at: datetime | None
+    counts: dict[str, int] | None
+    on_finish: int | None
+    on_success: int | None
+    on_discard: int | None
 
 
 @dataclass(frozen=True)
@@ -423,6 +466,16 @@ class JobSpec:
     concurrency_key: str | None = None
     # the W3C trace context (00-<32 hex>-<16 hex>-<2 hex>) the worker's run span continues (tracing)
     traceparent: str | None = None
+    # workflows (issue 22): the jobs (ids; in submit_workflow also names of earlier jobs) that must
+    # complete first, and what a dead or cancelled one does to this job ('cancel' or 'wait')
+    depends_on: Sequence[int | str] | None = None
+    on_parent_failure: str | None = None
+    # the dedup_key's scope: the states in which its newest job holds it, the period (seconds, a
+    # timedelta or an interval such as '1 hour'), and 'keep', 'replace' (debounce) or 'preserve_run_at'
+    dedup_states: Sequence[str] | None = None
+    dedup_period: timedelta | float | str | None = None
+    dedup_mode: str | None = None
+    name: str | None = None  # submit_workflow only: the name depends_on refers to
 
     def to_json(self) -> dict[str, Any]:
         """The submit_jobs element: only the keys given, so that SQL applies its own defaults."""
@@ -433,6 +486,11 @@ class JobSpec:
             given["run_at"] = self.run_at.isoformat()
         if isinstance(self.timeout, timedelta):
             given["timeout"] = self.timeout.total_seconds()
+        if isinstance(self.dedup_period, timedelta):
+            given["dedup_period"] = self.dedup_period.total_seconds()
+        for key in ("depends_on", "dedup_states"):
+            if given[key] is not None and not isinstance(given[key], str):
+                given[key] = list(given[key])
         return {k: v for k, v in given.items() if v is not None or k == "payload"}
 
 
@@ -487,6 +545,40 @@ def _submit(spec: JobSpec, delay: timedelta | float | None) -> Statement:
         raise errors.InvalidInput("give run_at or delay, not both", field="run_at")
     seconds = delay.total_seconds() if isinstance(delay, timedelta) else delay
     return queries.SUBMIT_JOB_AFTER, {"job": json.dumps(spec.to_json(), allow_nan=False), "seconds": seconds}
+
+
+def _workflow(
+    jobs: Sequence[JobSpec | Mapping[str, Any]], on_parent_failure: str | None, traceparent: str | None
+) -> Statement:
+    if not jobs:  # submit_workflow answers no rows: no workflow, no id
+        raise errors.InvalidInput("a workflow needs at least one job", sqlstate="JC001", field="jobs")
+    params = {"jobs": _jobs_json(jobs, traceparent), "on_parent_failure": on_parent_failure or "cancel"}
+    return queries.SUBMIT_WORKFLOW, params
+
+
+def _workflow_of(rows: list[Row]) -> Workflow:
+    return Workflow(int(rows[0]["workflow_id"]), {str(r["name"]): int(r["job_id"]) for r in rows})
+
+
+def _callback_json(spec: JobSpec | Mapping[str, Any] | None, name: str) -> str | None:
+    """A batch's callback as submit_batch takes it (None: not given; tenant_id may be left out)."""
+    if spec is None:
+        return None
+    given = spec.to_json() if isinstance(spec, JobSpec) else dict(spec)
+    try:
+        return json.dumps(given, allow_nan=False)
+    except (TypeError, ValueError) as e:
+        raise errors.InvalidInput(f"{name} is not JSON: {e}", sqlstate="22P02", field=name) from None
+
+
+def _batch(
+    jobs: Iterable[JobSpec | Mapping[str, Any]],
+    callbacks: Mapping[str, JobSpec | Mapping[str, Any] | None],
+    traceparent: str | None,
+) -> Statement:
+    params: dict[str, str | None] = {"jobs": _jobs_json(jobs, traceparent)}
+    params |= {name: _callback_json(spec, name) for name, spec in callbacks.items()}
+    return queries.SUBMIT_BATCH, params
 
 
 def _put_tenant(tenant_id: str, settings: Mapping[str, Any]) -> list[Statement]:
@@ -691,16 +783,24 @@ class Client:
         subject_key: str | None = None,
         concurrency_key: str | None = None,
         traceparent: str | None = None,
+        depends_on: Sequence[int] | None = None,
+        on_parent_failure: str | None = None,
+        dedup_states: Sequence[str] | None = None,
+        dedup_period: timedelta | float | str | None = None,
+        dedup_mode: str | None = None,
         conn: Conn | None = None,
     ) -> Submitted:
         """Submit one job. `delay`: due that long from now by the database clock (not with `run_at`).
         With `conn`, the job commits or rolls back with the caller's transaction. `traceparent`: the
         W3C trace context the job belongs to; with OpenTelemetry, the parent of the `jobctl submit`
-        span, whose context the job stores (jobctl.tracing)."""
+        span, whose context the job stores (jobctl.tracing). `depends_on`: jobs of the tenant that must
+        complete first (the job is `waiting` until then), `on_parent_failure` 'cancel' (default) or
+        'wait'; `dedup_states`, `dedup_period`, `dedup_mode` scope the dedup_key (docs/client.md)."""
         with tracing.submitting(traceparent, 1, tenant_id, queue) as context:
             spec = JobSpec(
                 tenant_id, queue, payload, priority, run_at, dedup_key, max_attempts, backoff, timeout,
-                subject_key, concurrency_key, context,
+                subject_key, concurrency_key, context, depends_on, on_parent_failure, dedup_states,
+                dedup_period, dedup_mode,
             )  # fmt: skip
             return _typed(Submitted, self._rows(_submit(spec, delay), conn)[0])
 
@@ -765,6 +865,62 @@ class Client:
     def retry_job(self, job_id: int, *, conn: Conn | None = None) -> str:
         """Make a failed, dead or cancelled job pending, due now; returns its state ('pending')."""
         return str(self._rows((queries.RETRY_JOB, {"job_id": check_id(job_id)}), conn)[0]["state"])
+
+    # --- workflows and batches (issue 22)
+
+    def submit_workflow(
+        self,
+        jobs: Iterable[JobSpec | Mapping[str, Any]],
+        *,
+        on_parent_failure: str | None = None,
+        traceparent: str | None = None,
+        conn: Conn | None = None,
+    ) -> Workflow:
+        """Submit a DAG of named jobs at once, all or nothing: each job (a JobSpec with `name`, or a
+        mapping with submit_jobs' keys and `name`) may depend on jobs listed before it, by name, and on
+        existing jobs, by id. `on_parent_failure` ('cancel' or 'wait') is the default of each job's own.
+        Returns the workflow's id and each job's id by name."""
+        jobs = list(jobs)
+        with tracing.submitting(traceparent, len(jobs)) as context:
+            rows = self._rows(_workflow(jobs, on_parent_failure, context), conn)
+        return _workflow_of(rows)
+
+    def submit_batch(
+        self,
+        jobs: Iterable[JobSpec | Mapping[str, Any]],
+        *,
+        on_finish: JobSpec | Mapping[str, Any] | None = None,
+        on_success: JobSpec | Mapping[str, Any] | None = None,
+        on_discard: JobSpec | Mapping[str, Any] | None = None,
+        traceparent: str | None = None,
+        conn: Conn | None = None,
+    ) -> BatchSubmitted:
+        """Submit one tenant's jobs (without dedup_key) as a batch with callbacks, jobs of their own
+        (a callback's tenant_id defaults to the members'): on_finish is enqueued once the last member
+        ends, on_success then if all completed, on_discard then if any did not. At least one."""
+        jobs = list(jobs)
+        callbacks = {"on_finish": on_finish, "on_success": on_success, "on_discard": on_discard}
+        with tracing.submitting(traceparent, len(jobs)) as context:
+            row = self._rows(_batch(jobs, callbacks, context), conn)[0]
+        return _typed(BatchSubmitted, row)
+
+    def get_batch(self, batch_id: int, *, conn: Conn | None = None) -> Batch | None:
+        """The batch with its counts, or None when unknown (or another tenant's)."""
+        params = {"batch_id": check_id(batch_id, "batch_id")}
+        return _one(Batch, self._rows((queries.GET_BATCH, params), conn))
+
+    def parent_results(self, job_id: int, *, conn: Conn | None = None) -> dict[str, Any] | None:
+        """The results of the job's parents, {"<parent id>": result} (None until a parent completes);
+        None for a job without parents, an unknown job or another tenant's."""
+        rows = self._rows((queries.PARENT_RESULTS, {"job_id": check_id(job_id)}), conn)
+        results: dict[str, Any] | None = rows[0]["results"] if rows else None
+        return results
+
+    def workflow_jobs(self, workflow_id: int, *, conn: Conn | None = None) -> list[JobInfo]:
+        """The jobs of a workflow (its id: its first job's), oldest first; those among the 1,000 ids
+        from the workflow's on."""
+        params = {"workflow_id": check_id(workflow_id, "workflow_id")}
+        return [_typed(JobInfo, r) for r in self._rows((queries.WORKFLOW_JOBS, params), conn)]
 
     # --- schedules
 
@@ -1201,12 +1357,18 @@ class AsyncClient:
         subject_key: str | None = None,
         concurrency_key: str | None = None,
         traceparent: str | None = None,
+        depends_on: Sequence[int] | None = None,
+        on_parent_failure: str | None = None,
+        dedup_states: Sequence[str] | None = None,
+        dedup_period: timedelta | float | str | None = None,
+        dedup_mode: str | None = None,
         conn: AsyncConn | None = None,
     ) -> Submitted:
         with tracing.submitting(traceparent, 1, tenant_id, queue) as context:
             spec = JobSpec(
                 tenant_id, queue, payload, priority, run_at, dedup_key, max_attempts, backoff, timeout,
-                subject_key, concurrency_key, context,
+                subject_key, concurrency_key, context, depends_on, on_parent_failure, dedup_states,
+                dedup_period, dedup_mode,
             )  # fmt: skip
             return _typed(Submitted, (await self._rows(_submit(spec, delay), conn))[0])
 
@@ -1259,6 +1421,50 @@ class AsyncClient:
     async def retry_job(self, job_id: int, *, conn: AsyncConn | None = None) -> str:
         rows = await self._rows((queries.RETRY_JOB, {"job_id": check_id(job_id)}), conn)
         return str(rows[0]["state"])
+
+    # --- workflows and batches (issue 22)
+
+    async def submit_workflow(
+        self,
+        jobs: Iterable[JobSpec | Mapping[str, Any]],
+        *,
+        on_parent_failure: str | None = None,
+        traceparent: str | None = None,
+        conn: AsyncConn | None = None,
+    ) -> Workflow:
+        jobs = list(jobs)
+        with tracing.submitting(traceparent, len(jobs)) as context:
+            rows = await self._rows(_workflow(jobs, on_parent_failure, context), conn)
+        return _workflow_of(rows)
+
+    async def submit_batch(
+        self,
+        jobs: Iterable[JobSpec | Mapping[str, Any]],
+        *,
+        on_finish: JobSpec | Mapping[str, Any] | None = None,
+        on_success: JobSpec | Mapping[str, Any] | None = None,
+        on_discard: JobSpec | Mapping[str, Any] | None = None,
+        traceparent: str | None = None,
+        conn: AsyncConn | None = None,
+    ) -> BatchSubmitted:
+        jobs = list(jobs)
+        callbacks = {"on_finish": on_finish, "on_success": on_success, "on_discard": on_discard}
+        with tracing.submitting(traceparent, len(jobs)) as context:
+            row = (await self._rows(_batch(jobs, callbacks, context), conn))[0]
+        return _typed(BatchSubmitted, row)
+
+    async def get_batch(self, batch_id: int, *, conn: AsyncConn | None = None) -> Batch | None:
+        params = {"batch_id": check_id(batch_id, "batch_id")}
+        return _one(Batch, await self._rows((queries.GET_BATCH, params), conn))
+
+    async def parent_results(self, job_id: int, *, conn: AsyncConn | None = None) -> dict[str, Any] | None:
+        rows = await self._rows((queries.PARENT_RESULTS, {"job_id": check_id(job_id)}), conn)
+        results: dict[str, Any] | None = rows[0]["results"] if rows else None
+        return results
+
+    async def workflow_jobs(self, workflow_id: int, *, conn: AsyncConn | None = None) -> list[JobInfo]:
+        params = {"workflow_id": check_id(workflow_id, "workflow_id")}
+        return [_typed(JobInfo, r) for r in await self._rows((queries.WORKFLOW_JOBS, params), conn)]
 
     # --- schedules
 

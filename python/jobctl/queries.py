@@ -211,3 +211,34 @@ select jobctl.worker_beat(%(worker_id)s::text, %(host)s::text, %(pid)s::int, %(q
     %(concurrency)s::int, %(in_flight)s::int)
 """
 WORKER_GONE = "select jobctl.worker_gone(%(worker_id)s::text)"
+
+# --- workflows and batches (issue 22): dependencies, callbacks, the parents' results. submit_jobs
+# (SUBMIT_JOBS) takes depends_on, on_parent_failure and the dedup_* keys as they are
+SUBMIT_WORKFLOW = """
+select name, job_id, workflow_id from jobctl.submit_workflow(%(jobs)s::jsonb, %(on_parent_failure)s::text)
+"""
+SUBMIT_BATCH = """
+select batch_id, job_ids, on_finish_id, on_success_id, on_discard_id
+from jobctl.submit_batch(%(jobs)s::jsonb, %(on_finish)s::jsonb, %(on_success)s::jsonb, %(on_discard)s::jsonb)
+"""
+GET_BATCH = "select * from jobctl.get_batch(%(batch_id)s::bigint)"
+PARENT_RESULTS = "select jobctl.parent_results(%(job_id)s::bigint) as results"
+# the batch of a job (a member or a callback): get_job names it (zero rows: no batch, or not the
+# caller's)
+BATCH_OF_JOB = """
+select b.* from jobctl.get_job(%(job_id)s::bigint) as j cross join lateral jobctl.get_batch(j.batch_id) as b
+where j.batch_id is not null
+"""
+# a workflow's jobs, oldest first: find_jobs has no workflow filter, so the 1,000 ids from the
+# workflow's (its first job's) on are looked up by id (one insert numbers a workflow's jobs in order)
+WORKFLOW_JOBS = """
+select * from jobctl.find_jobs(
+    jsonb_build_object('job_ids', (
+        select jsonb_agg(g.i)
+        from generate_series(%(workflow_id)s::bigint, %(workflow_id)s::bigint + 999) as g (i)
+    )),
+    null, 1000
+) as j
+where j.workflow_id = %(workflow_id)s::bigint
+order by j.job_id
+"""

@@ -13,7 +13,16 @@ from psycopg.conninfo import conninfo_to_dict
 from psycopg_pool import AsyncConnectionPool
 
 from jobctl import __version__, db
-from jobctl.api import admin_routes, error_handlers, long_poll, metrics, queue_routes, routes, schedule_routes
+from jobctl.api import (
+    admin_routes,
+    error_handlers,
+    flow_routes,
+    long_poll,
+    metrics,
+    queue_routes,
+    routes,
+    schedule_routes,
+)
 from jobctl.api.limits import BodyLimit, TenantSlots
 from jobctl.client import AsyncClient
 from jobctl.dashboard import install as install_dashboard
@@ -154,6 +163,7 @@ def create_app(
     app.include_router(schedule_routes.router)
     app.include_router(queue_routes.router)
     app.include_router(admin_routes.router)
+    app.include_router(flow_routes.router)  # workflows and batches (issue 22)
     # --- the web dashboard (issue 21): pages at /, assets at /static; the API stays under /api/v1
     install_dashboard(app)
     return app

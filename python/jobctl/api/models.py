@@ -112,6 +112,32 @@ class JobSubmit(BaseModel):
         "span continues it. With OpenTelemetry in the API, the API's `jobctl submit` span is its child and "
         "the job stores that span's context (same trace). Default: the API's submit span, if any.",
     )
+    # workflows (issue 22)
+    depends_on: list[Annotated[StrictInt, Field(ge=1, le=JOB_ID_MAX)]] | None = Field(
+        default=None,
+        description="Ids of the tenant's jobs (at most 10,000) that must complete first: the job is "
+        "`waiting` until the last of them completes, then `pending`. Default: none.",
+    )
+    on_parent_failure: str | None = Field(
+        default=None,
+        description="What a dead or cancelled parent does to the job: `cancel` (default; and so on "
+        "downstream) or `wait` (it waits on; a retried parent that completes releases it).",
+    )
+    dedup_states: list[str] | None = Field(
+        default=None,
+        description='The states in which the dedup_key\'s newest job holds it, e.g. ["pending", "running"] '
+        "(another job once it has run). Default: any state.",
+    )
+    dedup_period: Annotated[float, Field(strict=True, allow_inf_nan=False)] | str | None = Field(
+        default=None,
+        description="The key holds only within the current period (seconds or an interval such as "
+        '"1 hour"; 1 s to 366 days, aligned to 2000-01-01): one job per key per period.',
+    )
+    dedup_mode: str | None = Field(
+        default=None,
+        description="`keep` (default: the holder as it is), `replace` (debounce: a pending holder takes this "
+        "payload and run_at) or `preserve_run_at` (this payload only).",
+    )
 
     @field_validator("run_at", mode="before")
     @classmethod
@@ -147,6 +173,16 @@ class Job(BaseModel):
     concurrency_key: str | None = Field(default=None, description="The job's concurrency key, or null.")
     traceparent: str | None = Field(
         default=None, description="The W3C trace context stored at submit (tracing), or null."
+    )
+    depends_on: list[int] | None = Field(default=None, description="The jobs it depends on, or null.")
+    workflow_id: int | None = Field(
+        default=None, description="Its workflow (the id of the workflow's first job), or null."
+    )
+    batch_id: int | None = Field(default=None, description="Its batch (a member's or a callback's), or null.")
+    parent_results: JsonValue = Field(
+        default=None,
+        description='The results of its parents, {"<parent id>": result} (null until a parent completes); '
+        "null for a job without parents. Shown by `GET /jobs/{id}` (and a submit's answer); null in lists.",
     )
     schedule_name: str | None = Field(
         default=None, description="The schedule whose run this job is (docs/schedules.md), or null."
@@ -489,3 +525,118 @@ class HealthCheck(BaseModel):
 class HealthChecks(BaseModel):
     verdict: Literal["ok", "warn", "fail"] = Field(description="The worst verdict of the checks.")
     checks: list[HealthCheck] = Field(description="What `jobctl doctor` reports, one row per check.")
+
+
+# --- workflows and batches (issue 22: flow_routes)
+
+
+class WorkflowJobIn(JobSubmit):
+    """A job of a workflow: a job's fields and a name; depends_on names jobs listed before it (or gives
+    ids of existing jobs of the tenant)."""
+
+    name: str = Field(description="1-200 characters, unique in the workflow: what depends_on refers to.")
+    depends_on: list[Annotated[StrictInt, Field(ge=1, le=JOB_ID_MAX)] | str] | None = Field(  # type: ignore[assignment]
+        default=None,
+        description="Names of jobs listed before it, and/or ids of existing jobs of the tenant.",
+    )
+
+
+class WorkflowIn(BaseModel):
+    """A workflow: the fields of `jobctl.submit_workflow`."""
+
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={
+            "examples": [
+                {
+                    "jobs": [
+                        {"name": "extract", "queue": "etl", "payload": {"day": "2026-12-01"}},
+                        {"name": "report", "queue": "etl", "payload": {}, "depends_on": ["extract"]},
+                    ]
+                }
+            ]
+        },
+    )
+
+    jobs: list[WorkflowJobIn] = Field(
+        min_length=1, description="1 to 10,000 jobs, each after the jobs it depends on."
+    )
+    on_parent_failure: str | None = Field(
+        default=None,
+        description="The default of each job's own on_parent_failure: `cancel` (default) or `wait`.",
+    )
+
+
+class WorkflowJob(BaseModel):
+    name: str
+    job_id: int
+
+
+class WorkflowOut(BaseModel):
+    workflow_id: int = Field(description="The workflow's id: its first job's (each job's workflow_id).")
+    jobs: list[WorkflowJob] = Field(description="Each job's id, in the order given.")
+
+
+class BatchJobIn(JobSubmit):
+    """A batch's member or callback: a job's fields (a batch's jobs take no dedup_key)."""
+
+
+class BatchIn(BaseModel):
+    """A batch: the fields of `jobctl.submit_batch` (at least one callback)."""
+
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={
+            "examples": [
+                {
+                    "jobs": [
+                        {"queue": "thumbs", "payload": {"img": 1}},
+                        {"queue": "thumbs", "payload": {"img": 2}},
+                    ],
+                    "on_finish": {"queue": "notify", "payload": {"album": 7}},
+                }
+            ]
+        },
+    )
+
+    jobs: list[BatchJobIn] = Field(description="1 to 10,000 jobs of the token's tenant, without dedup_key.")
+    on_finish: BatchJobIn | None = Field(
+        default=None, description="Enqueued once the last member ends (completed, dead or cancelled)."
+    )
+    on_success: BatchJobIn | None = Field(
+        default=None, description="Enqueued then if every member completed."
+    )
+    on_discard: BatchJobIn | None = Field(default=None, description="Enqueued then if any member did not.")
+
+
+class BatchSubmitted(BaseModel):
+    batch_id: int
+    job_ids: list[int] = Field(description="The members' ids, in the order given.")
+    on_finish_id: int | None
+    on_success_id: int | None
+    on_discard_id: int | None
+
+
+class Batch(BaseModel):
+    """A batch as `jobctl.get_batch` shows it."""
+
+    batch_id: int
+    tenant_id: str
+    created_at: datetime
+    size: int = Field(description="Its members.")
+    finished_at: datetime | None = Field(description="When its last member ended, or null.")
+    counts: dict[str, int] | None = Field(
+        description='Once it ended, the members\' outcomes {"completed": n, "dead": n, "cancelled": n}; '
+        "before, their current states."
+    )
+    on_finish: int | None = Field(description="The callbacks' job ids, or null.")
+    on_success: int | None
+    on_discard: int | None
+
+
+def batch_of(row: client.Batch) -> Batch:
+    return Batch(**{k: _plain(v) for k, v in fields_of(row).items()})
+
+
+class BatchOut(BaseModel):
+    batch: Batch

@@ -19,7 +19,7 @@ from typing import Any
 
 import click
 
-from jobctl.cli import access, jobs, keys, ops, queues, schedules, schema, tenants, tokens
+from jobctl.cli import access, flows, jobs, keys, ops, queues, schedules, schema, tenants, tokens
 from jobctl.cli.common import CliError, one_line_usage, user_message
 from jobctl.errors import first_line
 
@@ -102,6 +102,9 @@ main.add_command(jobs.list_)
 main.add_command(jobs.history)
 main.add_command(jobs.cancel)
 main.add_command(jobs.retry)
+# workflows and batches (issue 22)
+main.add_command(flows.workflow)
+main.add_command(flows.batch)
 # tenants, schedules and API tokens
 main.add_command(tenants.tenant)
 main.add_command(keys.key)

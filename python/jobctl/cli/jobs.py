@@ -29,6 +29,7 @@ from jobctl.cli.common import (
     parse_json,
     user_message,
 )
+from jobctl.cli.flows import as_ids, as_names
 from jobctl.client import Client
 
 SUBMIT_EPILOG = """\b
@@ -36,13 +37,17 @@ Examples:
   jobctl submit acme emails '{"to": "ada@example.com"}' --priority 5
   jobctl submit acme reports --run-at +1h --dedup-key report-2026-11
   jobctl submit acme reports --run-at 2026-12-02T02:00:00Z
+  jobctl submit acme report '{}' --depends-on 41,42
+  jobctl submit acme sync '{"customer": 7}' --dedup-key sync-7 \\
+      --dedup-states pending --dedup-mode replace --run-at +30s
   jobctl submit --file jobs.jsonl
   producer | jobctl submit --file - --json
 
 \b
 Each line of a --file is one JSON object with submit_jobs' keys: tenant_id,
 queue, payload, priority, run_at, dedup_key, max_attempts, backoff, timeout,
-subject_key, concurrency_key. A batch is all or nothing; earlier batches
+subject_key, concurrency_key, depends_on, on_parent_failure, dedup_states,
+dedup_period, dedup_mode. A batch is all or nothing; earlier batches
 stay submitted."""
 
 
@@ -95,6 +100,34 @@ def _number_or_text(value: str) -> int | float | str:
     help="The person the payload is about (jobctl.forget_subject, docs/security.md).",
 )
 @click.option(
+    "--depends-on",
+    callback=as_ids,
+    metavar="ID[,ID]",
+    help="Jobs of the tenant that must complete first: it waits until the last one did.",
+)
+@click.option(
+    "--on-parent-failure",
+    metavar="cancel|wait",
+    help="What a dead or cancelled parent does to it: cancel (default) or wait (for a retry).",
+)
+@click.option(
+    "--dedup-states",
+    callback=as_names,
+    metavar="STATE[,STATE]",
+    help="The dedup key holds only while its newest job is in these states (e.g. pending,running).",
+)
+@click.option(
+    "--dedup-period",
+    metavar="SECONDS",
+    help="The dedup key holds only within the current period: seconds, or an interval such as '1 hour'.",
+)
+@click.option(
+    "--dedup-mode",
+    metavar="keep|replace|preserve_run_at",
+    help="A repeat keeps the holder (keep, default), replaces its payload and run_at (replace: debounce), "
+    "or its payload only (preserve_run_at).",
+)
+@click.option(
     "--file",
     "jobs_file",
     type=click.File("rb"),
@@ -122,6 +155,11 @@ def submit(
     timeout: str | None,
     concurrency_key: str | None,
     subject_key: str | None,
+    depends_on: list[int] | None,
+    on_parent_failure: str | None,
+    dedup_states: list[str] | None,
+    dedup_period: str | None,
+    dedup_mode: str | None,
     jobs_file: IO[bytes] | None,
     batch_size: int,
     as_json: bool,
@@ -133,7 +171,8 @@ def submit(
     if jobs_file is not None:
         given = [
             tenant, queue, payload, priority, run_at, delay, dedup_key, max_attempts, backoff, timeout,
-            concurrency_key, subject_key,
+            concurrency_key, subject_key, depends_on, on_parent_failure, dedup_states, dedup_period,
+            dedup_mode,
         ]  # fmt: skip
         if any(v is not None for v in given):
             raise click.UsageError("--file takes no TENANT, QUEUE, PAYLOAD_JSON or job options")
@@ -158,6 +197,11 @@ def submit(
             timeout=_number_or_text(timeout) if timeout is not None else None,
             subject_key=subject_key,
             concurrency_key=concurrency_key,
+            depends_on=depends_on,
+            on_parent_failure=on_parent_failure,
+            dedup_states=dedup_states,
+            dedup_period=_number_or_text(dedup_period) if dedup_period is not None else None,
+            dedup_mode=dedup_mode,
         )
     if as_json:
         echo_json(row)

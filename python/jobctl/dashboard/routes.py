@@ -423,14 +423,43 @@ async def job_detail(request: Request, job_id: str) -> Response:
             "title": f"Job {number}",
             "job": job,
             "history": history,
+            **await _flow(caller, job),
             "now": await caller.client.now(conn=caller.conn),
-            "can_cancel": job.state in ("pending", "failed", "running"),
+            "can_cancel": job.state in ("pending", "failed", "running", "waiting"),
             "can_retry": job.state in ("failed", "dead", "cancelled"),
             "note": _note(request),
             "live": True,
         }
 
     return await page(request, "jobs:read", "job.html", build, "jobs")
+
+
+FLOW_ROWS = 200  # a workflow's jobs shown on a job's page
+
+
+async def _flow(caller: Caller, job: JobInfo) -> dict[str, Any]:
+    """What a job's page shows of its workflow (issue 22): its parents with their states (find_jobs by
+    id, hot or archived), its workflow's jobs (the client's workflow_jobs: find_jobs has no workflow
+    filter) and its batch (get_batch)."""
+    parents: list[JobInfo] = []
+    if job.depends_on:
+        ids = sorted(set(job.depends_on))[:1000]
+        found = await caller.client.find_jobs({"job_ids": ids}, None, 1000, conn=caller.conn)
+        parents = sorted(found, key=lambda p: p.job_id)
+    flow: list[JobInfo] = []
+    if job.workflow_id is not None:
+        flow = await caller.client.workflow_jobs(job.workflow_id, conn=caller.conn)
+    batch = None
+    if job.batch_id is not None:
+        batch = await caller.client.get_batch(job.batch_id, conn=caller.conn)
+    shown = {p.job_id for p in parents}
+    return {
+        "parents": parents,
+        "parents_gone": [i for i in sorted(set(job.depends_on or [])) if i not in shown],
+        "flow": flow[:FLOW_ROWS],
+        "flow_more": len(flow) > FLOW_ROWS,
+        "batch": batch,
+    }
 
 
 @router.post("/jobs/{job_id}/cancel")

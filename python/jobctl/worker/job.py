@@ -23,6 +23,7 @@ import psycopg
 from psycopg_pool import AsyncConnectionPool, ConnectionPool
 
 from jobctl import queries, tracing
+from jobctl.client import Batch
 from jobctl.errors import first_line
 
 Conn = psycopg.Connection[tuple[Any, ...]]
@@ -142,6 +143,9 @@ def _json_depth(text: str) -> int:
     return deepest
 
 
+# a lazily read value not read yet (job.parent_results, job.batch)
+_UNREAD: Any = object()
+
 # Guards the lazy creation of a job's cancel event against the stop that sets it (few jobs ever need
 # one: a threading.Event per job cost as much as the rest of the job's bookkeeping)
 _CANCEL_LOCK = threading.Lock()
@@ -174,6 +178,8 @@ class Job:
     _stop_reason: str | None = field(default=None, repr=False)  # set once: the job is cancelled
     _completed: bool = field(default=False, repr=False)
     _span: Any = field(default=None, repr=False)  # the attempt's run span (tracing; None without)
+    _parent_results: Any = field(default=_UNREAD, repr=False)  # read on first use (parent_results)
+    _batch: Any = field(default=_UNREAD, repr=False)  # read on first use (batch)
     _progress: str | None = field(default=None, repr=False)  # reported, not yet sent (JSON text)
     _on_progress: Callable[[], None] | None = field(default=None, repr=False)  # wakes the progress loop
 
@@ -238,6 +244,60 @@ class Job:
                 self._stop_reason = reason
             if self._cancel is not None:
                 self._cancel.set()
+
+    # --- workflows (issue 22): read on first use through the worker's pool, then cached
+
+    @property
+    def parent_results(self) -> dict[str, Any] | None:
+        """The results of the job's parents (its depends_on), {"<parent id>": result}; None for a job
+        without parents. Read with jobctl.parent_results on first use (one query), then cached. Async
+        handlers: `await job.load_parent_results()` (reading this property first raises TypeError)."""
+        if self._parent_results is _UNREAD:
+            row = self._read_sync(queries.PARENT_RESULTS, {"job_id": self.job_id}, "load_parent_results")
+            self._parent_results = row[0] if row else None
+        results: dict[str, Any] | None = self._parent_results
+        return results
+
+    async def load_parent_results(self) -> dict[str, Any] | None:
+        """`parent_results` for async handlers: read on the first call, then cached."""
+        if self._parent_results is _UNREAD:
+            row = await self._read_async(queries.PARENT_RESULTS, {"job_id": self.job_id})
+            self._parent_results = row[0] if row else None
+        return self.parent_results
+
+    @property
+    def batch(self) -> Batch | None:
+        """The job's batch (jobctl.get_batch), for a batch's member or callback; None for a job of no
+        batch. A callback reads the members' outcomes in `batch.counts` ({"completed": n, "dead": n,
+        "cancelled": n}). Read on first use, then cached; async handlers: `await job.load_batch()`.
+        The worker's role needs get_job (jobctl_reader) besides get_batch to find the job's batch."""
+        if self._batch is _UNREAD:
+            row = self._read_sync(queries.BATCH_OF_JOB, {"job_id": self.job_id}, "load_batch")
+            self._batch = Batch(*row) if row else None
+        batch: Batch | None = self._batch
+        return batch
+
+    async def load_batch(self) -> Batch | None:
+        """`batch` for async handlers: read on the first call, then cached."""
+        if self._batch is _UNREAD:
+            row = await self._read_async(queries.BATCH_OF_JOB, {"job_id": self.job_id})
+            self._batch = Batch(*row) if row else None
+        return self.batch
+
+    def _read_sync(self, statement: str, params: dict[str, Any], loader: str) -> tuple[Any, ...] | None:
+        if self._sync_pool is None:
+            if self._async_pool is not None:
+                raise TypeError(f"this worker runs an async handler: use `await job.{loader}()` first")
+            raise TypeError("this job has no worker pool to read from")
+        with self._sync_pool.connection() as conn:
+            return conn.execute(statement, params).fetchone()
+
+    async def _read_async(self, statement: str, params: dict[str, Any]) -> tuple[Any, ...] | None:
+        if self._async_pool is None:
+            raise TypeError("this worker runs a sync handler: read the property instead")
+        async with self._async_pool.connection() as conn:
+            cur = await conn.execute(statement, params)
+            return await cur.fetchone()
 
     @property
     def completed(self) -> bool:

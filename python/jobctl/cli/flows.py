@@ -1,0 +1,168 @@
+"""Workflows and batches (issue 22): `workflow submit FILE`, `batch submit FILE`, `batch show ID`,
+through jobctl.client; and the parsers of `submit`'s --depends-on and --dedup-states."""
+
+from __future__ import annotations
+
+from typing import IO, Any
+
+import click
+
+from jobctl import errors, output
+from jobctl.cli.common import as_id, echo_json, json_option, parse_json
+from jobctl.client import BIGINT_MAX, Client, check_id
+
+
+def as_ids(ctx: click.Context, param: click.Parameter, value: str | None) -> list[int] | None:
+    """The callback of --depends-on: job ids separated by commas (1,2,3), each a whole number from 1 to
+    the largest bigint, else a usage error naming the option."""
+    if value is None:
+        return None
+    ids: list[int] = []
+    for part in value.split(","):
+        try:
+            ids.append(check_id(int(part.strip())))
+        except (ValueError, errors.InvalidInput):
+            raise click.BadParameter(
+                f"{part.strip()!r} is not an id: give job ids from 1 to {BIGINT_MAX}, separated by commas",
+                ctx,
+                param,
+            ) from None
+    return ids
+
+
+def as_names(ctx: click.Context, param: click.Parameter, value: str | None) -> list[str] | None:
+    """The callback of --dedup-states: names separated by commas (pending,running); the database
+    checks them."""
+    if value is None:
+        return None
+    return [part.strip() for part in value.split(",") if part.strip()]
+
+
+def _read_json(stream: IO[bytes], what: str) -> Any:
+    try:
+        text = stream.read().decode()
+    except UnicodeDecodeError:
+        raise errors.InvalidInput(f"{what} is not UTF-8") from None
+    return parse_json(text, what)
+
+
+def _in_file(e: errors.JobctlError) -> errors.JobctlError:
+    """An error about one job of the file named as the file holds it: the SQL says jobs[3].priority,
+    which jobctl.errors turns into field `priority` with index 3."""
+    if e.index is None:
+        return e
+    where, text = f"jobs[{e.index}]", str(e)
+    field = f"{where}.{e.field}" if e.field else where
+    message = f"{where}.{text}" if e.field and text.startswith(e.field) else f"{where}: {text}"
+    return type(e)(message, sqlstate=e.sqlstate, field=field, detail=e.detail, hint=e.hint, index=e.index)
+
+
+WORKFLOW_EPILOG = """\b
+Example (flow.json):
+  [{"name": "extract", "tenant_id": "acme", "queue": "etl", "payload": {}},
+   {"name": "report", "tenant_id": "acme", "queue": "etl", "payload": {},
+    "depends_on": ["extract"]}]
+  jobctl workflow submit flow.json
+  jobctl workflow submit - --on-parent-failure wait < flow.json"""
+
+
+@click.group()
+def workflow() -> None:
+    """Jobs that depend on each other (jobctl.submit_workflow)."""
+
+
+@workflow.command("submit", epilog=WORKFLOW_EPILOG)
+@click.argument("workflow_file", metavar="FILE", type=click.File("rb"))
+@click.option(
+    "--on-parent-failure",
+    metavar="cancel|wait",
+    help="What a dead or cancelled parent does to its dependents: cancel (default) or wait.",
+)
+@json_option
+def workflow_submit(workflow_file: IO[bytes], on_parent_failure: str | None, as_json: bool) -> None:
+    """Submit a workflow from a JSON file ('-': stdin), all or nothing; print each job's name and id.
+
+    FILE holds a JSON array of jobs with submit_jobs' keys and a unique `name`; `depends_on` names jobs
+    listed before it (or gives ids of existing jobs). A job with parents waits until they completed.
+    """
+    jobs = _read_json(workflow_file, "the workflow file")
+    if not isinstance(jobs, list):
+        raise errors.InvalidInput(
+            f"the workflow file must hold a JSON array of jobs, not {type(jobs).__name__}", field="jobs"
+        )
+    with Client() as client:
+        try:
+            flow = client.submit_workflow(jobs, on_parent_failure=on_parent_failure)
+        except errors.JobctlError as e:
+            raise _in_file(e) from None
+    if as_json:
+        echo_json(flow)
+        return
+    rows = [[n, i] for n, i in flow.job_ids.items()]
+    click.echo(output.table(["NAME", "ID"], rows, right=[1]))
+    click.echo(f"workflow {flow.workflow_id}: {len(rows)} jobs")
+
+
+BATCH_EPILOG = """\b
+Example (batch.json):
+  {"jobs": [{"tenant_id": "acme", "queue": "thumbs", "payload": {"img": 1}},
+            {"tenant_id": "acme", "queue": "thumbs", "payload": {"img": 2}}],
+   "on_finish": {"queue": "notify", "payload": {"album": 7}}}
+  jobctl batch submit batch.json
+  jobctl batch show 12"""
+
+
+@click.group()
+def batch() -> None:
+    """Jobs with callbacks run once the last of them ends (jobctl.submit_batch, get_batch)."""
+
+
+@batch.command("submit", epilog=BATCH_EPILOG)
+@click.argument("batch_file", metavar="FILE", type=click.File("rb"))
+@json_option
+def batch_submit(batch_file: IO[bytes], as_json: bool) -> None:
+    """Submit a batch from a JSON file ('-': stdin); print its id, its jobs' and callbacks' ids.
+
+    FILE holds an object {"jobs": [...], "on_finish": {...}, "on_success": {...}, "on_discard": {...}}:
+    one tenant's jobs (submit_jobs' keys, no dedup_key) and at least one callback, a job whose tenant
+    defaults to theirs. on_finish runs once the last job ended; on_success if all completed;
+    on_discard if any did not.
+    """
+    doc = _read_json(batch_file, "the batch file")
+    if not isinstance(doc, dict):
+        raise errors.InvalidInput(
+            f"the batch file must hold a JSON object, not {type(doc).__name__}", field="jobs"
+        )
+    unknown = sorted(set(doc) - {"jobs", "on_finish", "on_success", "on_discard"})
+    if unknown:
+        raise errors.InvalidInput(f"the batch file has an unknown key: {unknown[0]}", field=unknown[0])
+    jobs = doc.get("jobs")
+    if not isinstance(jobs, list):
+        raise errors.InvalidInput("the batch file's jobs must be a JSON array of jobs", field="jobs")
+    with Client() as client:
+        try:
+            made = client.submit_batch(
+                jobs, on_finish=doc.get("on_finish"), on_success=doc.get("on_success"),
+                on_discard=doc.get("on_discard"),
+            )  # fmt: skip
+        except errors.JobctlError as e:
+            raise _in_file(e) from None
+    if as_json:
+        echo_json(made)
+        return
+    click.echo(output.key_values(output.record(made)))
+
+
+@batch.command("show")
+@click.argument("batch_id", metavar="ID", callback=as_id)
+@json_option
+def batch_show(batch_id: int, as_json: bool) -> None:
+    """Show a batch: its size, its members' counts (outcomes once it ended), its callbacks."""
+    with Client() as client:
+        found = client.get_batch(batch_id)
+    if found is None:
+        raise errors.NotFound(f"no batch {batch_id}")
+    if as_json:
+        echo_json(found)
+        return
+    click.echo(output.key_values(output.record(found)))
