@@ -70,6 +70,11 @@ create table jobctl.batch (
 );
 create index batch_tenant_idx on jobctl.batch (tenant_id, batch_id desc);
 
+-- the counters (migration 0025) count waiting jobs in a gauge of their own; job_counts ends with it
+alter table jobctl._stat_delta add column waiting integer;
+alter table jobctl._stat add column waiting bigint not null default 0;
+drop function if exists jobctl.job_counts(text, text);
+
 alter type jobctl._job_spec add attribute depends_on bigint[];
 alter type jobctl._job_spec add attribute after integer[];  -- 1-based ordinals of earlier specs of the call
 alter type jobctl._job_spec add attribute cancel_on_failure boolean;

@@ -33,7 +33,7 @@ begin
         select c.job_id, c.created_at, v_now, 'cancelled', c.attempt, p_reason from changed as c
     ),
     tally as (
-        insert into jobctl._stat_delta (tenant_id, queue, delayed, cancelled, withdrawn)
+        insert into jobctl._stat_delta (tenant_id, queue, waiting, cancelled, withdrawn)
         select c.tenant_id, c.queue, -count(*), count(*), count(*) from changed as c group by c.tenant_id, c.queue
     )
     select array_agg(c.job_id), array_agg(c.tenant_id) into v_ids, v_tenants from changed as c;

@@ -62,9 +62,10 @@ begin
         where f.run_at > v_now
     ),
     tally as (
-        -- waiting jobs count as delayed (not due yet); the due ones become pending
-        insert into jobctl._stat_delta (tenant_id, queue, pending, delayed)
-        select f.tenant_id, f.queue, count(*) filter (where f.run_at <= v_now), -count(*) filter (where f.run_at <= v_now)
+        -- from waiting to pending (due) or delayed
+        insert into jobctl._stat_delta (tenant_id, queue, waiting, pending, delayed)
+        select f.tenant_id, f.queue, -count(*), count(*) filter (where f.run_at <= v_now),
+            count(*) filter (where f.run_at > v_now)
         from freed as f
         group by f.tenant_id, f.queue
     )

@@ -19,7 +19,7 @@ begin
         insert into jobctl._stat as s (
             tenant_id, queue, pending, delayed, retrying, running, dead, completed, cancelled, submitted,
             claimed, succeeded, failed, died, withdrawn, retried, fenced, wait_buckets, wait_seconds,
-            run_buckets, run_seconds
+            run_buckets, run_seconds, waiting
         )
         select g.tenant_id, g.queue, coalesce(sum(g.pending), 0), coalesce(sum(g.delayed), 0),
             coalesce(sum(g.retrying), 0), coalesce(sum(g.running), 0), coalesce(sum(g.dead), 0),
@@ -30,11 +30,12 @@ begin
             jobctl._stat_hist(array_agg(g.wait_bucket), array_agg(g.claimed::bigint)),
             coalesce(sum(g.wait_seconds), 0),
             jobctl._stat_hist(array_agg(g.run_bucket), array_agg(coalesce(g.succeeded, 0)::bigint + coalesce(g.failed, 0))),
-            coalesce(sum(g.run_seconds), 0)
+            coalesce(sum(g.run_seconds), 0), coalesce(sum(g.waiting), 0)
         from gone as g
         group by g.tenant_id, g.queue
         on conflict (tenant_id, queue) do update
         set pending = s.pending + excluded.pending, delayed = s.delayed + excluded.delayed,
+            waiting = s.waiting + excluded.waiting,
             -- an emptied lane forgets its oldest due job (a probe finds the next one)
             oldest_due_at = case when s.pending + excluded.pending > 0 then s.oldest_due_at end,
             retrying = s.retrying + excluded.retrying, running = s.running + excluded.running,

@@ -364,10 +364,10 @@ begin
         from linked as f
     ),
     tally as (
-        -- the counters (migration 0025): due jobs are pending, the others (and waiting ones) delayed
-        insert into jobctl._stat_delta (tenant_id, queue, submitted, pending, delayed)
+        -- the counters (migration 0025): due jobs are pending, the others delayed, or waiting
+        insert into jobctl._stat_delta (tenant_id, queue, submitted, pending, delayed, waiting)
         select f.tenant_id, f.queue, count(*), count(*) filter (where f.due <= v_now and not f.waits),
-            count(*) filter (where f.due > v_now or f.waits)
+            count(*) filter (where f.due > v_now and not f.waits), count(*) filter (where f.waits)
         from fresh as f
         group by f.tenant_id, f.queue
     ),

@@ -1,7 +1,7 @@
 -- jobctl._take_queue_row: delete an unstarted job's _ready, _delayed or _waiting row, found by its exact key
 -- (the job row's queue, tenant, priority and run_at); true if this call deleted it and so owns the
 -- job's next transition, false if a claimer, a promotion or another call got there first. The
--- counters lose the job from where it was (pending, delayed (waiting too) or retrying); the caller counts where
+-- counters lose the job from where it was (pending, delayed, retrying or waiting); the caller counts where
 -- it goes. Writes: _ready, _delayed, _held or _waiting (delete), _stat_delta (insert).
 create or replace function jobctl._take_queue_row(p_job jobctl.job)
 returns boolean
@@ -17,7 +17,7 @@ begin
         if not found then
             return false;
         end if;
-        insert into jobctl._stat_delta (tenant_id, queue, delayed) values (p_job.tenant_id, p_job.queue, -1);
+        insert into jobctl._stat_delta (tenant_id, queue, waiting) values (p_job.tenant_id, p_job.queue, -1);
         return true;
     end if;
     delete from jobctl._ready as r

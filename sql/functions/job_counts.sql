@@ -10,7 +10,8 @@ returns table (
     cancelled bigint, oldest_due_at timestamptz,
     submitted bigint, claimed bigint, succeeded bigint, failed bigint, died bigint, withdrawn bigint,
     retried bigint, fenced bigint,
-    wait_buckets bigint[], wait_seconds double precision, run_buckets bigint[], run_seconds double precision
+    wait_buckets bigint[], wait_seconds double precision, run_buckets bigint[], run_seconds double precision,
+    waiting bigint
 )
 language sql
 security definer
@@ -32,7 +33,7 @@ as $$
             sum(d.wait_seconds) as wait_seconds,
             jobctl._stat_hist(array_agg(d.run_bucket), array_agg(coalesce(d.succeeded, 0)::bigint + coalesce(d.failed, 0)))
                 as run_buckets,
-            sum(d.run_seconds) as run_seconds
+            sum(d.run_seconds) as run_seconds, sum(d.waiting) as waiting
         from jobctl._stat_delta as d, mine as m
         where (job_counts.tenant_id is null or d.tenant_id = job_counts.tenant_id)
             and (job_counts.queue is null or d.queue = job_counts.queue)
@@ -70,6 +71,7 @@ as $$
                 else jobctl._stat_add(coalesce(s.run_buckets, '{}'), coalesce(d.run_buckets, jobctl._stat_hist('{}', '{}')))
             end as run_buckets,
             coalesce(s.run_seconds, 0) + coalesce(d.run_seconds, 0) as run_seconds,
+            coalesce(s.waiting, 0) + coalesce(d.waiting, 0) as waiting,
             s.oldest_due_at
         from folded as s
         full join pending_deltas as d on d.tenant_id = s.tenant_id and d.queue = s.queue
@@ -80,7 +82,7 @@ as $$
         case when u.pending > 0 then coalesce(u.oldest_due_at, jobctl._oldest_due(u.queue, u.tenant_id)) end,
         u.submitted::bigint, u.claimed::bigint, u.succeeded::bigint, u.failed::bigint, u.died::bigint,
         u.withdrawn::bigint, u.retried::bigint, u.fenced::bigint,
-        u.wait_buckets, u.wait_seconds, u.run_buckets, u.run_seconds
+        u.wait_buckets, u.wait_seconds, u.run_buckets, u.run_seconds, u.waiting::bigint
     from summed as u
     order by u.tenant_id, u.queue
 $$;
@@ -88,7 +90,8 @@ $$;
 comment on function jobctl.job_counts(text, text) is
 'Per tenant and queue, from the counters (no scan of the jobs): jobs by state now (pending: due, in
 _ready or waiting for a concurrency key; delayed: run_at to come, never attempted; retrying: waiting out the
-backoff after a failed attempt; running; dead, completed and cancelled in hot storage), the run_at of the oldest due
+backoff after a failed attempt; running; dead, completed and cancelled in hot storage; waiting, last: for its
+parents or its batch), the run_at of the oldest due
 job (not counting those held by a concurrency key; as the tick last probed it: about a second old up to 1,000
 busy lanes, lanes / 1,000 seconds beyond), the events since the counters began (submitted, claimed,
 succeeded, failed attempts, died, withdrawn = cancelled, retried by hand, fenced = acks refused for a stale lease

@@ -19,31 +19,31 @@ begin
     with actual as (
         select x.tenant_id, x.queue, sum(x.pending) as pending, sum(x.delayed) as delayed,
             sum(x.retrying) as retrying, sum(x.running) as running, sum(x.dead) as dead,
-            sum(x.completed) as completed, sum(x.cancelled) as cancelled
+            sum(x.completed) as completed, sum(x.cancelled) as cancelled, sum(x.waiting) as waiting
         from (
             select r.tenant_id, r.queue, count(*) as pending, 0 as delayed, 0 as retrying, 0 as running,
-                0 as dead, 0 as completed, 0 as cancelled
+                0 as dead, 0 as completed, 0 as cancelled, 0 as waiting
             from jobctl._ready as r group by 1, 2
             union all
-            select h.tenant_id, h.queue, count(*), 0, 0, 0, 0, 0, 0 from jobctl._held as h group by 1, 2
+            select h.tenant_id, h.queue, count(*), 0, 0, 0, 0, 0, 0, 0 from jobctl._held as h group by 1, 2
             union all
             select d.tenant_id, d.queue, 0, count(*) filter (where not d.retry), count(*) filter (where d.retry),
-                0, 0, 0, 0
+                0, 0, 0, 0, 0
             from jobctl._delayed as d group by 1, 2
             union all
-            -- waiting jobs (jobctl._waiting) count as delayed: not due yet
-            select w.tenant_id, w.queue, 0, count(*), 0, 0, 0, 0, 0 from jobctl._waiting as w group by 1, 2
+            select w.tenant_id, w.queue, 0, 0, 0, 0, 0, 0, 0, count(*) from jobctl._waiting as w group by 1, 2
             union all
-            select u.tenant_id, u.queue, 0, 0, 0, count(*), 0, 0, 0 from jobctl._running as u group by 1, 2
+            select u.tenant_id, u.queue, 0, 0, 0, count(*), 0, 0, 0, 0 from jobctl._running as u group by 1, 2
             union all
             select j.tenant_id, j.queue, 0, 0, 0, 0, count(*) filter (where j.state = 'dead'),
-                count(*) filter (where j.state = 'completed'), count(*) filter (where j.state = 'cancelled')
+                count(*) filter (where j.state = 'completed'), count(*) filter (where j.state = 'cancelled'), 0
             from jobctl.job as j where j.state in ('dead', 'completed', 'cancelled') group by 1, 2
         ) as x
         group by 1, 2
     ),
     counted as (
-        select c.tenant_id, c.queue, c.pending, c.delayed, c.retrying, c.running, c.dead, c.completed, c.cancelled
+        select c.tenant_id, c.queue, c.pending, c.delayed, c.retrying, c.running, c.dead, c.completed, c.cancelled,
+            c.waiting
         from jobctl.job_counts() as c
     )
     select coalesce(c.tenant_id, a.tenant_id) as tenant_id, coalesce(c.queue, a.queue) as queue, g.gauge,
@@ -57,11 +57,14 @@ begin
         ('running', coalesce(c.running, 0), coalesce(a.running, 0)::bigint),
         ('dead', coalesce(c.dead, 0), coalesce(a.dead, 0)::bigint),
         ('completed', coalesce(c.completed, 0), coalesce(a.completed, 0)::bigint),
-        ('cancelled', coalesce(c.cancelled, 0), coalesce(a.cancelled, 0)::bigint)
+        ('cancelled', coalesce(c.cancelled, 0), coalesce(a.cancelled, 0)::bigint),
+        ('waiting', coalesce(c.waiting, 0), coalesce(a.waiting, 0)::bigint)
     ) as g (gauge, counted, actual)
     where g.counted <> g.actual;
     if recount_counters.fix then
-        insert into jobctl._stat_delta (tenant_id, queue, pending, delayed, retrying, running, dead, completed, cancelled)
+        insert into jobctl._stat_delta (
+            tenant_id, queue, pending, delayed, retrying, running, dead, completed, cancelled, waiting
+        )
         select r.tenant_id, r.queue,
             sum(r.actual - r.counted) filter (where r.gauge = 'pending'),
             sum(r.actual - r.counted) filter (where r.gauge = 'delayed'),
@@ -69,7 +72,8 @@ begin
             sum(r.actual - r.counted) filter (where r.gauge = 'running'),
             sum(r.actual - r.counted) filter (where r.gauge = 'dead'),
             sum(r.actual - r.counted) filter (where r.gauge = 'completed'),
-            sum(r.actual - r.counted) filter (where r.gauge = 'cancelled')
+            sum(r.actual - r.counted) filter (where r.gauge = 'cancelled'),
+            sum(r.actual - r.counted) filter (where r.gauge = 'waiting')
         from _recount as r
         group by r.tenant_id, r.queue;
     end if;

@@ -16,7 +16,8 @@ as $$
         ('dead', c.dead, null),
         ('failed', c.retrying, null),
         ('pending', c.pending + c.delayed, c.oldest_due_at),
-        ('running', c.running, null)
+        ('running', c.running, null),
+        ('waiting', c.waiting, null)
     ) as s (state, jobs, oldest_run_at)
     where s.jobs > 0
     order by 1, 2, 3
@@ -25,7 +26,8 @@ $$;
 comment on function jobctl.stats(text, text) is
 'How many jobs each tenant and queue holds in each state in hot storage: pending (due, or delayed
 to a later run_at; a failed job whose backoff has passed is due again and counts here), failed (waiting out its
-backoff), running, and completed, dead and cancelled until retention takes them; oldest_run_at is the run_at of
+backoff), running, waiting (for its parents or its batch), and completed, dead and cancelled until retention takes
+them; oldest_run_at is the run_at of
 the oldest due job on the pending row (NULL when none is due, and on the other rows). Optionally for one tenant
 and/or queue. Only the caller''s tenants. From the counters (jobctl.job_counts), not a scan of the jobs.
 Errors: none.

@@ -3,7 +3,7 @@
 -- job, parent_results, submit_batch and get_batch, the recheck of racing parents (one session
 -- here; tests/test_workflows.py races real processes). Tenants tap_wf_*, queues tap_wf_*.
 begin;
-select plan(69);
+select plan(71);
 set local jit = off;
 \ir helpers.psql
 
@@ -386,6 +386,16 @@ select is(
 select throws_ok(
     $$select jobctl.submit_batch('[{"tenant_id": "tap_wf_5", "queue": "q", "payload": {}}]')$$,
     'JC001', 'a batch needs a callback: on_finish, on_success or on_discard', 'a batch without a callback: JC001'
+);
+
+-- the counters count every move above: waiting is a gauge of its own
+select is_empty(
+    $$select * from jobctl.recount_counters() where tenant_id like 'tap_wf%'$$,
+    'the counters agree with the jobs (recount_counters)'
+);
+select is(
+    (select s.jobs from jobctl.stats('tap_wf_3') as s where s.state = 'waiting'), 1::bigint,
+    'stats counts the waiting job of tap_wf_3'
 );
 
 select * from finish();
