@@ -394,7 +394,10 @@ select is_empty(
     'the counters agree with the jobs (recount_counters)'
 );
 select is(
-    (select s.jobs from jobctl.stats('tap_wf_3') as s where s.state = 'waiting'), 1::bigint,
+    (
+        select s.jobs from jobctl.stats('tap_wf_3') as s
+        where s.state = 'waiting'
+    ), 1::bigint,
     'stats counts the waiting job of tap_wf_3'
 );
 
