@@ -120,24 +120,16 @@ def dag_round(dsn: str, tenant: str, seed: int, levels: int) -> dict[str, float]
 
 
 def timed_drain(dsn: str, tenant: str, n: int, fan_in: bool) -> dict[str, float]:
-    jobs: list[dict[str, Any]] = [
-        {"name": f"p{i}", "tenant_id": tenant, "queue": tenant, "payload": {"i": i}} for i in range(n)
-    ]
-    with psycopg.connect(dsn, autocommit=True) as conn:
+    plain = [{"tenant_id": tenant, "queue": tenant, "payload": {"i": i}} for i in range(n)]
+    # in one transaction: the parents (submit_jobs), then the child on all of them (depends_on: a
+    # workflow holds at most 10,000 jobs, parents and child together)
+    with psycopg.connect(dsn, autocommit=True) as conn, conn.transaction():
+        ids = [
+            int(r[0])
+            for r in conn.execute("select job_id from jobctl.submit_jobs(%s::jsonb)", [json.dumps(plain)])
+        ]
         if fan_in:
-            jobs.append(
-                {
-                    "name": "sink",
-                    "tenant_id": tenant,
-                    "queue": tenant,
-                    "payload": {},
-                    "depends_on": [j["name"] for j in jobs],
-                }
-            )
-            conn.execute("select count(*) from jobctl.submit_workflow(%s::jsonb)", [json.dumps(jobs)])
-        else:
-            plain = [{k: v for k, v in j.items() if k != "name"} for j in jobs]
-            conn.execute("select count(*) from jobctl.submit_jobs(%s::jsonb)", [json.dumps(plain)])
+            conn.execute("select jobctl.submit_job(%s, %s, '{}', depends_on => %s)", [tenant, tenant, ids])
     drain(dsn, tenant)
     with psycopg.connect(dsn, autocommit=True) as conn:
         first, last = conn.execute(
