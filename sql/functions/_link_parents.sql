@@ -50,7 +50,8 @@ begin
     from link as l;
     if v_bad_child is not null then
         raise exception using errcode = 'JC001',
-            message = format('depends_on: job %s of job %s is not a job of its tenant', v_bad_parent, v_bad_child),
+            message = format('depends_on: job %s is not a job of tenant %s', v_bad_parent,
+                (select j.tenant_id from jobctl.job as j where j.job_id = v_bad_child and j.created_at = now())),
             detail = 'field: depends_on',
             hint = 'Nothing was submitted. A job can depend only on hot jobs of its own tenant (jobctl.get_job).';
     end if;

@@ -10,6 +10,10 @@ as $$
 declare
     v_ids bigint[];
 begin
+    if jsonb_typeof(jobs) = 'array' and jsonb_array_length(jobs) = 0 then
+        raise exception using errcode = 'JC001', message = 'jobs must hold 1 to 10000 jobs',
+            detail = 'field: jobs', hint = 'Nothing was submitted.';
+    end if;
     select array_agg(s.job_id order by s.ord) into v_ids
     from jobctl._submit(
         jobctl._job_specs(jobs, true, jobctl._parent_policy(submit_workflow.on_parent_failure)), true, p_workflow => true
@@ -27,8 +31,8 @@ in the call) and depends_on naming jobs listed before it (and/or giving ids of e
 are inserted at once; a job with parents is waiting until the last completes, then pending, exactly once however
 its parents'' completions race. on_parent_failure (cancel or wait) is the default of each job''s own: what a dead
 or cancelled parent does to it. A job reads its parents'' results with jobctl.parent_results. Returns (name,
-job_id, workflow_id) in input order; workflow_id (the first job''s id) groups them (jobctl.list_jobs,
-find_jobs filter). At most 10,000 jobs.
+job_id, workflow_id) in input order; workflow_id (the first job''s id) is on each job (get_job, list_jobs,
+find_jobs). 1 to 10,000 jobs.
 Errors: JC001 a bad field (named with its element, as jobs[3].name): a missing or repeated name, a depends_on
 naming no earlier job (no cycle can be written) or a job not of the tenant, a dedup_key in a workflow whose jobs
 depend on each other, a bad on_parent_failure, JC002 a payload over 64 KiB, JC003 a bad backoff, JC004 over
