@@ -185,7 +185,7 @@ def test_a_fenced_zombie_parent_releases_nothing(conn: Conn, name: str, dsn: str
 
 
 def test_kill_9_during_a_fan_in_loses_nothing(conn: Conn, name: str, ledger: str, dsn: str) -> None:
-    n = 3000
+    n = 1500
     jobs: list[dict[str, Any]] = [
         {"name": f"p{i}", "tenant_id": name, "queue": name + "_p", "payload": {"i": i}} for i in range(n)
     ]
@@ -232,7 +232,7 @@ def test_kill_9_during_a_fan_in_loses_nothing(conn: Conn, name: str, ledger: str
 def test_a_batch_callback_is_enqueued_once_when_members_end_in_racing_workers(
     conn: Conn, name: str, ledger: str, dsn: str
 ) -> None:
-    for round_ in range(3):
+    for round_ in range(2):
         members = [{"tenant_id": name, "queue": f"{name}_m", "payload": {"i": i}} for i in range(300)]
         row = conn.execute(
             "select batch_id, on_finish_id, on_success_id from jobctl.submit_batch(%s::jsonb,"
