@@ -40,6 +40,7 @@ declare
     v_dup boolean[];  -- keyed batches, per spec: whether it returns another spec's or an older job
     v_key_tenants text[];  -- the due jobs with a concurrency key, waiting for a place
     v_keys text[];
+    v_extra boolean;   -- a spec has depends_on, after, callback_of or a dedup scope
     v_linked boolean;  -- a job of the call depends on an earlier one (after: a workflow)
     v_children bigint[];
     v_debounce record;
@@ -57,7 +58,14 @@ begin
     -- waits for it even where the cluster's default is local (docs/operations.md, failover). In the
     -- body: a SET clause would be undone before the commit it is meant for.
     perform set_config('synchronous_commit', 'on', true);
-    v_linked := exists (select from unnest(p_specs) as s where s.after is not null);
+    -- whether a spec has a workflow's or a scoped key's options (most calls have none: their checks
+    -- are skipped below), and whether one depends on an earlier spec of the call
+    v_extra := exists (
+        select from unnest(p_specs) as s
+        where s.depends_on is not null or s.after is not null or s.callback_of is not null
+            or s.dedup_states is not null or s.dedup_period is not null or s.dedup_mode is not null
+    );
+    v_linked := v_extra and exists (select from unnest(p_specs) as s where s.after is not null);
 
     -- One CASE per job finds its first failed condition (no per-job subquery); the message of the
     -- first failure is formatted once, below.
@@ -84,17 +92,18 @@ begin
             when concat(o.tenant_id, o.queue, o.dedup_key, o.subject_key, o.concurrency_key) ~ jobctl._unprintable()
                 then 16
             when o.traceparent !~ '^[0-9a-f]{2}-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$' then 17
-            when cardinality(o.depends_on) > 10000 or array_position(o.depends_on, null) is not null then 18
+            -- a workflow's and a scoped key's options: looked at only in a call that has them
+            when v_extra and (cardinality(o.depends_on) > 10000 or array_position(o.depends_on, null) is not null) then 18
             -- a workflow's edges point at earlier jobs of the call: no cycle can be written
-            when exists (select from unnest(o.after) as a (k) where a.k is null or a.k < 1 or a.k >= o.ord) then 19
-            when o.dedup_key is not null and v_linked then 20
-            when (o.dedup_states is not null or o.dedup_period is not null or o.dedup_mode is not null)
+            when v_extra and exists (select from unnest(o.after) as a (k) where a.k is null or a.k < 1 or a.k >= o.ord) then 19
+            when v_linked and o.dedup_key is not null then 20
+            when v_extra and (o.dedup_states is not null or o.dedup_period is not null or o.dedup_mode is not null)
                 and o.dedup_key is null then 21
-            when cardinality(o.dedup_states) = 0 or not o.dedup_states <@ array[
+            when v_extra and (cardinality(o.dedup_states) = 0 or not o.dedup_states <@ array[
                 'waiting', 'pending', 'running', 'failed', 'completed', 'dead', 'cancelled'
-            ] or array_position(o.dedup_states, null) is not null then 22
-            when o.dedup_period < interval '1 second' or o.dedup_period > interval '366 days' then 23
-            when o.dedup_mode not in ('keep', 'replace', 'preserve_run_at') then 24
+            ] or array_position(o.dedup_states, null) is not null) then 22
+            when v_extra and (o.dedup_period < interval '1 second' or o.dedup_period > interval '366 days') then 23
+            when v_extra and o.dedup_mode not in ('keep', 'replace', 'preserve_run_at') then 24
         end as n
         from unnest(p_specs) with ordinality as o (
             tenant_id, queue, payload, priority, run_at, dedup_key, max_attempts, backoff, timeout, subject_key, concurrency_key, traceparent, depends_on, after, cancel_on_failure, batch_id, callback_of, dedup_states, dedup_period, dedup_mode, ord
