@@ -68,7 +68,8 @@ def footprint(conn: Conn, tenants: list[Any]) -> tuple[int, int, int]:
         " (select count(*) from jobctl.tenant where tenant_id = any(%(t)s)),"
         " (select count(*) from jobctl._event as e join jobctl.job as j on j.job_id = e.job_id"
         "  where j.tenant_id = any(%(t)s))",
-        {"t": [t for t in tenants if isinstance(t, str)]},
+        # a string holding NUL cannot be a PostgreSQL text value, so no such tenant can exist
+        {"t": [t for t in tenants if isinstance(t, str) and "\x00" not in t]},
     ).fetchone()
     assert row is not None
     return int(row[0]), int(row[1]), int(row[2])
