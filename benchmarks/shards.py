@@ -53,20 +53,52 @@ from psycopg.conninfo import make_conninfo
 PORTS = (55500, 55519)
 SIZES: dict[str, dict[str, Any]] = {
     "full": {
-        "shards": 3, "overhead_calls": 300, "rounds": 5, "claim_jobs": 3000, "claim_rounds": 3,
-        "tenants": 30, "jobs_per_tenant": 200, "sustain_s": 20.0, "chaos_s": 40.0, "kill_at": 12.0,
-        "down_s": 5.0, "chaos_workers": 2, "lease": 2.0, "chaos_tenants": 12,
+        "shards": 3,
+        "overhead_calls": 300,
+        "rounds": 5,
+        "claim_jobs": 12000,
+        "claim_rounds": 5,
+        "tenants": 30,
+        "jobs_per_tenant": 400,
+        "sustain_s": 30.0,
+        "chaos_s": 60.0,
+        "kill_at": 20.0,
+        "down_s": 5.0,
+        "chaos_workers": 2,
+        "lease": 2.0,
+        "chaos_tenants": 12,
     },
     "small": {
-        "shards": 2, "overhead_calls": 100, "rounds": 3, "claim_jobs": 600, "claim_rounds": 1,
-        "tenants": 8, "jobs_per_tenant": 50, "sustain_s": 0.0, "chaos_s": 14.0, "kill_at": 4.0,
-        "down_s": 3.0, "chaos_workers": 1, "lease": 2.0, "chaos_tenants": 6,
+        "shards": 2,
+        "overhead_calls": 100,
+        "rounds": 3,
+        "claim_jobs": 600,
+        "claim_rounds": 1,
+        "tenants": 8,
+        "jobs_per_tenant": 50,
+        "sustain_s": 0.0,
+        "chaos_s": 12.0,
+        "kill_at": 3.0,
+        "down_s": 2.0,
+        "chaos_workers": 1,
+        "lease": 2.0,
+        "chaos_tenants": 6,
     },
-}  # fmt: skip
+}
 INVARIANTS = ("lost", "unfinished", "duplicates", "missing", "stray", "overlaps")
 SUBMIT = "select job_id from jobctl.submit_job(%s, %s, %s::jsonb)"
 GET = "select job_id from jobctl.get_job(%s)"
 CLAIM = "select job_id, lease_epoch from jobctl.claim_job(%s, array[%s], 10, '30 seconds')"
+SUBMIT_MANY = """
+select count(*) from jobctl.submit_jobs((
+    select jsonb_agg(jsonb_build_object('tenant_id', %s::text, 'queue', %s::text, 'payload', %s::jsonb))
+    from generate_series(1, %s::int) as g (i)
+))
+"""
+SUBMIT_CHAOS = """
+select job_id from jobctl.submit_job(%s, %s, %s::jsonb, dedup_key => %s, max_attempts => 1000,
+    backoff => '{"strategy": "fixed", "base": "0.1 seconds", "max": "1 second"}')
+"""
 COMPLETE = "select count(*) from jobctl.complete_jobs(%s::bigint[], %s::bigint[]) where completed"
 
 
@@ -98,16 +130,34 @@ def build_router(base: Path, port: int, shard_dsns: dict[int, str]) -> Cluster:
         shutil.chown(path, "postgres", "postgres")
     router = Cluster(path.resolve(), port)
     subprocess.run(
-        as_pg([str(pg_bin() / "initdb"), "-D", str(router.data), "-U", "postgres", "--auth=trust", "-E", "UTF8",
-               "--locale=C.UTF-8", "--no-sync"]),
-        check=True, capture_output=True, timeout=120,
-    )  # fmt: skip
+        as_pg(
+            [
+                str(pg_bin() / "initdb"),
+                "-D",
+                str(router.data),
+                "-U",
+                "postgres",
+                "--auth=trust",
+                "-E",
+                "UTF8",
+                "--locale=C.UTF-8",
+                "--no-sync",
+            ]
+        ),
+        check=True,
+        capture_output=True,
+        timeout=120,
+    )
     conf = (
         f"port = {port}\nlisten_addresses = ''\nunix_socket_directories = '{router.path}'\n"
         "max_connections = 200\nshared_buffers = '128MB'\nlog_min_messages = warning\n"
     )
-    subprocess.run(as_pg(["tee", "-a", str(router.data / "postgresql.conf")]), input=conf.encode(), check=True,
-                   capture_output=True)  # fmt: skip
+    subprocess.run(
+        as_pg(["tee", "-a", str(router.data / "postgresql.conf")]),
+        input=conf.encode(),
+        check=True,
+        capture_output=True,
+    )
     router.ctl("-l", str(router.path / "server.log"), "-w", "-t", "60", "start")
     with psycopg.connect(make_conninfo(router.dsn(), dbname="postgres"), autocommit=True) as conn:
         conn.execute("create database jobctl")
@@ -135,8 +185,10 @@ def connect(dsn: str) -> psycopg.Connection[tuple[Any, ...]]:
 def tenants_by_shard(router: Cluster, tenants: list[str]) -> dict[str, int]:
     """Place the tenants (as a submit through the router would) and read where they went."""
     with connect(router.dsn()) as conn:
-        return {t: int(conn.execute("select jobctl_router.tenant_shard(%s, true)", (t,)).fetchone()[0])
-                for t in tenants}  # fmt: skip
+        return {
+            t: int(conn.execute("select jobctl_router.tenant_shard(%s, true)", (t,)).fetchone()[0])
+            for t in tenants
+        }
 
 
 def routing(router: Cluster, shard_list: list[Cluster]) -> dict[str, Any]:
@@ -152,12 +204,17 @@ def routing(router: Cluster, shard_list: list[Cluster]) -> dict[str, Any]:
             checks = {
                 "id_names_shard": job_id % 64 == s,
                 "on_its_shard": direct[s].execute(GET, (job_id,)).fetchall() == [(job_id,)],
-                "nowhere_else": all(not d.execute(GET, (job_id,)).fetchall() for i, d in enumerate(direct) if i != s),
+                "nowhere_else": all(
+                    not d.execute(GET, (job_id,)).fetchall() for i, d in enumerate(direct) if i != s
+                ),
                 "get_by_id": r.execute(GET, (job_id,)).fetchall() == [(job_id,)],
-                "list_by_tenant": [row[0] for row in r.execute("select job_id from jobctl.list_jobs(%s)", (t,))]
+                "list_by_tenant": [
+                    row[0] for row in r.execute("select job_id from jobctl.list_jobs(%s)", (t,))
+                ]
                 == [row[0] for row in direct[s].execute("select job_id from jobctl.list_jobs(%s)", (t,))],
-                "cancel_by_id": r.execute("select jobctl.cancel_job(%s)", (job_id,)).fetchone() == ("cancelled",),
-            }  # fmt: skip
+                "cancel_by_id": r.execute("select jobctl.cancel_job(%s)", (job_id,)).fetchone()
+                == ("cancelled",),
+            }
             out["checked"] += len(checks)
             out["wrong"] += [f"{t}: {k}" for k, ok in checks.items() if not ok]
         mixed = json.dumps([{"tenant_id": t, "queue": "route_q", "payload": {}} for t in tenants[:2]])
@@ -176,18 +233,27 @@ def overhead(router: Cluster, shard_list: list[Cluster], calls: int, rounds: int
     """Per-call latency of submit_job and get_job, through the router and directly, in alternating rounds."""
     tenant = "ovh_tenant"
     s = tenants_by_shard(router, [tenant])[tenant]
-    timings: dict[str, list[float]] = {k: [] for k in ("submit_router", "submit_direct", "get_router", "get_direct")}
+    timings: dict[str, list[float]] = {
+        k: [] for k in ("submit_router", "submit_direct", "get_router", "get_direct")
+    }
     with connect(router.dsn()) as r, connect(shard_list[s].dsn()) as d:
-        ids = [row[0] for row in d.execute(
-            "select job_id from jobctl.submit_jobs((select jsonb_agg(jsonb_build_object("
-            "'tenant_id', %s::text, 'queue', 'ovh_q', 'payload', '{}'::jsonb)) from generate_series(1, %s)))",
-            (tenant, calls),
-        )]  # fmt: skip
+        ids = [
+            row[0]
+            for row in d.execute(
+                SUBMIT_MANY.replace("count(*)", "job_id"),
+                (tenant, "ovh_q", "{}", calls),
+            )
+        ]
         for name in ("submit", "get"):  # warm both paths (PL/Proxy's connection, plans)
             for conn in (r, d):
-                conn.execute(SUBMIT if name == "submit" else GET, (tenant, "ovh_q", "{}") if name == "submit" else (ids[0],))
+                conn.execute(
+                    SUBMIT if name == "submit" else GET,
+                    (tenant, "ovh_q", "{}") if name == "submit" else (ids[0],),
+                )
         for rnd in range(rounds):
-            for via, conn in ((("router", r), ("direct", d)) if rnd % 2 == 0 else (("direct", d), ("router", r))):
+            for via, conn in (
+                (("router", r), ("direct", d)) if rnd % 2 == 0 else (("direct", d), ("router", r))
+            ):
                 t0 = time.perf_counter()
                 for _ in range(calls):
                     conn.execute(SUBMIT, (tenant, "ovh_q", "{}"))
@@ -214,10 +280,9 @@ def prefill(router: Cluster, queue: str, tenants: list[str], per_tenant: int) ->
             for start in range(0, per_tenant, 1000):
                 n = min(1000, per_tenant - start)
                 r.execute(
-                    "select count(*) from jobctl.submit_jobs((select jsonb_agg(jsonb_build_object("
-                    "'tenant_id', %s::text, 'queue', %s::text, 'payload', '{}'::jsonb)) from generate_series(1, %s)))",
-                    (t, queue, n),
-                )  # fmt: skip
+                    SUBMIT_MANY,
+                    (t, queue, "{}", n),
+                )
 
 
 def claim_loop(dsns: list[str], queue: str, total: int, done: list[int], lock: threading.Lock) -> None:
@@ -254,7 +319,9 @@ def claims(router: Cluster, shard_list: list[Cluster], jobs: int, rounds: int) -
             total = jobs // len(tenants) * len(tenants)
             dsns = [router.dsn()] if via == "router" else [c.dsn() for c in shard_list]
             done, lock = [0], threading.Lock()
-            threads = [threading.Thread(target=claim_loop, args=(dsns, queue, total, done, lock)) for _ in range(4)]
+            threads = [
+                threading.Thread(target=claim_loop, args=(dsns, queue, total, done, lock)) for _ in range(4)
+            ]
             t0 = time.perf_counter()
             for t in threads:
                 t.start()
@@ -262,19 +329,44 @@ def claims(router: Cluster, shard_list: list[Cluster], jobs: int, rounds: int) -
                 t.join()
             rates[via].append(total / (time.perf_counter() - t0))
     med = {k: round(statistics.median(v)) for k, v in rates.items()}
-    return {"jobs_s": med, "ratio_router_direct": round(med["router"] / med["direct"], 2), "jobs": jobs, "rounds": rounds}
+    return {
+        "jobs_s": med,
+        "ratio_router_direct": round(med["router"] / med["direct"], 2),
+        "jobs": jobs,
+        "rounds": rounds,
+    }
 
 
-def spawn_worker(tmp: Path, name: str, dsns: list[str], queue: str, lease: float, concurrency: int) -> subprocess.Popen[bytes]:
-    cmd = [sys.executable, "-c", "from jobctl.worker import worker_command; worker_command()",
-           "--handler", "chaos_handlers:handle", "--queue", queue, "--lease", str(lease),
-           "--concurrency", str(concurrency), "--poll-interval", "0.5", "--grace", "1", "--worker-id", name,
-           "--log-format", "json"]  # fmt: skip
+def spawn_worker(
+    tmp: Path, name: str, dsns: list[str], queue: str, lease: float, concurrency: int
+) -> subprocess.Popen[bytes]:
+    cmd = [
+        sys.executable,
+        "-c",
+        "from jobctl.worker import worker_command; worker_command()",
+        "--handler",
+        "chaos_handlers:handle",
+        "--queue",
+        queue,
+        "--lease",
+        str(lease),
+        "--concurrency",
+        str(concurrency),
+        "--poll-interval",
+        "0.5",
+        "--grace",
+        "1",
+        "--worker-id",
+        name,
+        "--log-format",
+        "json",
+    ]
     for d in dsns:
         cmd += ["--dsn", d]
     with open(tmp / f"{name}.log", "wb") as out:
-        return subprocess.Popen(cmd, cwd=BENCH, env={**os.environ, "PYTHONUNBUFFERED": "1"}, stdout=out,
-                                stderr=subprocess.STDOUT)  # fmt: skip
+        return subprocess.Popen(
+            cmd, cwd=BENCH, env={**os.environ, "PYTHONUNBUFFERED": "1"}, stdout=out, stderr=subprocess.STDOUT
+        )
 
 
 def stop(procs: list[subprocess.Popen[bytes]]) -> list[int | None]:
@@ -300,17 +392,20 @@ def drain(router: Cluster, shard_list: list[Cluster], size: dict[str, Any], tmp:
     with connect(router.dsn()) as r:
         for t in tenants:
             r.execute(
-                "select count(*) from jobctl.submit_jobs((select jsonb_agg(jsonb_build_object('tenant_id', %s::text,"
-                " 'queue', %s::text, 'payload', %s::jsonb)) from generate_series(1, %s)))",
+                SUBMIT_MANY,
                 (t, queue, jobs, size["jobs_per_tenant"]),
-            )  # fmt: skip
+            )
     dsns = [c.dsn() for c in shard_list]
     procs = [spawn_worker(tmp, f"drain_w{i}", dsns, queue, 30.0, 8) for i in range(2)]
     total = len(tenants) * size["jobs_per_tenant"]
     deadline = time.monotonic() + 300
     while time.monotonic() < deadline:
-        left = sum(Sql(d)("select count(*) from jobctl.job where queue = %s and state <> 'completed'", (queue,))[0][0]
-                   for d in dsns)  # fmt: skip
+        left = sum(
+            Sql(d)("select count(*) from jobctl.job where queue = %s and state <> 'completed'", (queue,))[0][
+                0
+            ]
+            for d in dsns
+        )
         if left == 0:
             break
         time.sleep(0.5)
@@ -320,8 +415,9 @@ def drain(router: Cluster, shard_list: list[Cluster], size: dict[str, Any], tmp:
     first_start, last_end = float("inf"), 0.0
     for n, d in enumerate(dsns):
         rows = Sql(d)(
-            "select tenant_id, extract(epoch from started_at)::float8, extract(epoch from finished_at)::float8"
-            " from jobctl.job where queue = %s and state = 'completed'",
+            "select tenant_id, extract(epoch from started_at)::float8,"
+            " extract(epoch from finished_at)::float8 from jobctl.job"
+            " where queue = %s and state = 'completed'",
             (queue,),
         )
         starts, ends = [r[1] for r in rows], [r[2] for r in rows]
@@ -329,8 +425,14 @@ def drain(router: Cluster, shard_list: list[Cluster], size: dict[str, Any], tmp:
             finished.setdefault(t, []).append(e)
         if rows:
             first_start, last_end = min(first_start, min(starts)), max(last_end, max(ends))
-            per_shard.append({"shard": n, "tenants": sum(1 for s in placed.values() if s == n), "jobs": len(rows),
-                              "jobs_s": round(len(rows) / max(max(ends) - min(starts), 1e-3))})  # fmt: skip
+            per_shard.append(
+                {
+                    "shard": n,
+                    "tenants": sum(1 for s in placed.values() if s == n),
+                    "jobs": len(rows),
+                    "jobs_s": round(len(rows) / max(max(ends) - min(starts), 1e-3)),
+                }
+            )
     # shares while every tenant still had jobs: completions of each up to the first tenant's last one
     window_end = min(max(v) for v in finished.values())
     done_in_window = {t: sum(1 for e in v if e <= window_end) for t, v in finished.items()}
@@ -367,14 +469,11 @@ def sustained(shard: Cluster, seconds: float, tmp: Path) -> dict[str, Any]:
 
     def produce() -> None:
         with connect(shard.dsn()) as c:
-            i = 0
             while time.monotonic() < stop_at:
                 c.execute(
-                    "select count(*) from jobctl.submit_jobs((select jsonb_agg(jsonb_build_object('tenant_id',"
-                    " 'sus_t' || (g %% 10), 'queue', %s::text, 'payload', %s::jsonb)) from generate_series(%s, %s) as g))",
-                    (queue, payload, i, i + 19),
-                )  # fmt: skip
-                i += 20
+                    SUBMIT_MANY.replace("%s::text,", "'sus_t' || (g.i %% 10),", 1),
+                    (queue, payload, 20),
+                )
                 submitted[0] += 20
                 # keep the backlog bounded: the rate is the one submit + claim + complete sustain together
                 [(backlog,)] = c.execute(
@@ -427,15 +526,16 @@ def chaos(router: Cluster, shard_list: list[Cluster], size: dict[str, Any], tmp:
             t = random.choice(tenants)
             key = f"ck{n}"
             n += 1
-            payload = json.dumps({"work": round(random.uniform(0, 0.3), 3), "tx": round(random.uniform(0, 0.1), 3)})
+            payload = json.dumps(
+                {"work": round(random.uniform(0, 0.3), 3), "tx": round(random.uniform(0, 0.1), 3)}
+            )
             while True:
                 try:
                     [(job_id,)] = sql(
-                        "select job_id from jobctl.submit_job(%s, %s, %s::jsonb, dedup_key => %s, max_attempts => 1000,"
-                        " backoff => '{\"strategy\": \"fixed\", \"base\": \"0.1 seconds\", \"max\": \"1 second\"}')",
+                        SUBMIT_CHAOS,
                         (t, queue, payload, key),
                         timeout=600,
-                    )  # fmt: skip
+                    )
                     acked[placed[t]][key] = int(job_id)
                     break
                 except psycopg.Error as e:
@@ -446,7 +546,9 @@ def chaos(router: Cluster, shard_list: list[Cluster], size: dict[str, Any], tmp:
                     time.sleep(0.2)  # answers the retry of a submit that did commit
             time.sleep(0.02)
 
-    workers = [spawn_worker(tmp, f"chaos_w{i}", dsns, queue, size["lease"], 4) for i in range(size["chaos_workers"])]
+    workers = [
+        spawn_worker(tmp, f"chaos_w{i}", dsns, queue, size["lease"], 4) for i in range(size["chaos_workers"])
+    ]
     producers = [threading.Thread(target=produce, daemon=True) for _ in range(2)]
     started = time.monotonic()
     for p in producers:
@@ -468,9 +570,12 @@ def chaos(router: Cluster, shard_list: list[Cluster], size: dict[str, Any], tmp:
     deadline = time.monotonic() + size["lease"] * 4 + 120
     while time.monotonic() < deadline:
         left = sum(
-            Sql(d)("select count(*) from jobctl.job where job_id = any(%s) and state <> 'completed'", (list(a.values()),))[0][0]
+            Sql(d)(
+                "select count(*) from jobctl.job where job_id = any(%s) and state <> 'completed'",
+                (list(a.values()),),
+            )[0][0]
             for d, a in zip(dsns, acked, strict=True)
-        )  # fmt: skip
+        )
         if left == 0:
             break
         time.sleep(0.5)
@@ -485,7 +590,9 @@ def chaos(router: Cluster, shard_list: list[Cluster], size: dict[str, Any], tmp:
         per_shard.append({"shard": n, "jobs": checked["jobs"], **{k: checked[k] for k in INVARIANTS}})
         for k in (*INVARIANTS, "jobs"):
             totals[k] += checked[k]
-    [(unplaced,)] = Sql(router.dsn())("select count(*) from jobctl_router.placement where tenant_id like 'chaos_t%%'")
+    [(unplaced,)] = Sql(router.dsn())(
+        "select count(*) from jobctl_router.placement where tenant_id like 'chaos_t%%'"
+    )
     return {
         **totals,
         "killed_shard": victim,
@@ -536,13 +643,21 @@ def main() -> None:
     try:
         router, shard_list = build(base, size["shards"])
         built_s = time.monotonic() - started
-        log(f"router :{router.port}, shards :{', :'.join(str(c.port) for c in shard_list)}, built in {built_s:.1f} s")
-        result: dict[str, Any] = {"size": "small" if args.small else "full", "shards": len(shard_list),
-                                  "built_s": round(built_s, 1)}  # fmt: skip
-        phases = [("routing", lambda: routing(router, shard_list)),
-                  ("overhead", lambda: overhead(router, shard_list, size["overhead_calls"], size["rounds"])),
-                  ("claims", lambda: claims(router, shard_list, size["claim_jobs"], size["claim_rounds"])),
-                  ("drain", lambda: drain(router, shard_list, size, tmp))]  # fmt: skip
+        log(
+            f"router :{router.port}, shards :{', :'.join(str(c.port) for c in shard_list)},"
+            f" built in {built_s:.1f} s"
+        )
+        result: dict[str, Any] = {
+            "size": "small" if args.small else "full",
+            "shards": len(shard_list),
+            "built_s": round(built_s, 1),
+        }
+        phases = [
+            ("routing", lambda: routing(router, shard_list)),
+            ("overhead", lambda: overhead(router, shard_list, size["overhead_calls"], size["rounds"])),
+            ("claims", lambda: claims(router, shard_list, size["claim_jobs"], size["claim_rounds"])),
+            ("drain", lambda: drain(router, shard_list, size, tmp)),
+        ]
         if size["sustain_s"]:
             phases.append(("sustained", lambda: sustained(shard_list[0], size["sustain_s"], tmp)))
         phases.append(("chaos", lambda: chaos(router, shard_list, size, tmp)))
@@ -551,6 +666,7 @@ def main() -> None:
             result[name] = phase()
             log(f"{name}: {json.dumps(result[name])} ({time.monotonic() - t0:.1f} s)")
         result["total_s"] = round(time.monotonic() - started, 1)
+        result["loadavg_1m_end"] = round(os.getloadavg()[0], 1)  # 2 cores, shared: how busy the machine was
     finally:
         for c in [router, *shard_list]:
             if c is not None and not args.keep:

@@ -62,7 +62,7 @@ def install_router(conn: psycopg.Connection[tuple[object, ...]], shards: dict[in
         for n, connstr in sorted(shards.items()):
             conn.execute(queries.ROUTER_PUT_SHARD, {"shard": n, "connstr": connstr})
         row = conn.execute(queries.ROUTER_SHARD_COUNT).fetchone()
-    return int(row[0]) if row else 0
+    return int(str(row[0])) if row else 0
 
 
 def init_shard(conn: psycopg.Connection[tuple[object, ...]], number: int) -> list[str]:

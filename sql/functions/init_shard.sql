@@ -66,8 +66,7 @@ and all have id % 64 = p_shard, past every id used so far, so ids stay unique ac
 ordered by time, and the router finds a job''s shard in its id. Returns how many sequences it changed:
 2 the first time, 0 when the database already is that shard. Run by the installer
 (`jobctl shards init-shard`), not by services.
-Errors:
-JC001 p_shard is NULL or outside 0..63.
-JC010 jobs or batches with ids of another residue exist (the database served unsharded, or is another shard).
+Errors: JC001 p_shard is NULL or outside 0..63, JC010 jobs or batches with ids of another residue exist
+(the database served unsharded, or is another shard).
 Example:
 select jobctl.init_shard(2);   -- 2; then job ids are 66, 130, 194, ...';

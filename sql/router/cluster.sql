@@ -10,7 +10,7 @@ returns trigger
 language plpgsql
 as $$
 begin
-    update jobctl_router.cluster_version set version = version + 1;
+    update jobctl_router.cluster_version set counter = counter + 1;
     return null;
 end
 $$;
@@ -26,7 +26,7 @@ stable
 as $$
 begin
     if cluster_name = 'jobctl' then
-        return (select v.version from jobctl_router.cluster_version as v);
+        return (select v.counter from jobctl_router.cluster_version as v);
     end if;
     raise exception using errcode = 'JC001', message = format('unknown cluster %s', cluster_name),
         detail = 'field: cluster_name', hint = 'The router has one cluster: jobctl.';

@@ -28,10 +28,10 @@ create table if not exists jobctl_router.job_route (
 
 -- the shard table's version, which PL/Proxy compares on every call (plproxy.get_cluster_version)
 create table if not exists jobctl_router.cluster_version (
-    one boolean primary key default true check (one),
-    version integer not null
+    singleton boolean primary key default true check (singleton),
+    counter integer not null
 );
-insert into jobctl_router.cluster_version (version) values (1) on conflict do nothing;
+insert into jobctl_router.cluster_version (counter) values (1) on conflict do nothing;
 
 create sequence if not exists jobctl_router.claim_turn as bigint cycle;
 

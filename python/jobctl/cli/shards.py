@@ -18,7 +18,9 @@ tenant rule then hold on the shard too)."""
 
 
 def _failed(what: str, e: psycopg.Error) -> CliError:
-    return CliError(f"{what} failed, nothing applied: {first_line(e.diag.message_primary or str(e))} [{e.sqlstate}]")
+    return CliError(
+        f"{what} failed, nothing applied: {first_line(e.diag.message_primary or str(e))} [{e.sqlstate}]"
+    )
 
 
 @click.group(epilog=EPILOG)
@@ -45,7 +47,9 @@ def init_shard(number: int, as_json: bool) -> None:
 
 
 @shards.command("init-router")
-@click.option("--shard", "specs", multiple=True, metavar="N=DSN", help="A shard and its connect string (repeatable).")
+@click.option(
+    "--shard", "specs", multiple=True, metavar="N=DSN", help="A shard and its connect string (repeatable)."
+)
 @json_option
 def init_router(specs: tuple[str, ...], as_json: bool) -> None:
     """Install or update the router in JOBCTL_DSN's database (PL/Proxy), with these shards."""
