@@ -6,8 +6,8 @@ benchmarks/results/shards.jsonl):
   routing     tenants placed over the shards; by-tenant and by-id calls through the router land on the
               shard that holds the job (get_job, list_jobs, cancel_job through the router against the
               shards' own answers), a submit_jobs of two tenants refused (JC001)
-  overhead    submit_job and get_job through the router and directly on the tenant's shard, alternating
-              rounds: median microseconds a call of each, and the ratio router/direct
+  overhead    submit_job and get_job through the router and directly on the tenant's shard, call by call
+              in turn: median microseconds a call of each (median of rounds), and the ratio router/direct
   claims      claim (10 at a time) + complete_jobs by 4 client threads until a fixed backlog spread over
               the shards is drained: through the router (claims round robin over the shards) against
               each thread connected to every shard and rotating over them; jobs/s, medians of rounds
@@ -99,6 +99,7 @@ SUBMIT_CHAOS = """
 select job_id from jobctl.submit_job(%s, %s, %s::jsonb, dedup_key => %s, max_attempts => 1000,
     backoff => '{"strategy": "fixed", "base": "0.1 seconds", "max": "1 second"}')
 """
+BACKLOG = "select count(*) from jobctl.job where queue = %s and state <> 'completed'"
 COMPLETE = "select count(*) from jobctl.complete_jobs(%s::bigint[], %s::bigint[]) where completed"
 
 
@@ -230,7 +231,7 @@ def routing(router: Cluster, shard_list: list[Cluster]) -> dict[str, Any]:
 
 
 def overhead(router: Cluster, shard_list: list[Cluster], calls: int, rounds: int) -> dict[str, Any]:
-    """Per-call latency of submit_job and get_job, through the router and directly, in alternating rounds."""
+    """Per-call latency of submit_job and get_job, through the router and directly, call by call."""
     tenant = "ovh_tenant"
     s = tenants_by_shard(router, [tenant])[tenant]
     timings: dict[str, list[float]] = {
@@ -250,18 +251,23 @@ def overhead(router: Cluster, shard_list: list[Cluster], calls: int, rounds: int
                     SUBMIT if name == "submit" else GET,
                     (tenant, "ovh_q", "{}") if name == "submit" else (ids[0],),
                 )
-        for rnd in range(rounds):
-            for via, conn in (
-                (("router", r), ("direct", d)) if rnd % 2 == 0 else (("direct", d), ("router", r))
-            ):
-                t0 = time.perf_counter()
-                for _ in range(calls):
+        # call by call, router and direct in turn (the order swapped every call): a busy machine's
+        # drift hits both alike; the median of each call's time, per round, then the median of rounds
+        for _ in range(rounds):
+            samples: dict[str, list[float]] = {k: [] for k in timings}
+            for i, job_id in enumerate(ids):
+                for via, conn in (
+                    (("router", r), ("direct", d)) if i % 2 == 0 else (("direct", d), ("router", r))
+                ):
+                    t0 = time.perf_counter()
                     conn.execute(SUBMIT, (tenant, "ovh_q", "{}"))
-                timings[f"submit_{via}"].append((time.perf_counter() - t0) / calls * 1e6)
-                t0 = time.perf_counter()
-                for job_id in ids:
+                    t1 = time.perf_counter()
                     conn.execute(GET, (job_id,))
-                timings[f"get_{via}"].append((time.perf_counter() - t0) / calls * 1e6)
+                    t2 = time.perf_counter()
+                    samples[f"submit_{via}"].append((t1 - t0) * 1e6)
+                    samples[f"get_{via}"].append((t2 - t1) * 1e6)
+            for k, v in samples.items():
+                timings[k].append(statistics.median(v))
     med = {k: round(statistics.median(v), 1) for k, v in timings.items()}
     return {
         "us": med,
@@ -476,11 +482,10 @@ def sustained(shard: Cluster, seconds: float, tmp: Path) -> dict[str, Any]:
                 )
                 submitted[0] += 20
                 # keep the backlog bounded: the rate is the one submit + claim + complete sustain together
-                [(backlog,)] = c.execute(
-                    "select count(*) from jobctl.job where queue = %s and state <> 'completed'", (queue,)
-                ).fetchall()
-                if backlog > 2000:
+                [(backlog,)] = c.execute(BACKLOG, (queue,)).fetchall()
+                while backlog > 1000 and time.monotonic() < stop_at:
                     time.sleep(0.05)
+                    [(backlog,)] = c.execute(BACKLOG, (queue,)).fetchall()
 
     proc = spawn_worker(tmp, "sustain_w", [shard.dsn()], queue, 30.0, 20)
     time.sleep(1.0)

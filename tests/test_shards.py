@@ -5,8 +5,10 @@ router and two shard clusters of their own, a shard killed with SIGKILL and rest
 from __future__ import annotations
 
 import json
+import signal
 import subprocess
 import sys
+import time
 import uuid
 from collections.abc import Iterator
 from typing import Any
@@ -17,6 +19,13 @@ from jobctl import db, migrate, shards
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 Conn = psycopg.Connection[tuple[Any, ...]]
+MANY = """
+select count(*) from jobctl.submit_jobs((
+    select jsonb_agg(jsonb_build_object('tenant_id', 't' || g, 'queue', %s::text, 'payload', %s::jsonb))
+    from generate_series(1, %s::int) as g
+))
+"""
+UNFINISHED = "select count(*) from jobctl.job where state <> 'completed'"
 
 
 @pytest.fixture
@@ -146,6 +155,40 @@ def test_router_routes_by_tenant_and_by_id(databases: Any) -> None:
         assert not r.execute("select * from jobctl.get_job(%s)", (moved,)).fetchall()
         for c in direct:
             c.close()
+
+
+def test_one_worker_process_serves_every_shard(databases: Any, tmp_path: Any) -> None:
+    """`jobctl worker --dsn A --dsn B`: a worker of its own for each shard, in one process."""
+    dsns = databases(2)
+    for n, d in enumerate(dsns):
+        with connect(d) as c:
+            shards.init_shard(c, n)
+            c.execute(MANY, ("mq", '{"ledger": false}', 20))
+    cmd = [sys.executable, "-c", "from jobctl.worker import worker_command; worker_command()",
+           "--handler", "worker_handlers:handle", "--queue", "mq", "--poll-interval", "0.2", "--grace", "1",
+           "--worker-id", "multi", "--dsn", dsns[0], "--dsn", dsns[1]]  # fmt: skip
+    log = tmp_path / "worker.log"
+    with open(log, "wb") as out:
+        proc = subprocess.Popen(cmd, cwd=db.ROOT / "tests", stdout=out, stderr=subprocess.STDOUT)
+    watch = [connect(d) for d in dsns]
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            left = [c.execute(UNFINISHED).fetchone() for c in watch]
+            if left == [(0,), (0,)]:
+                break
+            time.sleep(0.2)
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(30) == 0, log.read_text()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        for c in watch:
+            c.close()
+    for n, d in enumerate(dsns):
+        with connect(d) as c:
+            rows = c.execute("select state, worker_id, count(*) from jobctl.job group by 1, 2").fetchall()
+            assert rows == [("completed", f"multi/{n}", 20)], (rows, log.read_text()[-3000:])
 
 
 @pytest.mark.slow
