@@ -129,7 +129,7 @@ chaos: db ## Chaos runs on the local cluster: kill -9, 40 s SIGSTOP, termination
 failover: setup ## Failover drill on a primary + synchronous standby of its own (.failover/, ports 55460+): kill -9 of the primary under load, promotion; lost/duplicates, downtime per client (3 drills, about 8 minutes)
 	@$(BIN)/python benchmarks/failover.py --repeat $${DRILLS:-3}
 
-shards: setup ## Sharding by tenant: a PL/Proxy router and 3 shard clusters (.shards/, ports 55500-55519): routing, router overhead, claims through the router vs direct, jobs/s per shard, fairness, one shard's jobs a day, chaos with a shard killed (about 4 minutes)
+shards: setup ## Sharding by tenant: a PL/Proxy router and 3 shard clusters (.shards/, ports 55500-55519): routing, router overhead, claims through the router vs direct, jobs/s per shard, fairness, one shard's jobs a day, chaos with a shard killed (about 5 minutes)
 	@$(BIN)/python benchmarks/shards.py
 
 probe: db ## Issue 19's hostile probe: every hole replayed against the local cluster and its API, held/open per item and a second tenant's claim/submit p99 (about 5 minutes; QUICK=1: about 2)

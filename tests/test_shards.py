@@ -16,6 +16,7 @@ from typing import Any
 import psycopg
 import pytest
 from jobctl import db, migrate, shards
+from jobctl.client import Client, JobSpec
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 Conn = psycopg.Connection[tuple[Any, ...]]
@@ -28,17 +29,31 @@ select count(*) from jobctl.submit_jobs((
 UNFINISHED = "select count(*) from jobctl.job where state <> 'completed'"
 
 
+@pytest.fixture(scope="module")
+def migrated(dsn: str) -> Iterator[str]:
+    """A migrated database the tests clone (CREATE DATABASE ... TEMPLATE: a copy in a moment)."""
+    name = "jobctl_shard_tmpl_" + uuid.uuid4().hex[:8]
+    with psycopg.connect(dsn, autocommit=True) as c:
+        c.execute(f'create database "{name}"')
+    with psycopg.connect(make_conninfo(dsn, dbname=name), autocommit=True) as c:
+        migrate.migrate(c)
+    yield name
+    with psycopg.connect(dsn, autocommit=True) as c:
+        c.execute(f'drop database if exists "{name}" with (force)')
+
+
 @pytest.fixture
-def databases(dsn: str) -> Iterator[Any]:
-    """make(n) -> n new empty databases on the test cluster, dropped at the end."""
+def databases(dsn: str, migrated: str) -> Iterator[Any]:
+    """make(n, template) -> n new databases on the test cluster (migrated ones, or empty with
+    template=None), dropped at the end."""
     made: list[str] = []
 
-    def make(n: int) -> list[str]:
+    def make(n: int, template: str | None = migrated) -> list[str]:
         out = []
         with psycopg.connect(dsn, autocommit=True) as c:
             for _ in range(n):
                 name = "jobctl_shard_" + uuid.uuid4().hex[:8]
-                c.execute(f'create database "{name}"')
+                c.execute(f'create database "{name}"' + (f' template "{template}"' if template else ""))
                 made.append(name)
                 out.append(make_conninfo(dsn, dbname=name))
         return out
@@ -63,7 +78,7 @@ def submit(conn: Conn, tenant: str, queue: str = "q") -> int:
 def test_init_shard_makes_ids_carry_the_shard_number(databases: Any) -> None:
     [shard, used] = databases(2)
     with connect(shard) as c:
-        assert shards.init_shard(c, 5)  # migrated
+        assert shards.init_shard(c, 5) == []  # a clone of a migrated database: nothing to migrate
         assert c.execute("select jobctl.init_shard(5)").fetchone() == (0,), "the same number again: no change"
         ids = [submit(c, "a") for _ in range(3)] + [submit(c, "b")]
         assert {i % 64 for i in ids} == {5} and ids == sorted(ids) and len(set(ids)) == 4
@@ -75,8 +90,15 @@ def test_init_shard_makes_ids_carry_the_shard_number(databases: Any) -> None:
         with pytest.raises(psycopg.Error) as e:
             c.execute("select jobctl.init_shard(6)")
         assert e.value.sqlstate == "JC010"
+    # a workflow's jobs are 64 ids apart on a shard: the client still lists them all
+    client = Client(shard)
+    flow = client.submit_workflow(
+        [JobSpec("a", "q", {}, name="j0")]
+        + [JobSpec("a", "q", {}, name=f"j{i}", depends_on=[f"j{i - 1}"]) for i in range(1, 30)]
+    )
+    assert [j.job_id for j in client.workflow_jobs(flow.workflow_id)] == list(flow.job_ids.values())
+    client.close()
     with connect(used) as c:  # a database that served unsharded: its ids have every residue
-        migrate.migrate(c)
         submit(c, "a")
         submit(c, "a")
         with pytest.raises(psycopg.Error) as e:
@@ -85,7 +107,8 @@ def test_init_shard_makes_ids_carry_the_shard_number(databases: Any) -> None:
 
 
 def test_router_routes_by_tenant_and_by_id(databases: Any) -> None:
-    router_dsn, *shard_dsns = databases(3)
+    [router_dsn] = databases(1, template=None)
+    shard_dsns = databases(2)
     for n, d in enumerate(shard_dsns):
         with connect(d) as c:
             shards.init_shard(c, n)
