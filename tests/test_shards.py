@@ -170,6 +170,13 @@ def test_router_routes_by_tenant_and_by_id(databases: Any) -> None:
             ([j for j, _ in claimed], [e for _, e in claimed]),
         ).fetchall()
         assert sorted(d for (d,) in done) == sorted(j for j, _ in claimed)
+        # the router's grants mirror the shards': a reader may read, not submit
+        with r.transaction():
+            r.execute("set local role jobctl_reader")
+            assert r.execute("select job_id from jobctl.get_job(%s)", (jobs[t0],)).fetchall() == [(jobs[t0],)]
+            with pytest.raises(psycopg.errors.InsufficientPrivilege):
+                r.execute("select jobctl.submit_job('x', 'q', '{}')")
+            raise psycopg.Rollback()
         # a job_route row overrides the id's residue (a job moved with its tenant, kept its id)
         moved = jobs[tenants[1]]
         other = 1 - placed[tenants[1]]
