@@ -157,7 +157,16 @@ def test_router_routes_by_tenant_and_by_id(databases: Any) -> None:
             r.execute("select jobctl.cancel_job(%s)", (jobs[t0] + 64 * 1000,))
         assert e.value.sqlstate == "P0002"
         # gathered from every shard
-        assert {row[0] for row in r.execute("select tenant_id from jobctl.list_tenants()")} == set(tenants)
+        assert sorted(row[0] for row in r.execute("select tenant_id from jobctl.list_tenants()")) == sorted(
+            tenants
+        )
+        # schedules live on the tenant's shard (its pg_cron expands them)
+        r.execute("select jobctl.put_schedule(%s, 'nightly', '0 3 * * *', 'q', '{}')", (t0,))
+        assert r.execute("select name from jobctl.list_schedules(%s)", (t0,)).fetchall() == [("nightly",)]
+        assert direct[placed[t0]].execute("select name from jobctl.list_schedules()").fetchall() == [
+            ("nightly",)
+        ]
+        assert r.execute("select tenant_id from jobctl.list_schedules()").fetchall() == [(t0,)]
         assert (
             len(r.execute("select * from jobctl.find_jobs('{}', null, 1000)").fetchall()) == len(tenants) + 3
         )
