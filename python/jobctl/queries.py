@@ -230,15 +230,29 @@ select b.* from jobctl.get_job(%(job_id)s::bigint) as j cross join lateral jobct
 where j.batch_id is not null
 """
 # a workflow's jobs, oldest first: find_jobs has no workflow filter, so the 1,000 ids from the
-# workflow's (its first job's) on are looked up by id (one insert numbers a workflow's jobs in order)
+# workflow's (its first job's) on are looked up by id (one insert numbers a workflow's jobs in order,
+# a step of the id sequence apart: 64 on a shard, jobctl.init_shard)
 WORKFLOW_JOBS = """
 select * from jobctl.find_jobs(
     jsonb_build_object('job_ids', (
         select jsonb_agg(g.i)
-        from generate_series(%(workflow_id)s::bigint, %(workflow_id)s::bigint + 999) as g (i)
+        from pg_catalog.pg_sequence as s
+        cross join lateral generate_series(
+            %(workflow_id)s::bigint, %(workflow_id)s::bigint + 999 * s.seqincrement, s.seqincrement
+        ) as g (i)
+        where s.seqrelid = 'jobctl.job_id_seq'::regclass
     )),
     null, 1000
 ) as j
 where j.workflow_id = %(workflow_id)s::bigint
 order by j.job_id
 """
+
+# --- shards and the router (jobctl.shards; docs/operations.md, Sharding)
+INIT_SHARD = "select jobctl.init_shard(%(shard)s::int)"
+ROUTER_PUT_SHARD = """
+insert into jobctl_router.shard (shard, connstr) values (%(shard)s::int, %(connstr)s::text)
+on conflict (shard) do update set connstr = excluded.connstr where shard.connstr <> excluded.connstr
+"""
+ROUTER_SHARD_COUNT = "select count(*) from jobctl_router.shard"
+MIGRATE_LOCK = "select pg_advisory_xact_lock(hashtext(%(key)s::text))"

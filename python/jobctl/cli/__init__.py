@@ -19,7 +19,7 @@ from typing import Any
 
 import click
 
-from jobctl.cli import access, flows, jobs, keys, ops, queues, schedules, schema, tenants, tokens
+from jobctl.cli import access, flows, jobs, keys, ops, queues, schedules, schema, shards, tenants, tokens
 from jobctl.cli.common import CliError, one_line_usage, user_message
 from jobctl.errors import first_line
 
@@ -94,6 +94,7 @@ def main(dsn: str | None) -> None:
 # schema
 main.add_command(schema.migrate)
 main.add_command(schema.validate)
+main.add_command(shards.shards)
 # jobs
 main.add_command(jobs.submit)
 main.add_command(jobs.get)

@@ -6,13 +6,14 @@ import asyncio
 import importlib
 import logging
 import os
+import signal
 import sys
 
 import click
 
 from jobctl import db, logs
 from jobctl.worker.calls import describe
-from jobctl.worker.runner import Worker
+from jobctl.worker.runner import Worker, default_worker_id
 from jobctl.worker.running import Handler
 
 log = logging.getLogger("jobctl.worker")
@@ -42,6 +43,38 @@ def load_handler(spec: str) -> Handler:
     if not callable(obj):
         raise HandlerError(f"{spec} is not callable")
     return obj
+
+
+async def run_together(workers: list[Worker]) -> None:
+    """One worker, or one per database (--dsn A --dsn B ...) in one loop: each shard has slots of its
+    own, so a busy shard never starves another. A signal stops them all; so does any one ending
+    (a crash: the process exits non-zero and the others give their jobs back)."""
+    if len(workers) == 1:
+        await workers[0].run()
+        return
+    loop = asyncio.get_running_loop()
+    stopping = False
+
+    def stop_all() -> None:
+        nonlocal stopping
+        stopping = True
+        for w in workers:
+            w.request_stop()  # a second signal: the second stop, no grace
+
+    async def run_one(w: Worker) -> None:
+        try:
+            await w.run()
+        finally:
+            if not stopping:
+                stop_all()
+
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop_all)
+    try:
+        await asyncio.gather(*(run_one(w) for w in workers))
+    finally:
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.remove_signal_handler(sig)
 
 
 @click.command("worker", short_help="Run jobs with a handler (module:function).")
@@ -85,6 +118,14 @@ def load_handler(spec: str) -> Handler:
 )
 @click.option("--worker-id", default=None, help="Recorded on claims. Default: hostname:pid.")
 @click.option(
+    "--dsn",
+    "dsns",
+    multiple=True,
+    metavar="DSN",
+    help="A database to claim from (repeatable: the shards of a sharded install, each served by a worker "
+    "of its own with --concurrency slots, its id WORKER_ID/N). Default: JOBCTL_DSN.",
+)
+@click.option(
     "--metrics-port",
     type=click.IntRange(0, 65535),
     default=0,
@@ -110,6 +151,7 @@ def worker_command(
     poll_interval: float,
     grace: float,
     worker_id: str | None,
+    dsns: tuple[str, ...],
     metrics_port: int,
     metrics_host: str,
     log_format: str,
@@ -118,32 +160,40 @@ def worker_command(
     """Run jobs with a handler until SIGTERM/SIGINT (a second signal skips the grace period)."""
     if worker_id is not None and not 0 < len(worker_id) <= 200:
         raise click.ClickException("--worker-id must be 1 to 200 characters")
+    if len(dsns) > 1 and metrics_port:
+        raise click.ClickException("--metrics-port serves one worker: give it with one --dsn")
     try:
         handler = load_handler(handler_spec)
-        dsn = db.dsn()
-        db.session_options(dsn)  # a bad JOBCTL_PAYLOAD_KEYS fails here, in one line
+        targets = list(dsns) or [db.dsn()]
+        for dsn in targets:
+            db.session_options(dsn)  # a bad JOBCTL_PAYLOAD_KEYS fails here, in one line
     except (HandlerError, db.ConfigError) as e:
         raise click.ClickException(str(e)) from None
     logs.setup(json_logs=log_format == "json", level=getattr(logging, log_level.upper()))
-    worker = Worker(
-        handler,
-        dsn=dsn,
-        queues=list(queues),
-        concurrency=concurrency,
-        lease=lease,
-        poll_interval=poll_interval,
-        grace=grace,
-        worker_id=worker_id,
-        metrics_port=metrics_port,
-        metrics_host=metrics_host,
-    )
+    base_id = worker_id or default_worker_id()
+    workers = [
+        Worker(
+            handler,
+            dsn=dsn,
+            queues=list(queues),
+            concurrency=concurrency,
+            lease=lease,
+            poll_interval=poll_interval,
+            grace=grace,
+            worker_id=base_id if len(targets) == 1 else f"{base_id}/{n}",
+            handle_signals=len(targets) == 1,
+            metrics_port=metrics_port,
+            metrics_host=metrics_host,
+        )
+        for n, dsn in enumerate(targets)
+    ]
     try:
-        asyncio.run(worker.run())
-        crashed = worker.crashed is not None
+        asyncio.run(run_together(workers))
+        crashed = any(w.crashed is not None for w in workers)
     except Exception:
         log.exception("worker failed")
         crashed = True
-    if worker.stuck_threads:
+    if any(w.stuck_threads for w in workers):
         # a thread cannot be killed, and the interpreter would wait for it at exit (sys.exit too)
         logging.shutdown()
         sys.stdout.flush()

@@ -1,0 +1,68 @@
+-- PL/Proxy's cluster `jobctl`, read from jobctl_router.shard. It always has 64 partitions, partition
+-- k being shard k, so that a routing function's value is the shard number itself (PL/Proxy maps a
+-- value to partition value & 63 and needs a power of 2 without modular_mapping). A number with no
+-- shard points at the lowest shard: a by-id call for an id no shard issued finds nothing there, as
+-- on any shard. Equal connect strings share one connection, and RUN ON ALL runs once per connection.
+
+-- jobctl_router._bump_version: every change of the shard table makes PL/Proxy reload the cluster
+create or replace function jobctl_router._bump_version()
+returns trigger
+language plpgsql
+as $$
+begin
+    update jobctl_router.cluster_version set counter = counter + 1;
+    return null;
+end
+$$;
+
+create or replace trigger shard_changed
+after insert or update or delete or truncate on jobctl_router.shard
+for each statement execute function jobctl_router._bump_version();
+
+create or replace function plproxy.get_cluster_version(cluster_name text)
+returns integer
+language plpgsql
+stable
+as $$
+begin
+    if cluster_name = 'jobctl' then
+        return (select v.counter from jobctl_router.cluster_version as v);
+    end if;
+    raise exception using errcode = 'JC001', message = format('unknown cluster %s', cluster_name),
+        detail = 'field: cluster_name', hint = 'The router has one cluster: jobctl.';
+end
+$$;
+
+create or replace function plproxy.get_cluster_partitions(cluster_name text)
+returns setof text
+language plpgsql
+stable
+as $$
+begin
+    if cluster_name <> 'jobctl' then
+        raise exception using errcode = 'JC001', message = format('unknown cluster %s', cluster_name),
+            detail = 'field: cluster_name', hint = 'The router has one cluster: jobctl.';
+    end if;
+    if not exists (select from jobctl_router.shard) then
+        raise exception using errcode = 'JC001', message = 'the router has no shards',
+            detail = 'field: jobctl_router.shard', hint = 'Add them: jobctl shards init-router --shard N=DSN ...';
+    end if;
+    return query
+    select coalesce(s.connstr, (select f.connstr from jobctl_router.shard as f order by f.shard limit 1))
+    from generate_series(0, 63) as p (n)
+    left join jobctl_router.shard as s on s.shard = p.n
+    order by p.n;
+end
+$$;
+
+create or replace function plproxy.get_cluster_config(
+    in cluster_name text, out key text, out val text
+)
+returns setof record
+language sql
+stable
+as $$
+    -- a connection older than 30 minutes is opened anew (a shard's restart is noticed sooner: a failed
+    -- call drops its connection)
+    select 'connection_lifetime', '1800'
+$$;

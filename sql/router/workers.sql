@@ -1,0 +1,88 @@
+-- The worker's calls through the router. A claim runs on the next shard in turn (round robin over the
+-- shards for all callers: jobctl_router.claim_shard); every call about a claimed job on its shard.
+-- A completion through the router commits on the shard in a transaction of its own: it cannot join the
+-- handler's transaction, so workers that want exactly-once effects connect to the shards themselves
+-- (`jobctl worker --dsn A --dsn B ...`; docs/operations.md, Sharding).
+
+create or replace function jobctl.claim_job(
+    worker_id text,
+    queues text[] default null,
+    max_jobs integer default 1,
+    lease interval default '30 seconds'
+)
+returns table (
+    job_id bigint,
+    tenant_id text,
+    queue text,
+    payload jsonb,
+    priority integer,
+    attempt integer,
+    max_attempts integer,
+    lease_epoch bigint,
+    lease_expires_at timestamptz,
+    timeout interval,
+    traceparent text
+)
+language plproxy
+as $$
+    cluster 'jobctl';
+    run on jobctl_router.claim_shard();
+$$;
+
+create or replace function jobctl.heartbeat(
+    job_id bigint, lease_epoch bigint, extend interval default '30 seconds', progress jsonb default null
+)
+returns text
+language plproxy
+as $$
+    cluster 'jobctl';
+    run on jobctl_router.job_shard(job_id);
+$$;
+
+create or replace function jobctl.complete_job(job_id bigint, lease_epoch bigint, result jsonb default null)
+returns boolean
+language plproxy
+as $$
+    cluster 'jobctl';
+    run on jobctl_router.job_shard(job_id);
+$$;
+
+-- jobctl_router._complete_jobs: the batch split by shard, element by element (PL/Proxy SPLIT)
+create or replace function jobctl_router._complete_jobs(job_ids bigint[], lease_epochs bigint[], results jsonb[])
+returns table (job_id bigint, completed boolean)
+language plproxy
+as $$
+    cluster 'jobctl';
+    split job_ids, lease_epochs, results;
+    run on jobctl_router.job_shard(job_ids);
+    select * from jobctl.complete_jobs(job_ids, lease_epochs, results);
+$$;
+
+-- rows by shard, not in the order of job_ids
+create or replace function jobctl.complete_jobs(
+    job_ids bigint[], lease_epochs bigint[], results jsonb[] default null
+)
+returns table (job_id bigint, completed boolean)
+language sql
+volatile
+as $$
+    select * from jobctl_router._complete_jobs(
+        job_ids, lease_epochs, coalesce(results, array_fill(null::jsonb, array[cardinality(job_ids)]))
+    )
+$$;
+
+create or replace function jobctl.fail_job(job_id bigint, lease_epoch bigint, error text, retryable boolean default true)
+returns text
+language plproxy
+as $$
+    cluster 'jobctl';
+    run on jobctl_router.job_shard(job_id);
+$$;
+
+create or replace function jobctl.release_job(job_id bigint, lease_epoch bigint)
+returns boolean
+language plproxy
+as $$
+    cluster 'jobctl';
+    run on jobctl_router.job_shard(job_id);
+$$;
