@@ -46,7 +46,7 @@ from typing import Any
 
 import psycopg
 from chaos import BENCH, LEDGER_DDL, ROOT, Run, Sql, invariants, log, print_table
-from failover import Cluster, as_pg, pg_bin, port_free, reachable_by_postgres, remove_run
+from clusters import Cluster, as_pg, pg_bin, port_free, reachable_by_postgres, remove_run
 from jobctl import shards
 from psycopg.conninfo import make_conninfo
 
