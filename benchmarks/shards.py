@@ -17,6 +17,8 @@ benchmarks/results/shards.jsonl):
               share of all completions), by shard
   sustained   one shard alone: a producer submits (batches of 20) while a worker claims and completes;
               jobs/s completed at a bounded backlog x 86,400 = jobs a day one shard sustains here
+  capacity    the same shard's database side alone: SQL producers (submit_jobs of 100) and SQL
+              consumers (claims of 50, complete_jobs), no handler: the jobs a day the database sustains
   chaos       a producer submits through the router (dedup keys, retried until acknowledged) for
               tenants on every shard while workers run; one shard is killed with SIGKILL (postmaster and
               every process) and restarted under load; then the ledger of chaos.py (written by the
@@ -513,6 +515,49 @@ def sustained(shard: Cluster, seconds: float, tmp: Path) -> dict[str, Any]:
     }
 
 
+CLAIM_MANY = "select job_id, lease_epoch from jobctl.claim_job(%s, array[%s], 50, '30 seconds')"
+
+
+def capacity(shard: Cluster, seconds: float) -> dict[str, Any]:
+    """One shard's database side alone: 2 producers (submit_jobs of 100 over 10 tenants) and 2 SQL
+    consumers (claims of 50, complete_jobs) at a bounded backlog; no handler, so the figure is what the
+    database sustains, where `sustained` is bound by one Python worker process."""
+    queue = "capacity_q"
+    stop_at = time.monotonic() + seconds
+    payload = json.dumps({"work": 0})
+    done, lock = [0], threading.Lock()
+    submit = SUBMIT_MANY.replace("%s::text,", "'cap_t' || (g.i %% 10),", 1)
+
+    def produce() -> None:
+        with connect(shard.dsn()) as c:
+            while time.monotonic() < stop_at:
+                c.execute(submit, (queue, payload, 100))
+                [(backlog,)] = c.execute(BACKLOG, (queue,)).fetchall()
+                while backlog > 2000 and time.monotonic() < stop_at:
+                    time.sleep(0.02)
+                    [(backlog,)] = c.execute(BACKLOG, (queue,)).fetchall()
+
+    def consume() -> None:
+        with connect(shard.dsn()) as c:
+            while time.monotonic() < stop_at:
+                rows = c.execute(CLAIM_MANY, ("bench", queue)).fetchall()
+                if not rows:
+                    time.sleep(0.01)
+                    continue
+                [(n,)] = c.execute(COMPLETE, ([j for j, _ in rows], [e for _, e in rows])).fetchall()
+                with lock:
+                    done[0] += int(n)
+
+    threads = [threading.Thread(target=f) for f in (produce, produce, consume, consume)]
+    t0 = time.perf_counter()
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    rate = done[0] / (time.perf_counter() - t0)
+    return {"seconds": round(seconds), "completed_s": round(rate), "jobs_per_day": int(rate * 86400)}
+
+
 def chaos(router: Cluster, shard_list: list[Cluster], size: dict[str, Any], tmp: Path) -> dict[str, Any]:
     """Submits through the router and workers on every shard; one shard killed with SIGKILL and restarted."""
     queue = "chaos_shards"
@@ -665,6 +710,7 @@ def main() -> None:
         ]
         if size["sustain_s"]:
             phases.append(("sustained", lambda: sustained(shard_list[0], size["sustain_s"], tmp)))
+            phases.append(("capacity", lambda: capacity(shard_list[0], size["sustain_s"])))
         phases.append(("chaos", lambda: chaos(router, shard_list, size, tmp)))
         for name, phase in phases:
             t0 = time.monotonic()
