@@ -43,7 +43,8 @@ def dsn() -> str:
 
 @pytest.fixture
 def conn(dsn: str) -> Iterator[psycopg.Connection[tuple[object, ...]]]:
-    with psycopg.connect(dsn, autocommit=True) as c:
+    # prepare_threshold None behind a transaction pooler (benchmarks/pooler.py runs the suites so)
+    with psycopg.connect(dsn, autocommit=True, **db.pooler_kwargs()) as c:
         yield c
 
 

@@ -94,6 +94,13 @@ def load_handler(spec: str) -> Handler:
 @click.option(
     "--metrics-host", default="127.0.0.1", show_default=True, help="The address --metrics-port listens on."
 )
+@click.option(
+    "--listen-dsn",
+    envvar="JOBCTL_LISTEN_DSN",
+    default=None,
+    help="Where the wake-up listener connects (env JOBCTL_LISTEN_DSN). Default: JOBCTL_DSN, or none"
+    " (poll only) behind a transaction pooler (JOBCTL_POOLER=transaction): point it at PostgreSQL.",
+)
 @logs.format_option
 @click.option(
     "--log-level",
@@ -112,6 +119,7 @@ def worker_command(
     worker_id: str | None,
     metrics_port: int,
     metrics_host: str,
+    listen_dsn: str | None,
     log_format: str,
     log_level: str,
 ) -> None:
@@ -121,7 +129,7 @@ def worker_command(
     try:
         handler = load_handler(handler_spec)
         dsn = db.dsn()
-        db.session_options(dsn)  # a bad JOBCTL_PAYLOAD_KEYS fails here, in one line
+        db.session_options(dsn)  # a bad JOBCTL_PAYLOAD_KEYS (or JOBCTL_POOLER) fails here, in one line
     except (HandlerError, db.ConfigError) as e:
         raise click.ClickException(str(e)) from None
     logs.setup(json_logs=log_format == "json", level=getattr(logging, log_level.upper()))
@@ -136,6 +144,7 @@ def worker_command(
         worker_id=worker_id,
         metrics_port=metrics_port,
         metrics_host=metrics_host,
+        listen_dsn=listen_dsn,
     )
     try:
         asyncio.run(worker.run())
