@@ -170,7 +170,7 @@ class Bouncer:
         return make_conninfo("", host="127.0.0.1", port=str(self.port), dbname=dbname, user=user or self.user)
 
     def admin(self, command: str) -> list[dict[str, Any]]:
-        """A SHOW command on the admin console (simple query protocol only: a client-side cursor)."""
+        """A command on the admin console (simple query protocol only: a client-side cursor); its rows."""
         with psycopg.connect(
             self.dsn("pgbouncer"),
             autocommit=True,
@@ -178,7 +178,8 @@ class Bouncer:
             row_factory=dict_row,
             connect_timeout=5,
         ) as conn:
-            return conn.execute(command).fetchall()
+            cur = conn.execute(command)
+            return cur.fetchall() if cur.description is not None else []
 
     def pools(self, dbname: str) -> dict[str, int]:
         """Client and server connections of the pools of one database, summed over users."""
@@ -292,7 +293,7 @@ def bench(bouncer: Bouncer, direct: str, rounds: int, calls: int, clients: int) 
             submit_round(conn, tenant, 10)
             claim_round(conn, "claim-" + name.replace(" ", "").replace(",", "-"), 5)
         for r in range(rounds):
-            order = list(conns) if r % 2 == 0 else list(reversed(conns))  # alternate who goes first
+            order = list(conns)[r % len(conns) :] + list(conns)[: r % len(conns)]  # each goes first in turn
             for name in order:
                 queue = "claim-" + name.replace(" ", "").replace(",", "-")
                 results["submit"].setdefault(name, []).append(submit_round(conns[name], tenant, calls))
@@ -307,9 +308,16 @@ def bench(bouncer: Bouncer, direct: str, rounds: int, calls: int, clients: int) 
         "rounds": rounds,
         "calls_per_round": calls,
         "median_us_per_call": cost,
+        # paired: each round's figure over the same round's direct one (the rounds run side by side,
+        # so a noisy neighbour slows all three paths of a round alike), then the median
         "ratio_vs_direct": {
-            op: {name: round(v / by_path["direct"], 3) for name, v in by_path.items()}
-            for op, by_path in cost.items()
+            op: {
+                name: round(
+                    statistics.median(v / d for v, d in zip(values, by_path["direct"], strict=True)), 3
+                )
+                for name, values in by_path.items()
+            }
+            for op, by_path in results.items()
         },
         "clients": connections(bouncer, direct, tenant, clients),
     }
@@ -384,8 +392,8 @@ def table(r: dict[str, Any]) -> str:
     cost, ratio = r["median_us_per_call"], r["ratio_vs_direct"]
     paths = list(cost["submit"])
     lines = [
-        f"pooler cost, median us a call over {r['rounds']} rounds of {r['calls_per_round']} calls"
-        " on one connection:",
+        f"pooler cost, median us a call over {r['rounds']} rounds of {r['calls_per_round']} calls on one"
+        " connection (ratio: the median of each round's own):",
         f"  {'':16}" + "".join(f"{p:>24}" for p in paths),
     ]
     for op in cost:
@@ -410,8 +418,8 @@ def main() -> None:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("what", nargs="?", default="all", choices=["all", "suites", "bench", "stop"])
-    parser.add_argument("--rounds", type=int, default=7)
-    parser.add_argument("--calls", type=int, default=300)
+    parser.add_argument("--rounds", type=int, default=15)
+    parser.add_argument("--calls", type=int, default=100)
     parser.add_argument("--clients", type=int, default=200)
     parser.add_argument("--keep", action="store_true", help="leave the cluster and pgbouncer running")
     parser.add_argument("--suite", action="append", help="a pytest file (default: the contract's suites)")

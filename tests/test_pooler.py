@@ -89,8 +89,9 @@ def test_prepared_statements_break_behind_the_pooler_unless_off(bouncer: Bouncer
 
 def test_submit_claim_heartbeat_complete_fail_through_the_pooler(pooled: str, name: str) -> None:
     with Client(pooled) as client, connect(pooled) as w:
-        ids = [client.submit(name, "q", {"n": i}, max_attempts=1).job_id for i in range(12)]
-        claim = {"worker_id": name, "queues": ["q"], "max_jobs": 1, "lease": "30 seconds"}
+        queue = f"{name}-q"  # its own: a claim takes any tenant's jobs of the queue
+        ids = [client.submit(name, queue, {"n": i}, max_attempts=1).job_id for i in range(12)]
+        claim = {"worker_id": name, "queues": [queue], "max_jobs": 1, "lease": "30 seconds"}
         done = []
         for i in range(12):  # more than psycopg's prepare threshold (5) of each statement
             row = w.execute(queries.CLAIM_JOB, claim).fetchone()

@@ -11,8 +11,8 @@ and the wait polls only (docs/operations.md, Connection pooling).
 
 Between hints it polls with get_job on the client's own connection, 50 ms after the start, then
 doubling up to 1 s, so that a lost hint, or a listener whose connection dropped (the wait then goes
-on polling only), costs at most a second. With `hint=False` it only
-polls: no second connection, no waiter row.
+on polling only), costs at most a second. With `hint=False` it only polls: no second connection, no
+waiter row.
 """
 
 from __future__ import annotations
@@ -87,13 +87,18 @@ def _connect_kwargs(dsn: str) -> dict[str, Any]:
     return db.connection_kwargs(dsn, APPLICATION_NAME, autocommit=True)
 
 
+_said_polling = False  # the log line that waits only poll behind the pooler: once a process
+
+
 def _listen_target(client: Client | AsyncClient, hint: bool) -> str | None:
     """Where the wait LISTENs (None: it only polls)."""
+    global _said_polling
     if not hint:
         return None
     target = db.listen_dsn(client.dsn, client.listen_dsn)
-    if target is None:
-        log.info("behind a transaction pooler with no JOBCTL_LISTEN_DSN: the wait polls only")
+    if target is None and not _said_polling:
+        _said_polling = True
+        log.info("behind a transaction pooler with no JOBCTL_LISTEN_DSN: waits poll only")
     return target
 
 
@@ -104,12 +109,19 @@ def wait(client: Client, job_id: int, limit: float, hint: bool) -> JobInfo:
     watched_until = math.inf  # when the waiter registered expires
     target = _listen_target(client, hint)
     try:
+        job: JobInfo | None = None
         if target is not None:
-            listener = psycopg.connect(target, **_connect_kwargs(target))
-            listener.execute(_listen_sql(channel))
-            watched_until = time.monotonic() + min(limit, MAX_WATCH)
-            job = client.watch_job(job_id, channel, min(limit, MAX_WATCH), conn=listener)
-        else:
+            try:
+                listener = psycopg.connect(target, **_connect_kwargs(target))
+                listener.execute(_listen_sql(channel))
+                watched_until = time.monotonic() + min(limit, MAX_WATCH)
+                job = client.watch_job(job_id, channel, min(limit, MAX_WATCH), conn=listener)
+            except psycopg.OperationalError as e:  # the listener broke before it listened: poll
+                log.info("the wait's listener broke (%s): polling only", str(e).strip())
+                if listener is not None:
+                    listener.close()
+                listener, target = None, None
+        if target is None:
             job = client.get_job(job_id)
         for pause in polls():
             if (done := _outcome(job_id, job, deadline, limit)) is not None:
@@ -150,12 +162,19 @@ async def wait_async(client: AsyncClient, job_id: int, limit: float, hint: bool)
     watched_until = math.inf
     target = _listen_target(client, hint)
     try:
+        job: JobInfo | None = None
         if target is not None:
-            listener = await psycopg.AsyncConnection.connect(target, **_connect_kwargs(target))
-            await listener.execute(_listen_sql(channel))
-            watched_until = time.monotonic() + min(limit, MAX_WATCH)
-            job = await client.watch_job(job_id, channel, min(limit, MAX_WATCH), conn=listener)
-        else:
+            try:
+                listener = await psycopg.AsyncConnection.connect(target, **_connect_kwargs(target))
+                await listener.execute(_listen_sql(channel))
+                watched_until = time.monotonic() + min(limit, MAX_WATCH)
+                job = await client.watch_job(job_id, channel, min(limit, MAX_WATCH), conn=listener)
+            except psycopg.OperationalError as e:
+                log.info("the wait's listener broke (%s): polling only", str(e).strip())
+                if listener is not None:
+                    await listener.close()
+                listener, target = None, None
+        if target is None:
             job = await client.get_job(job_id)
         for pause in polls():
             if (done := _outcome(job_id, job, deadline, limit)) is not None:
