@@ -129,7 +129,7 @@ chaos: db ## Chaos runs on the local cluster: kill -9, 40 s SIGSTOP, termination
 failover: setup ## Failover drill on a primary + synchronous standby of its own (.failover/, ports 55460+): kill -9 of the primary under load, promotion; lost/duplicates, downtime per client (3 drills, about 8 minutes)
 	@$(BIN)/python benchmarks/failover.py --repeat $${DRILLS:-3}
 
-pooler-test: setup ## PgBouncer 1.18 in transaction pooling mode (.pooler/, ports 55540-55541) in front of a cluster of its own: the contract's suites through it, then its cost on submit and claim+complete (15 rounds) and connections with 200 clients (about 4 minutes)
+pooler-test: setup ## PgBouncer 1.18 in transaction pooling mode (.pooler/, ports 55540-55541) in front of a cluster of its own: the contract's suites through it, then its cost on submit and claim+complete (15 rounds) and connections with 200 clients (about 3 minutes)
 	@$(BIN)/python benchmarks/pooler.py all
 
 probe: db ## Issue 19's hostile probe: every hole replayed against the local cluster and its API, held/open per item and a second tenant's claim/submit p99 (about 5 minutes; QUICK=1: about 2)

@@ -305,6 +305,7 @@ def bench(bouncer: Bouncer, direct: str, rounds: int, calls: int, clients: int) 
         for op, by_path in results.items()
     }
     return {
+        "load_average_1m": round(os.getloadavg()[0], 1),  # the machine's, as the rounds ended (2 cores)
         "rounds": rounds,
         "calls_per_round": calls,
         "median_us_per_call": cost,
@@ -392,6 +393,7 @@ def table(r: dict[str, Any]) -> str:
     cost, ratio = r["median_us_per_call"], r["ratio_vs_direct"]
     paths = list(cost["submit"])
     lines = [
+        f"load average (1 min) as the rounds ended: {r['load_average_1m']}",
         f"pooler cost, median us a call over {r['rounds']} rounds of {r['calls_per_round']} calls on one"
         " connection (ratio: the median of each round's own):",
         f"  {'':16}" + "".join(f"{p:>24}" for p in paths),
