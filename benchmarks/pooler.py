@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 import psycopg
-from failover import as_pg, port_free  # benchmarks/failover.py: as root, the server runs as postgres
+from failover import as_pg, port_free, reachable_by_postgres  # as root, servers run as postgres
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from psycopg.rows import dict_row
 
@@ -133,7 +133,9 @@ class Bouncer:
     def start(self) -> None:
         if not port_free(self.port):
             sys.exit(f"pooler: port {self.port} is taken (another pgbouncer? `benchmarks/pooler.py stop`)")
-        self.dir.mkdir(parents=True, exist_ok=True)
+        self.dir.parent.mkdir(parents=True, exist_ok=True)
+        # where postgres can write its log and pid (a checkout it cannot enter: a link to its home)
+        self.dir = reachable_by_postgres(self.dir).resolve()
         (self.dir / "pgbouncer.ini").write_text(self.ini())
         (self.dir / "userlist.txt").write_text(f'"{self.user}" ""\n')
         if os.getuid() == 0:  # pgbouncer refuses root: it runs as postgres, and writes its log and pid here

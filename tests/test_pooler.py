@@ -50,7 +50,9 @@ def bouncer(dsn: str) -> Iterator[Bouncer]:
         yield b
     finally:
         b.stop()
-        shutil.rmtree(directory, ignore_errors=True)
+        shutil.rmtree(b.dir, ignore_errors=True)  # the directory, or where its link led
+        if directory.is_symlink():
+            directory.unlink()
 
 
 @pytest.fixture
