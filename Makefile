@@ -8,7 +8,7 @@ TEST_ENV := JOBCTL_PGNAME=.test-pg JOBCTL_PG_DB=jobctl_test JOBCTL_PG_PORT=55442
 TEST_DSN = $$(cat .test-pg/dsn)
 
 .DEFAULT_GOAL := help
-.PHONY: help setup db db-stop db-destroy migrate validate demo demo-stop test test-db test-quick lint sqlfluff pgtap pytest bench-setup bench bench-quick bench-claim bench-tenants bench-retention bench-held bench-xids bench-notify bench-bloat bench-sealing bench-access bench-limits bench-dashboard bench-counters bench-metrics bench-progress bench-overhead bench-workflows bench-waiters chaos failover shards probe sql-reference psql clean
+.PHONY: help setup db db-stop db-destroy migrate validate demo demo-stop test test-db test-quick lint sqlfluff pgtap pytest bench-setup bench bench-quick bench-claim bench-tenants bench-retention bench-held bench-xids bench-notify bench-bloat bench-sealing bench-access bench-limits bench-dashboard bench-counters bench-metrics bench-progress bench-overhead bench-workflows bench-waiters chaos failover shards pooler-test probe sql-reference psql clean
 
 help: ## List the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -131,6 +131,9 @@ failover: setup ## Failover drill on a primary + synchronous standby of its own 
 
 shards: setup ## Sharding by tenant: a PL/Proxy router and 3 shard clusters (.shards/, ports 55500-55519): routing, router overhead, claims through the router vs direct, jobs/s per shard, fairness, one shard's jobs a day, chaos with a shard killed (about 5 minutes)
 	@$(BIN)/python benchmarks/shards.py
+
+pooler-test: setup ## PgBouncer 1.18 in transaction pooling mode (.pooler/, ports 55540-55541) in front of a cluster of its own: the contract's suites through it, then its cost on submit and claim+complete (15 rounds) and connections with 200 clients (about 3 minutes)
+	@$(BIN)/python benchmarks/pooler.py all
 
 probe: db ## Issue 19's hostile probe: every hole replayed against the local cluster and its API, held/open per item and a second tenant's claim/submit p99 (about 5 minutes; QUICK=1: about 2)
 	@$(BIN)/python benchmarks/hostile.py $${QUICK:+--quick} $${ITEMS:+--items $$ITEMS}

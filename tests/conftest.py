@@ -4,8 +4,11 @@
 from __future__ import annotations
 
 import os
+import sys
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
 
 import psycopg
 import pytest
@@ -27,7 +30,27 @@ def find_test_dsn() -> str:
     return path.read_text().strip()
 
 
+def _unprepared_test_connections() -> None:
+    """Behind a transaction pooler (benchmarks/pooler.py runs the suites so), the tests' own
+    connections prepare no statement either: psycopg.connect and AsyncConnection.connect called from
+    a file under tests/ without prepare_threshold get None. jobctl's own connections are left as
+    jobctl makes them, so that a missing setting there still fails."""
+    tests = str(Path(__file__).resolve().parent)
+    for cls in (psycopg.Connection, psycopg.AsyncConnection):
+        original = cls.connect.__func__  # type: ignore[attr-defined]
+
+        def connect(klass: Any, *args: Any, __original: Any = original, **kwargs: Any) -> Any:
+            if "prepare_threshold" not in kwargs and sys._getframe(1).f_code.co_filename.startswith(tests):
+                kwargs["prepare_threshold"] = None
+            return __original(klass, *args, **kwargs)
+
+        cls.connect = classmethod(connect)  # type: ignore[method-assign,assignment]
+    psycopg.connect = psycopg.Connection.connect  # the module's alias was bound at import
+
+
 def pytest_configure(config: pytest.Config) -> None:
+    if db.pooled():
+        _unprepared_test_connections()
     value = find_test_dsn()
     user = db.ROOT / ".pg" / "dsn"
     if user.is_file() and user.read_text().strip() == value:
@@ -43,7 +66,8 @@ def dsn() -> str:
 
 @pytest.fixture
 def conn(dsn: str) -> Iterator[psycopg.Connection[tuple[object, ...]]]:
-    with psycopg.connect(dsn, autocommit=True) as c:
+    # prepare_threshold None behind a transaction pooler (benchmarks/pooler.py runs the suites so)
+    with psycopg.connect(dsn, autocommit=True, **db.pooler_kwargs()) as c:
         yield c
 
 

@@ -725,8 +725,11 @@ class Client:
     on the caller's (`conn=`). Safe to share between threads: its own connection serves one call at
     a time (for calls in parallel, pass connections of your own pool)."""
 
-    def __init__(self, dsn: str | None = None) -> None:
+    def __init__(self, dsn: str | None = None, *, listen_dsn: str | None = None) -> None:
         self.dsn = dsn if dsn is not None else db.dsn()
+        # where wait() LISTENs: this, else JOBCTL_LISTEN_DSN, else dsn unless JOBCTL_POOLER=transaction
+        # (then no hints: wait() polls)
+        self.listen_dsn = listen_dsn
         self._conn: Conn | None = None
         self._lock = threading.Lock()
 
@@ -1302,8 +1305,11 @@ class AsyncClient:
     """Client for asyncio: the same calls, awaited; `conn=` takes a psycopg AsyncConnection. Its own
     connection serves one call at a time (for calls in parallel, pass connections of your own pool)."""
 
-    def __init__(self, dsn: str | None = None) -> None:
+    def __init__(self, dsn: str | None = None, *, listen_dsn: str | None = None) -> None:
         self.dsn = dsn if dsn is not None else db.dsn()
+        # where wait() LISTENs: this, else JOBCTL_LISTEN_DSN, else dsn unless JOBCTL_POOLER=transaction
+        # (then no hints: wait() polls)
+        self.listen_dsn = listen_dsn
         self._conn: AsyncConn | None = None
         self._lock = asyncio.Lock()
 

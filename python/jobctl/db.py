@@ -1,5 +1,8 @@
-"""Where the database is: JOBCTL_DSN, else the private cluster's .pg/dsn; and what every session
-carries: the tenants' payload keys from JOBCTL_PAYLOAD_KEYS (docs/security.md)."""
+"""Where the database is: JOBCTL_DSN, else the private cluster's .pg/dsn; what every session
+carries: the tenants' payload keys from JOBCTL_PAYLOAD_KEYS (docs/security.md); and whether JOBCTL_DSN
+leads to a transaction-pooling proxy (JOBCTL_POOLER=transaction, PgBouncer: docs/operations.md,
+Connection pooling), which changes three things: no server-side prepared statements, no startup
+`options`, and LISTEN only on a direct connection (JOBCTL_LISTEN_DSN) or not at all."""
 
 from __future__ import annotations
 
@@ -24,6 +27,41 @@ class NoDsnError(ConfigError):
 
 
 PAYLOAD_KEYS_ENV = "JOBCTL_PAYLOAD_KEYS"
+# Said, not guessed: a probe (pg_backend_pid() against the pid the server announced) costs a round trip
+# per connection and cannot tell transaction pooling from session pooling, and libpq refuses a DSN
+# parameter it does not know. An environment variable reaches every process (CLI, worker, API,
+# client) the way JOBCTL_DSN does.
+POOLER_ENV = "JOBCTL_POOLER"
+LISTEN_DSN_ENV = "JOBCTL_LISTEN_DSN"
+
+
+def pooled() -> bool:
+    """Whether the DSN leads to a transaction-pooling proxy: JOBCTL_POOLER=transaction (unset, empty,
+    `none` or `session`: no; a session-pooling proxy behaves as a direct connection)."""
+    value = os.environ.get(POOLER_ENV, "").strip().lower()
+    if value in ("", "none", "session"):
+        return False
+    if value == "transaction":
+        return True
+    raise ConfigError(f"{POOLER_ENV} must be transaction, session or none, not {value!r}")
+
+
+def listen_dsn(conninfo: str, given: str | None = None) -> str | None:
+    """Where a LISTEN may run: `given`, else JOBCTL_LISTEN_DSN, else the DSN itself unless it leads to a
+    transaction pooler (None then: hints are off and the caller polls). A LISTEN through such a proxy
+    would register on whichever server connection ran it, and its notifications would reach whichever
+    client holds that connection at the time, or nobody."""
+    value = given or os.environ.get(LISTEN_DSN_ENV)
+    if value:
+        return value
+    return None if pooled() else conninfo
+
+
+def pooler_kwargs() -> dict[str, Any]:
+    """psycopg settings for the pooler: psycopg prepares a statement on a connection after its fifth
+    run, and PgBouncer 1.18 (no protocol-level prepared statements) would send the next run's
+    `execute _pg3_0` to another server connection, which has no such statement."""
+    return {"prepare_threshold": None} if pooled() else {}
 
 
 def session_options(conninfo: str = "") -> dict[str, Any]:
@@ -31,9 +69,15 @@ def session_options(conninfo: str = "") -> dict[str, Any]:
     key) becomes the session setting jobctl.payload_keys, with which the database seals and opens
     the payloads of tenants that encrypt theirs; keys live in the service's environment, never in a
     table. Options the DSN already has are kept."""
+    behind_pooler = pooled()  # a bad JOBCTL_POOLER fails here too
     raw = os.environ.get(PAYLOAD_KEYS_ENV)
     if not raw:
         return {}
+    if behind_pooler:
+        raise ConfigError(
+            f"{PAYLOAD_KEYS_ENV} cannot pass a transaction pooler (PgBouncer refuses the startup parameter"
+            " `options`): set jobctl.payload_keys in the pooler's connect_query, or connect directly"
+        )
     try:
         keys = json.loads(raw)
     except ValueError:
@@ -60,20 +104,25 @@ def dsn() -> str:
 
 def connection_kwargs(conninfo: str, application_name: str, *, autocommit: bool) -> dict[str, Any]:
     """Connection settings for the long-running services' pools: their sessions carry
-    application_name (unless the DSN sets one) and give up connecting after 10 s (unless it says)."""
+    application_name (unless the DSN sets one) and give up connecting after 10 s (unless it says);
+    behind a transaction pooler, psycopg prepares no statement (pooler_kwargs)."""
     given = conninfo_to_dict(conninfo)
     kwargs: dict[str, Any] = {"autocommit": autocommit}
     if "application_name" not in given:
         kwargs["application_name"] = application_name
     if "connect_timeout" not in given:
         kwargs["connect_timeout"] = 10
-    return kwargs | session_options(conninfo)
+    return kwargs | pooler_kwargs() | session_options(conninfo)
 
 
 def connect(autocommit: bool = False) -> psycopg.Connection[tuple[object, ...]]:
     conninfo = dsn()
     return psycopg.connect(
-        conninfo, autocommit=autocommit, application_name="jobctl", **session_options(conninfo)
+        conninfo,
+        autocommit=autocommit,
+        application_name="jobctl",
+        **pooler_kwargs(),
+        **session_options(conninfo),
     )
 
 
@@ -85,5 +134,6 @@ def connect_dicts(autocommit: bool = False) -> psycopg.Connection[dict[str, Any]
         autocommit=autocommit,
         application_name="jobctl",
         row_factory=dict_row,
+        **pooler_kwargs(),
         **session_options(conninfo),
     )

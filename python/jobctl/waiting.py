@@ -5,10 +5,14 @@ A wait opens a connection of its own (application_name `jobctl-wait`), LISTENs t
 channel (`jobctl_wait_` and 32 hex digits: no other login can guess it, so none hears the hint) and
 registers the channel with `jobctl.watch_job`, which returns the job. When the job completes, dies or
 is cancelled, the finishing transaction sends `NOTIFY <channel>` (jobctl._hint_finished) and the wait
-reads the job at once. Between hints it polls with get_job on the client's own connection, 50 ms
-after the start, then doubling up to 1 s, so that a lost hint, or a listener whose connection
-dropped (the wait then goes on polling only), costs at most a second. With `hint=False` it only
-polls: no second connection, no waiter row.
+reads the job at once. The listening connection goes to `Client(listen_dsn=...)`, JOBCTL_LISTEN_DSN, or
+the client's DSN; behind a transaction pooler (JOBCTL_POOLER=transaction) with neither, there is none
+and the wait polls only (docs/operations.md, Connection pooling).
+
+Between hints it polls with get_job on the client's own connection, 50 ms after the start, then
+doubling up to 1 s, so that a lost hint, or a listener whose connection dropped (the wait then goes
+on polling only), costs at most a second. With `hint=False` it only polls: no second connection, no
+waiter row.
 """
 
 from __future__ import annotations
@@ -83,18 +87,41 @@ def _connect_kwargs(dsn: str) -> dict[str, Any]:
     return db.connection_kwargs(dsn, APPLICATION_NAME, autocommit=True)
 
 
+_said_polling = False  # the log line that waits only poll behind the pooler: once a process
+
+
+def _listen_target(client: Client | AsyncClient, hint: bool) -> str | None:
+    """Where the wait LISTENs (None: it only polls)."""
+    global _said_polling
+    if not hint:
+        return None
+    target = db.listen_dsn(client.dsn, client.listen_dsn)
+    if target is None and not _said_polling:
+        _said_polling = True
+        log.info("behind a transaction pooler with no JOBCTL_LISTEN_DSN: waits poll only")
+    return target
+
+
 def wait(client: Client, job_id: int, limit: float, hint: bool) -> JobInfo:
     deadline = time.monotonic() + limit
     channel = new_channel()
     listener: psycopg.Connection[Any] | None = None
     watched_until = math.inf  # when the waiter registered expires
+    target = _listen_target(client, hint)
     try:
-        if hint:
-            listener = psycopg.connect(client.dsn, **_connect_kwargs(client.dsn))
-            listener.execute(_listen_sql(channel))
-            watched_until = time.monotonic() + min(limit, MAX_WATCH)
-            job = client.watch_job(job_id, channel, min(limit, MAX_WATCH), conn=listener)
-        else:
+        job: JobInfo | None = None
+        if target is not None:
+            try:
+                listener = psycopg.connect(target, **_connect_kwargs(target))
+                listener.execute(_listen_sql(channel))
+                watched_until = time.monotonic() + min(limit, MAX_WATCH)
+                job = client.watch_job(job_id, channel, min(limit, MAX_WATCH), conn=listener)
+            except psycopg.OperationalError as e:  # the listener broke before it listened: poll
+                log.info("the wait's listener broke (%s): polling only", str(e).strip())
+                if listener is not None:
+                    listener.close()
+                listener, target = None, None
+        if target is None:
             job = client.get_job(job_id)
         for pause in polls():
             if (done := _outcome(job_id, job, deadline, limit)) is not None:
@@ -133,13 +160,21 @@ async def wait_async(client: AsyncClient, job_id: int, limit: float, hint: bool)
     channel = new_channel()
     listener: psycopg.AsyncConnection[Any] | None = None
     watched_until = math.inf
+    target = _listen_target(client, hint)
     try:
-        if hint:
-            listener = await psycopg.AsyncConnection.connect(client.dsn, **_connect_kwargs(client.dsn))
-            await listener.execute(_listen_sql(channel))
-            watched_until = time.monotonic() + min(limit, MAX_WATCH)
-            job = await client.watch_job(job_id, channel, min(limit, MAX_WATCH), conn=listener)
-        else:
+        job: JobInfo | None = None
+        if target is not None:
+            try:
+                listener = await psycopg.AsyncConnection.connect(target, **_connect_kwargs(target))
+                await listener.execute(_listen_sql(channel))
+                watched_until = time.monotonic() + min(limit, MAX_WATCH)
+                job = await client.watch_job(job_id, channel, min(limit, MAX_WATCH), conn=listener)
+            except psycopg.OperationalError as e:
+                log.info("the wait's listener broke (%s): polling only", str(e).strip())
+                if listener is not None:
+                    await listener.close()
+                listener, target = None, None
+        if target is None:
             job = await client.get_job(job_id)
         for pause in polls():
             if (done := _outcome(job_id, job, deadline, limit)) is not None:

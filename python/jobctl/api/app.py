@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -26,6 +27,8 @@ from jobctl.api import (
 from jobctl.api.limits import BodyLimit, TenantSlots
 from jobctl.client import AsyncClient
 from jobctl.dashboard import install as install_dashboard
+
+log = logging.getLogger("jobctl.api")
 
 MAX_BODY_BYTES = 1024 * 1024  # larger request bodies are refused (413) before they are parsed
 APPLICATION_NAME = "jobctl-api"
@@ -92,9 +95,15 @@ def create_app(
         nonlocal pool
         conninfo = dsn if dsn is not None else db.dsn()
         kwargs = db.connection_kwargs(conninfo, APPLICATION_NAME, autocommit=True)
-        # startup options, not a SET per connection: no extra round trip, and no session without them
-        given = str(kwargs.get("options") or conninfo_to_dict(conninfo).get("options") or "")
-        kwargs["options"] = session_options(given, statement_timeout, lock_timeout)
+        if db.pooled():
+            # PgBouncer refuses the startup parameter `options`, and a SET would stay on a server
+            # connection other clients share: the timeouts are the role's (docs/operations.md,
+            # Connection pooling)
+            log.info("behind a transaction pooler: statement and lock timeouts are the database role's")
+        else:
+            # startup options, not a SET per connection: no extra round trip, and no session without them
+            given = str(kwargs.get("options") or conninfo_to_dict(conninfo).get("options") or "")
+            kwargs["options"] = session_options(given, statement_timeout, lock_timeout)
         pool = AsyncConnectionPool(
             conninfo,
             kwargs=kwargs,
@@ -112,8 +121,10 @@ def create_app(
         # the endpoints' SQL work: every call runs on the request's pooled connection (conn=), so the
         # client never opens a connection of its own
         app.state.client = AsyncClient(conninfo)
-        # the long polls' one listener (api/long_poll.py), outside the pool
-        app.state.hints = long_poll.Hints(conninfo, kwargs)
+        # the long polls' one listener (api/long_poll.py), outside the pool; behind a transaction
+        # pooler it connects to JOBCTL_LISTEN_DSN, or there is none and long polls only poll
+        listen = db.listen_dsn(conninfo)
+        app.state.hints = long_poll.Hints(listen, kwargs if listen == conninfo else {"connect_timeout": 10})
         app.state.hints.start()
         try:
             yield

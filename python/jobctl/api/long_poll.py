@@ -43,8 +43,8 @@ RECONNECT_PAUSE = 1.0  # seconds between attempts to reconnect the listener (pol
 class Hints:
     """The process's shared listener: one connection, one channel, hints dispatched by job id."""
 
-    def __init__(self, conninfo: str, kwargs: dict[str, Any]) -> None:
-        self.conninfo = conninfo
+    def __init__(self, conninfo: str | None, kwargs: dict[str, Any]) -> None:
+        self.conninfo = conninfo  # None: no listener (behind a transaction pooler); long polls poll
         self.kwargs = {**kwargs, "application_name": APPLICATION_NAME, "autocommit": True}
         self.channel = waiting.new_channel()
         self.waiting: dict[int, set[asyncio.Event]] = {}
@@ -52,6 +52,9 @@ class Hints:
         self._task: asyncio.Task[None] | None = None
 
     def start(self) -> None:
+        if self.conninfo is None:
+            log.info("no hint listener (a transaction pooler and no JOBCTL_LISTEN_DSN): long polls poll")
+            return
         self._task = asyncio.create_task(self._listen(), name="jobctl-api-hints")
 
     async def stop(self) -> None:
@@ -74,6 +77,7 @@ class Hints:
                 del self.waiting[job_id]
 
     async def _listen(self) -> None:
+        assert self.conninfo is not None
         while True:
             try:
                 conn = await psycopg.AsyncConnection.connect(self.conninfo, **self.kwargs)

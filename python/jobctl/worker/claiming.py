@@ -34,7 +34,7 @@ from typing import Any
 import psycopg
 
 from jobctl import queries, tracing
-from jobctl.db import connection_kwargs
+from jobctl.db import connection_kwargs, listen_dsn
 from jobctl.worker.calls import (
     APP_NAME,
     BACKOFF_FIRST,
@@ -82,6 +82,7 @@ class Claimer:
         stopping: asyncio.Event,
         *,
         dsn: str,
+        listen_dsn: str | None = None,
         worker_id: str,
         queues: list[str] | None,
         lease: float,
@@ -92,6 +93,7 @@ class Claimer:
         self.stats = stats
         self.stopping = stopping  # set: claiming ends
         self.dsn = dsn
+        self.listen_dsn = listen_dsn  # None: db.listen_dsn decides (JOBCTL_LISTEN_DSN, JOBCTL_POOLER)
         self.worker_id = worker_id
         self.queues = queues
         self.lease = lease
@@ -201,13 +203,22 @@ class Claimer:
     # --- wake-ups
 
     async def listen(self) -> None:
-        """The listener, until cancelled."""
+        """The listener, until cancelled. Behind a transaction pooler with no direct DSN to listen on,
+        none: the claims poll every poll_interval."""
+        target = listen_dsn(self.dsn, self.listen_dsn)
+        if target is None:
+            log.info(
+                "behind a transaction pooler with no --listen-dsn: no wake-up hints, polling only",
+                extra={"poll_interval": self.poll_interval},
+            )
+            await asyncio.Event().wait()  # until cancelled
+            return
         delay = BACKOFF_FIRST
         first = True
         while True:
             try:
                 conn = await psycopg.AsyncConnection.connect(
-                    self.dsn, **connection_kwargs(self.dsn, APP_NAME, autocommit=True)
+                    target, **connection_kwargs(target, APP_NAME, autocommit=True)
                 )
                 async with conn:
                     tags = await self._hint_tags(conn)  # before LISTEN: its statement shows while it listens

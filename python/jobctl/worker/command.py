@@ -135,6 +135,13 @@ async def run_together(workers: list[Worker]) -> None:
 @click.option(
     "--metrics-host", default="127.0.0.1", show_default=True, help="The address --metrics-port listens on."
 )
+@click.option(
+    "--listen-dsn",
+    envvar="JOBCTL_LISTEN_DSN",
+    default=None,
+    help="Where the wake-up listener connects (env JOBCTL_LISTEN_DSN). Default: JOBCTL_DSN, or none"
+    " (poll only) behind a transaction pooler (JOBCTL_POOLER=transaction): point it at PostgreSQL.",
+)
 @logs.format_option
 @click.option(
     "--log-level",
@@ -154,6 +161,7 @@ def worker_command(
     dsns: tuple[str, ...],
     metrics_port: int,
     metrics_host: str,
+    listen_dsn: str | None,
     log_format: str,
     log_level: str,
 ) -> None:
@@ -162,11 +170,13 @@ def worker_command(
         raise click.ClickException("--worker-id must be 1 to 200 characters")
     if len(dsns) > 1 and metrics_port:
         raise click.ClickException("--metrics-port serves one worker: give it with one --dsn")
+    if len(dsns) > 1 and listen_dsn:
+        raise click.ClickException("--listen-dsn names one database's listener: give it with one --dsn")
     try:
         handler = load_handler(handler_spec)
         targets = list(dsns) or [db.dsn()]
         for dsn in targets:
-            db.session_options(dsn)  # a bad JOBCTL_PAYLOAD_KEYS fails here, in one line
+            db.session_options(dsn)  # a bad JOBCTL_PAYLOAD_KEYS (or JOBCTL_POOLER) fails here, in one line
     except (HandlerError, db.ConfigError) as e:
         raise click.ClickException(str(e)) from None
     logs.setup(json_logs=log_format == "json", level=getattr(logging, log_level.upper()))
@@ -184,6 +194,7 @@ def worker_command(
             handle_signals=len(targets) == 1,
             metrics_port=metrics_port,
             metrics_host=metrics_host,
+            listen_dsn=listen_dsn,
         )
         for n, dsn in enumerate(targets)
     ]

@@ -74,6 +74,7 @@ class Worker:
         handle_signals: bool = True,
         metrics_port: int = 0,
         metrics_host: str = "127.0.0.1",
+        listen_dsn: str | None = None,
     ) -> None:
         if not 1 <= concurrency <= MAX_BATCH:
             raise ValueError(f"concurrency must be from 1 to {MAX_BATCH}")
@@ -101,6 +102,7 @@ class Worker:
             self.stats,
             self._stop,
             dsn=dsn,
+            listen_dsn=listen_dsn,
             worker_id=self.worker_id,
             queues=self.queues,
             lease=lease,
