@@ -74,7 +74,9 @@ def _one(conn: Conn, sql: str, params: dict[str, Any]) -> Any:
     return None if row is None else row[0]
 
 
-def _copy(router: Conn, src: Conn, tgt: Conn, report: MoveReport, page: int) -> int:
+def _copy(
+    router: Conn, src: Conn, tgt: Conn, report: MoveReport, page: int, step: Callable[[str], None]
+) -> int:
     """Copy every job of the tenant that the source holds unclaimed, page by page; returns how many."""
     tenant, after, copied = report.tenant_id, 0, 0
     while True:
@@ -84,8 +86,11 @@ def _copy(router: Conn, src: Conn, tgt: Conn, report: MoveReport, page: int) -> 
         text, ids = row
         if not ids:
             return copied
+        step("take")
         router.execute(queries.MOVE_ROUTE, {"ids": ids, "to": report.target})
+        step("route")
         copied += int(_one(tgt, queries.MOVE_IN_JOBS, {"page": text}))
+        step("import")
         src.execute(queries.MOVE_OUT_DELETE, {"tenant_id": tenant, "ids": ids})
         report.pages += 1
         after = max(ids)
@@ -144,7 +149,7 @@ def move_tenant(
             router.execute(queries.MOVE_MARK, {"tenant_id": tenant_id, "to": to, "source": report.source})
             tgt.execute(queries.MOVE_IN_BEGIN, {"config": config})
             step("mark")
-            report.moved += _copy(router, src, tgt, report, page)
+            report.moved += _copy(router, src, tgt, report, page, step)
             step("copy")
             router.execute(queries.MOVE_FLIP, {"tenant_id": tenant_id, "to": to, "source": report.source})
             step("flip")
@@ -158,7 +163,7 @@ def move_tenant(
         drain_started = time.monotonic()
         deadline = drain_started + drain_timeout
         while True:
-            report.moved += _copy(router, src, tgt, report, page)
+            report.moved += _copy(router, src, tgt, report, page, step)
             status = _one(src, queries.MOVE_OUT_FINISH, {"tenant_id": tenant_id})
             if status["finished"]:
                 break

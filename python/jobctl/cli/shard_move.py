@@ -12,7 +12,11 @@ from jobctl.cli.common import CliError, connect, echo_json, json_option
 @click.option("--tenant", "tenant_id", required=True, help="The tenant to move.")
 @click.option("--to", "to", required=True, type=click.IntRange(0, 63), help="The shard number to move it to.")
 @click.option(
-    "--page", type=click.IntRange(1, 10000), default=shard_move.PAGE, show_default=True, help="Jobs per copy step."
+    "--page",
+    type=click.IntRange(1, 10000),
+    default=shard_move.PAGE,
+    show_default=True,
+    help="Jobs per copy step.",
 )
 @click.option(
     "--drain-timeout",
