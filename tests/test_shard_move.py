@@ -10,7 +10,7 @@ shard it ran on; the ledgers of both shards together must hold every job exactly
 - a crash after each step of the move (an exception from the step hook), then a rerun: one copy of
   every unfinished job, on the target, with its attempts, run_at, priority, keys and payload;
 - real worker processes on both shards, a submitter following the placement, 10,000 pending jobs
-  (SHARD_MOVE_JOBS) plus delayed, retrying, running, keyed and dedup-keyed ones, and a kill -9 of
+  (SHARD_MOVE_JOBS; 2,000 in `make test`) plus delayed, retrying, running, keyed and dedup-keyed ones, and a kill -9 of
   the mover in the middle of its copy, then a rerun: 0 lost, 0 duplicated;
 - SHARD_MOVE_ROUNDS=n (`make shard-move`): n clean moves of a 10,000-job backlog back and forth
   under the same load, with the median move time and pause window.
@@ -56,7 +56,7 @@ create table jobctl_router.job_route (
 );
 """
 QUICK_RETRY = {"strategy": "fixed", "base": "0.5 seconds", "max": "0.5 seconds", "jitter": False}
-JOBS = int(os.environ.get("SHARD_MOVE_JOBS", "10000"))
+JOBS = int(os.environ.get("SHARD_MOVE_JOBS", "2000"))
 ROUNDS = int(os.environ.get("SHARD_MOVE_ROUNDS", "0"))
 # what a moved job must keep
 KEPT = """
