@@ -14,6 +14,8 @@ create table jobctl._tenant_move (
     fenced_at timestamptz,    -- the tenant's submits here are refused (JC011) from then on
     finished_at timestamptz   -- nothing of the tenant is left here but finished history
 );
+-- no policy: no role but the owner (the functions, the mover) sees a row, even if granted SELECT
+alter table jobctl._tenant_move enable row level security;
 
 -- the shard the tenant moved to: jobctl._submit refuses its submits here (JC011), so that nothing
 -- new lands on a shard whose copy of the tenant no longer runs; NULL: the tenant lives here

@@ -38,6 +38,7 @@ from jobctl import queries
 
 Conn = psycopg.Connection[Any]
 PAGE = 2000
+RETRY_SQLSTATES = {"40P01", "40001"}  # deadlock detected, serialization failure
 
 
 class MoveError(RuntimeError):
@@ -69,8 +70,21 @@ class MoveReport:
         )
 
 
+def _row(conn: Conn, sql: str, params: dict[str, Any]) -> Any:
+    """One row of one statement (its own transaction), again after a deadlock or serialization
+    failure: taking a page's jobs may meet a claim that was already under way when the pause came."""
+    for attempt in range(5):
+        try:
+            return conn.execute(sql, params).fetchone()
+        except psycopg.Error as e:
+            if e.sqlstate not in RETRY_SQLSTATES or attempt == 4:
+                raise
+            time.sleep(0.05 * (attempt + 1))
+    raise AssertionError("unreachable")
+
+
 def _one(conn: Conn, sql: str, params: dict[str, Any]) -> Any:
-    row = conn.execute(sql, params).fetchone()
+    row = _row(conn, sql, params)
     return None if row is None else row[0]
 
 
@@ -81,7 +95,7 @@ def _copy(
     tenant, after, copied = report.tenant_id, 0, 0
     while True:
         params = {"tenant_id": tenant, "after_id": after, "max_jobs": page}
-        row = src.execute(queries.MOVE_OUT_JOBS, params).fetchone()
+        row = _row(src, queries.MOVE_OUT_JOBS, params)
         assert row is not None
         text, ids = row
         if not ids:
@@ -91,7 +105,7 @@ def _copy(
         step("route")
         copied += int(_one(tgt, queries.MOVE_IN_JOBS, {"page": text}))
         step("import")
-        src.execute(queries.MOVE_OUT_DELETE, {"tenant_id": tenant, "ids": ids})
+        _one(src, queries.MOVE_OUT_DELETE, {"tenant_id": tenant, "ids": ids})
         report.pages += 1
         after = max(ids)
 

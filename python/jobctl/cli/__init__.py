@@ -94,6 +94,7 @@ def main(dsn: str | None) -> None:
 # schema
 main.add_command(schema.migrate)
 main.add_command(schema.validate)
+main.add_command(shard_move.shards)  # with the sharding router: its `shards` group gains `move`
 # jobs
 main.add_command(jobs.submit)
 main.add_command(jobs.get)
@@ -116,4 +117,3 @@ main.add_command(access.access)
 main.add_command(ops.stats)
 main.add_command(ops.doctor)
 main.add_command(ops.top)
-main.add_command(shard_move.shards)
