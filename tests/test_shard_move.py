@@ -154,9 +154,9 @@ def cluster(shard_set: dict[str, str]) -> Iterator[Cluster]:
 
 
 def backlog(cl: Cluster, tenant: str, queue: str, pending: int) -> list[int]:
-    """Pending jobs, delayed ones (due 3 s from now), ones that fail once (then retry after 0.5 s),
-    slow ones (sleep 2 s: running when the move starts), dedup-keyed ones and ones with a
-    concurrency key limited to 2 at once."""
+    """Slow jobs (3 s: running when the move starts), pending ones, delayed ones (due 3 s from now),
+    ones that fail once (then retry after 0.5 s), dedup-keyed ones and ones with a concurrency key
+    limited to 2 at once."""
 
     def job(**payload: Any) -> dict[str, Any]:
         return {"tenant_id": tenant, "queue": queue, "payload": payload}
@@ -166,12 +166,11 @@ def backlog(cl: Cluster, tenant: str, queue: str, pending: int) -> list[int]:
     due = cl.one(shard[0], "select (now() + interval '3 seconds')::text")
     cl.shards[shard[0]].execute("select jobctl.put_tenant(%s)", (tenant,))
     cl.shards[shard[0]].execute("select jobctl.put_concurrency_limit(%s, 'ck', 2)", (tenant,))
-    ids: list[int] = []
+    ids = cl.submit([job(s=i, sleep=3) for i in range(20)])  # claimed first: running at the move
     for lo in range(0, pending, 10000):
         ids += cl.submit([job(i=i) for i in range(lo, min(pending, lo + 10000))])
     ids += cl.submit([{**job(d=i), "run_at": due} for i in range(200)])
     ids += cl.submit([{**job(f=i, fail_times=1), "backoff": QUICK_RETRY} for i in range(100)])
-    ids += cl.submit([job(s=i, sleep=2) for i in range(20)])
     ids += cl.submit([{**job(k=i), "dedup_key": f"key-{i}"} for i in range(50)])
     ids += cl.submit([{**job(c=i, sleep=0.05), "concurrency_key": "ck"} for i in range(30)])
     return ids
