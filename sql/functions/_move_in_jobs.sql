@@ -4,7 +4,7 @@
 -- its queue row here: _delayed when run_at is ahead (a retry as retrying), _held when due with a
 -- concurrency key (jobctl._admit), else _ready. Jobs already here are skipped, so a page imported
 -- twice (a crash, a rerun) gives one copy. Returns how many jobs it inserted.
--- Writes: job, _event, _ready, _held, _delayed, _stat_delta.
+-- Writes: job, _event, _ready, _held, _delayed, _stat_delta; a NOTIFY when the tenant claims here.
 create or replace function jobctl._move_in_jobs(p_page jsonb)
 returns integer
 language plpgsql
@@ -14,6 +14,7 @@ declare
     v_n integer;
     v_key_tenants text[];
     v_keys text[];
+    v_queues text[];  -- of the due jobs, for the workers' wake-up hint (jobctl._notify)
 begin
     with incoming as (
         select * from jsonb_populate_recordset(null::jobctl.job, p_page -> 'jobs')
@@ -55,11 +56,19 @@ begin
     )
     select count(*),
         array_agg(f.tenant_id) filter (where f.run_at <= v_now and f.concurrency_key is not null),
-        array_agg(f.concurrency_key) filter (where f.run_at <= v_now and f.concurrency_key is not null)
-    into v_n, v_key_tenants, v_keys
+        array_agg(f.concurrency_key) filter (where f.run_at <= v_now and f.concurrency_key is not null),
+        array_agg(distinct f.queue) filter (where f.run_at <= v_now and f.concurrency_key is null)
+    into v_n, v_key_tenants, v_keys, v_queues
     from fresh as f;
     if v_keys is not null then
         perform jobctl._admit(v_key_tenants, v_keys);
+    end if;
+    -- after the flip (the drain's pages) the tenant claims here: wake the idle workers
+    if v_queues is not null and exists (
+        select from jobctl.tenant as t
+        where t.tenant_id = (p_page -> 'jobs' -> 0 ->> 'tenant_id') and not t.paused
+    ) then
+        perform jobctl._notify(v_queues);
     end if;
     return v_n;
 end
