@@ -68,6 +68,7 @@ def pending(cli: Cli, tenant: str) -> dict[str, int]:
 COMMANDS = [
     "migrate",
     "validate",
+    "shards",
     "submit",
     "get",
     "wait",

@@ -99,6 +99,7 @@ BY_SQLSTATE: dict[str, type[JobctlError]] = {
     "JC007": WrongIsolation,
     "JC008": PayloadKey,
     "JC010": IllegalTransition,
+    "JC011": TryAgain,  # the tenant moved to another shard: send the call again through the router
     "JC020": Unauthorized,
     "JC021": Forbidden,
     "42501": Forbidden,  # another tenant (jobctl._require_tenant), or no EXECUTE on the function

@@ -256,3 +256,38 @@ on conflict (shard) do update set connstr = excluded.connstr where shard.connstr
 """
 ROUTER_SHARD_COUNT = "select count(*) from jobctl_router.shard"
 MIGRATE_LOCK = "select pg_advisory_xact_lock(hashtext(%(key)s::text))"
+
+# --- moving a tenant between shards (jobctl.shard_move): on the router, then the source and target
+# shards' private steps (sql/functions/_move_*.sql), each its own transaction
+MOVE_SHARDS = "select shard, connstr from jobctl_router.shard order by shard"
+MOVE_PLACEMENT = "select shard, moving_to from jobctl_router.placement where tenant_id = %(tenant_id)s::text"
+MOVE_MARK = """
+update jobctl_router.placement set moving_to = %(to)s::int, updated_at = now()
+where tenant_id = %(tenant_id)s::text and shard = %(source)s::int
+"""
+MOVE_FLIP = """
+update jobctl_router.placement set shard = %(to)s::int, moving_to = null, updated_at = now()
+where tenant_id = %(tenant_id)s::text and shard = %(source)s::int
+"""
+MOVE_ROUTE = """
+insert into jobctl_router.job_route (job_id, shard)
+select u.id, %(to)s::int from unnest(%(ids)s::bigint[]) as u (id)
+on conflict (job_id) do update set shard = excluded.shard
+"""
+MOVE_OUT_OPEN = """
+select m.to_shard, m.fenced_at is not null as fenced from jobctl._tenant_move as m
+where m.tenant_id = %(tenant_id)s::text and m.finished_at is null
+"""
+MOVE_OUT_BEGIN = "select jobctl._move_out_begin(%(tenant_id)s::text, %(to)s::int)::text as config"
+# a page as text (the importer's parameter, never decoded here) and its ids
+MOVE_OUT_JOBS = """
+select p::text as page,
+    array(select (j ->> 'job_id')::bigint from jsonb_array_elements(p -> 'jobs') as j) as ids
+from jobctl._move_out_jobs(%(tenant_id)s::text, %(after_id)s::bigint, %(max_jobs)s::int) as p
+"""
+MOVE_OUT_DELETE = "select jobctl._move_out_delete(%(tenant_id)s::text, %(ids)s::bigint[]) as deleted"
+MOVE_OUT_FENCE = "select jobctl._move_out_fence(%(tenant_id)s::text) as fenced"
+MOVE_OUT_FINISH = "select jobctl._move_out_finish(%(tenant_id)s::text) as status"
+MOVE_IN_BEGIN = "select jobctl._move_in_begin(%(config)s::jsonb)"
+MOVE_IN_JOBS = "select jobctl._move_in_jobs(%(page)s::jsonb) as inserted"
+MOVE_IN_FINISH = "select jobctl._move_in_finish(%(tenant_id)s::text, %(paused)s::boolean)"

@@ -35,6 +35,13 @@ begin
             return;
         end if;
         select * into v_tenant from jobctl.tenant as t where t.tenant_id = v_job.tenant_id;
+        if v_tenant.moved_to is not null then
+            -- history left on the shard the tenant moved from: a retry here would never run
+            raise exception using errcode = 'JC011',
+                message = format('tenant %s has moved to shard %s: its jobs left here are history', v_job.tenant_id, v_tenant.moved_to),
+                detail = 'field: job_id',
+                hint = 'Submit the job again (its tenant runs on the other shard now).';
+        end if;
         if p_stop_over_limit then
             if v_job.state <> 'failed' and jobctl._pending(v_tenant) + 1 > v_tenant.max_pending then
                 outcome := 'JC004';

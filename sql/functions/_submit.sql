@@ -44,6 +44,8 @@ declare
     v_linked boolean;  -- a job of the call depends on an earlier one (after: a workflow)
     v_children bigint[];
     v_debounce record;
+    v_moved text;  -- a tenant of the call that moved to another shard (jobctl._move_out_fence)
+    v_moved_to integer;
 begin
     if p_specs is null or cardinality(p_specs) = 0 then
         return;
@@ -183,7 +185,7 @@ begin
     -- tenants cannot deadlock); whether any tenant of the batch has a submit rate, any spec a key,
     -- and any tenant encrypted payloads
     with known as (
-        select t.tenant_id, t.submit_bucket, t.admitted, t.encrypt_payloads from jobctl.tenant as t
+        select t.tenant_id, t.submit_bucket, t.admitted, t.encrypt_payloads, t.moved_to from jobctl.tenant as t
         where t.tenant_id in (select s.tenant_id from unnest(p_specs) as s)
     ),
     registered as (
@@ -196,9 +198,18 @@ begin
     select
         coalesce(bool_or(k.submit_bucket is not null or k.admitted is not null), false),
         exists (select from unnest(p_specs) as s where s.dedup_key is not null),
-        coalesce(bool_or(k.encrypt_payloads), false) and p_caller
-    into v_limited, v_has_keys, v_sealing
+        coalesce(bool_or(k.encrypt_payloads), false) and p_caller,
+        min(k.tenant_id) filter (where k.moved_to is not null),
+        min(k.moved_to)
+    into v_limited, v_has_keys, v_sealing, v_moved, v_moved_to
     from known as k;
+    if v_moved is not null then
+        -- the router sent the call by a placement that has just flipped: nothing may land here now
+        raise exception using errcode = 'JC011',
+            message = format('tenant %s has moved to shard %s', v_moved, v_moved_to),
+            detail = E'field: tenant_id\nretry_after: 1',
+            hint = 'Nothing was submitted; submit again through the router, which sends it to the tenant''s shard.';
+    end if;
 
     if v_sealing then
         select o.ord, o.tenant_id into v_bad

@@ -7,6 +7,7 @@ import psycopg
 
 from jobctl import shards as sh
 from jobctl.cli.common import CliError, connect, echo_json, json_option
+from jobctl.cli.shard_move import move
 from jobctl.errors import first_line
 
 EPILOG = """\b
@@ -68,3 +69,6 @@ def init_router(specs: tuple[str, ...], as_json: bool) -> None:
         echo_json({"shards": count})
     else:
         click.echo(f"init-router: ok, {count} shards")
+
+
+shards.add_command(move)  # jobctl shards move (cli/shard_move.py)

@@ -1,0 +1,30 @@
+-- jobctl._move_out_delete: the last step of a page of a tenant's move on the source shard: delete
+-- the jobs jobctl._move_out_jobs returned, once the target holds them and the router routes their
+-- ids there. Only jobs still pending or failed (unclaimable since their queue rows went), with their
+-- events and waiters. Again for the same ids it deletes nothing. Returns how many jobs it deleted.
+-- Writes: job, _event, _waiter (delete).
+create or replace function jobctl._move_out_delete(p_tenant_id text, p_ids bigint[])
+returns integer
+language plpgsql
+as $$
+declare
+    v_n integer;
+begin
+    with gone as (
+        delete from jobctl.job as j
+        where j.tenant_id = p_tenant_id and j.job_id = any(p_ids) and j.state in ('pending', 'failed')
+            and exists (
+                select from jobctl._tenant_move as m where m.tenant_id = p_tenant_id and m.finished_at is null
+            )
+        returning j.job_id
+    ),
+    events as (
+        delete from jobctl._event as e where e.job_id in (select g.job_id from gone as g)
+    ),
+    waiters as (
+        delete from jobctl._waiter as w where w.job_id in (select g.job_id from gone as g)
+    )
+    select count(*) into v_n from gone;
+    return v_n;
+end
+$$;

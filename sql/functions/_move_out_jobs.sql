@@ -1,0 +1,68 @@
+-- jobctl._move_out_jobs: one page of a moving tenant's unfinished, unclaimed jobs on the source
+-- shard, taken out of its queues: the next p_max_jobs jobs after p_after_id in id order that are
+-- pending or failed (waiting out a retry), each locked and its queue row (_ready, _held or _delayed)
+-- deleted in the same transaction. Whoever deletes a job's queue row owns its next transition, so
+-- after this commits no claim here can take these jobs; a claim that got one first made it running,
+-- and it is skipped (it finishes here; a retry it leaves comes out in a later page). The job rows
+-- stay until jobctl._move_out_delete, after the target has them: a crash between the two and a rerun
+-- return them again. Returns {"jobs": [job rows], "events": [their _event rows], "last_id": id}.
+-- Locks: the page's job rows (FOR UPDATE). Writes: _ready, _held, _delayed (delete), _stat_delta.
+create or replace function jobctl._move_out_jobs(p_tenant_id text, p_after_id bigint, p_max_jobs integer)
+returns jsonb
+language plpgsql
+as $$
+declare
+    v_ids bigint[];
+    v_page jsonb;
+begin
+    if not exists (
+        select from jobctl._tenant_move as m where m.tenant_id = p_tenant_id and m.finished_at is null
+    ) then
+        raise exception using errcode = 'JC010', message = format('tenant %s is not moving off this shard', p_tenant_id),
+            detail = 'field: tenant_id', hint = 'Start the move with jobctl shards move.';
+    end if;
+    select array_agg(j.job_id order by j.job_id), jsonb_agg(to_jsonb(j) order by j.job_id)
+    into v_ids, v_page
+    from (
+        select * from jobctl.job as j
+        where j.tenant_id = p_tenant_id and j.job_id > p_after_id and j.state in ('pending', 'failed')
+        order by j.job_id
+        limit p_max_jobs
+        for update
+    ) as j;
+    if v_ids is null then
+        return jsonb_build_object('jobs', '[]'::jsonb, 'events', '[]'::jsonb, 'last_id', null);
+    end if;
+    -- the queue rows, and the gauges they stood for (migration 0025)
+    with ready as (
+        delete from jobctl._ready as r where r.tenant_id = p_tenant_id and r.job_id = any(v_ids)
+        returning r.queue
+    ),
+    held as (
+        delete from jobctl._held as h where h.tenant_id = p_tenant_id and h.job_id = any(v_ids)
+        returning h.queue
+    ),
+    delayed as (
+        delete from jobctl._delayed as d where d.tenant_id = p_tenant_id and d.job_id = any(v_ids)
+        returning d.queue, d.retry
+    ),
+    gone as (
+        select r.queue, 1 as pending, 0 as delayed, 0 as retrying from ready as r
+        union all
+        select h.queue, 1, 0, 0 from held as h
+        union all
+        select d.queue, 0, (not d.retry)::integer, d.retry::integer from delayed as d
+    )
+    insert into jobctl._stat_delta (tenant_id, queue, pending, delayed, retrying)
+    select p_tenant_id, g.queue, -sum(g.pending), -sum(g.delayed), -sum(g.retrying)
+    from gone as g
+    group by g.queue;
+    return jsonb_build_object(
+        'jobs', v_page,
+        'events', coalesce((
+            select jsonb_agg(to_jsonb(e)) from jobctl._event as e where e.job_id = any(v_ids)
+        ), '[]'),
+        'last_id', v_ids[cardinality(v_ids)]
+    );
+end
+$$;

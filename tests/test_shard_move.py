@@ -1,0 +1,450 @@
+"""Moving a tenant between shards (jobctl.shard_move, sql/functions/_move_*.sql).
+
+The shards are databases of the test cluster, migrated and made shards 0 and 1 as the sharding
+contract says (ids step by 64, id % 64 = shard); the router database holds the jobctl_router tables
+as the contract defines them. The PL/Proxy functions are not needed here: workers claim on the shards
+directly, and the submitter routes by placement itself, as the router does. Effects: each job's
+handler writes a ledger row in the transaction that completes it (tests/worker_handlers.py), on the
+shard it ran on; the ledgers of both shards together must hold every job exactly once.
+
+- a crash after each step of the move (an exception from the step hook), then a rerun: one copy of
+  every unfinished job, on the target, with its attempts, run_at, priority, keys and payload;
+- real worker processes on both shards, a submitter following the placement, a backlog of pending
+  jobs (SHARD_MOVE_JOBS: 2,000 in `make test`, 10,000 in `make shard-move`) plus delayed, retrying,
+  running, keyed and dedup-keyed ones, and a kill -9 of the mover in the middle of its copy, then a
+  rerun: 0 lost, 0 duplicated;
+- SHARD_MOVE_ROUNDS=n (`make shard-move`): n clean moves of a 10,000-job backlog back and forth
+  under the same load, with the median move time and pause window.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import statistics
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import pytest
+from jobctl import migrate as mig
+from jobctl import shard_move
+from psycopg.conninfo import conninfo_to_dict, make_conninfo
+from psycopg.types.json import Jsonb
+from test_worker import LEDGER_DDL, WorkerProcess
+
+Conn = psycopg.Connection[tuple[Any, ...]]
+
+ROUTER_DDL = """
+create schema jobctl_router;
+create table jobctl_router.shard (shard integer primary key, connstr text not null);
+create table jobctl_router.placement (
+    tenant_id text primary key,
+    shard integer not null references jobctl_router.shard,
+    moving_to integer null references jobctl_router.shard,
+    updated_at timestamptz not null default now()
+);
+create table jobctl_router.job_route (
+    job_id bigint primary key,
+    shard integer not null references jobctl_router.shard
+);
+"""
+QUICK_RETRY = {"strategy": "fixed", "base": "0.5 seconds", "max": "0.5 seconds", "jitter": False}
+JOBS = int(os.environ.get("SHARD_MOVE_JOBS", "2000"))
+ROUNDS = int(os.environ.get("SHARD_MOVE_ROUNDS", "0"))
+# what a moved job must keep
+KEPT = """
+select job_id, state, attempt, max_attempts, run_at, priority, dedup_key, concurrency_key, payload, created_at
+from jobctl.job where tenant_id = %s and state in ('pending', 'failed') order by job_id
+"""
+UNFINISHED = (
+    "select count(*) from jobctl.job where tenant_id = %s and state not in ('completed', 'dead', 'cancelled')"
+)
+TOKENS = """
+select (select count(*) from jobctl._ready where tenant_id = %(t)s)
+    + (select count(*) from jobctl._held where tenant_id = %(t)s)
+    + (select count(*) from jobctl._delayed where tenant_id = %(t)s)
+"""
+
+
+def _dsn_for(dsn: str, dbname: str) -> str:
+    params = conninfo_to_dict(dsn)
+    params["dbname"] = dbname
+    return make_conninfo(**params)
+
+
+@pytest.fixture(scope="module")
+def shard_set() -> Iterator[dict[str, str]]:
+    """router, 0, 1: DSNs of three new databases of the test cluster."""
+    dsn = os.environ["JOBCTL_DSN"]
+    tag = "mv_" + uuid.uuid4().hex[:8]
+    names = {"router": f"{tag}_router", "0": f"{tag}_s0", "1": f"{tag}_s1"}
+    with psycopg.connect(dsn, autocommit=True) as c:
+        for n in names.values():
+            c.execute(f'create database "{n}"')
+    dsns = {k: _dsn_for(dsn, n) for k, n in names.items()}
+    try:
+        for shard in (0, 1):
+            with psycopg.connect(dsns[str(shard)], autocommit=True) as c:
+                mig.migrate(c)
+                for seq in ("jobctl.job_id_seq", "jobctl.batch_id_seq"):
+                    c.execute(f"alter sequence {seq} increment by 64 minvalue 0 restart with {64 + shard}")
+                c.execute(LEDGER_DDL)
+        with psycopg.connect(dsns["router"], autocommit=True) as c:
+            c.execute(ROUTER_DDL)
+            for shard in (0, 1):
+                c.execute("insert into jobctl_router.shard values (%s, %s)", (shard, dsns[str(shard)]))
+        yield dsns
+    finally:
+        with psycopg.connect(dsn, autocommit=True) as c:
+            for n in names.values():
+                c.execute(f'drop database if exists "{n}" with (force)')
+
+
+class Cluster:
+    """Connections to the router and both shards of shard_set."""
+
+    def __init__(self, dsns: dict[str, str]) -> None:
+        self.dsns = dsns
+        self.router: Conn = psycopg.connect(dsns["router"], autocommit=True)
+        self.shards: dict[int, Conn] = {n: psycopg.connect(dsns[str(n)], autocommit=True) for n in (0, 1)}
+
+    def close(self) -> None:
+        self.router.close()
+        for c in self.shards.values():
+            c.close()
+
+    def placement(self, tenant: str) -> tuple[Any, ...] | None:
+        return self.router.execute(
+            "select shard, moving_to from jobctl_router.placement where tenant_id = %s", (tenant,)
+        ).fetchone()
+
+    def submit(self, jobs: list[dict[str, Any]]) -> list[int]:
+        """Submit as the router does: on the tenant's placed shard; again when that shard says the
+        tenant moved (JC011: the placement flipped between the lookup and the submit)."""
+        for _ in range(50):
+            placed = self.placement(jobs[0]["tenant_id"])
+            assert placed is not None
+            try:
+                sql = "select job_id from jobctl.submit_jobs(%s)"
+                return [r[0] for r in self.shards[placed[0]].execute(sql, (Jsonb(jobs),))]
+            except psycopg.Error as e:
+                if e.sqlstate != "JC011":
+                    raise
+        pytest.fail("the submit kept meeting a moved tenant")
+
+    def one(self, shard: int, sql: str, params: Any = None) -> Any:
+        row = self.shards[shard].execute(sql, params).fetchone()
+        assert row is not None
+        return row[0]
+
+
+@pytest.fixture
+def cluster(shard_set: dict[str, str]) -> Iterator[Cluster]:
+    c = Cluster(shard_set)
+    yield c
+    c.close()
+
+
+def backlog(cl: Cluster, tenant: str, queue: str, pending: int) -> list[int]:
+    """Slow jobs (3 s: running when the move starts), pending ones, delayed ones (due 3 s from now),
+    ones that fail once (then retry after 0.5 s), dedup-keyed ones and ones with a concurrency key
+    limited to 2 at once."""
+
+    def job(**payload: Any) -> dict[str, Any]:
+        return {"tenant_id": tenant, "queue": queue, "payload": payload}
+
+    shard = cl.placement(tenant)
+    assert shard is not None
+    due = cl.one(shard[0], "select (now() + interval '3 seconds')::text")
+    cl.shards[shard[0]].execute("select jobctl.put_tenant(%s)", (tenant,))
+    cl.shards[shard[0]].execute("select jobctl.put_concurrency_limit(%s, 'ck', 2)", (tenant,))
+    ids = cl.submit([job(s=i, sleep=3) for i in range(20)])  # claimed first: running at the move
+    for lo in range(0, pending, 10000):
+        ids += cl.submit([job(i=i) for i in range(lo, min(pending, lo + 10000))])
+    ids += cl.submit([{**job(d=i), "run_at": due} for i in range(200)])
+    ids += cl.submit([{**job(f=i, fail_times=1), "backoff": QUICK_RETRY} for i in range(100)])
+    ids += cl.submit([{**job(k=i), "dedup_key": f"key-{i}"} for i in range(50)])
+    ids += cl.submit([{**job(c=i, sleep=0.05), "concurrency_key": "ck"} for i in range(30)])
+    return ids
+
+
+def ledger(dsns: dict[str, str]) -> Counter[int]:
+    seen: Counter[int] = Counter()
+    for shard in ("0", "1"):
+        with psycopg.connect(dsns[shard]) as c:
+            seen.update(r[0] for r in c.execute("select job_id from public.worker_ledger"))
+    return seen
+
+
+def wait_all_finished(cl: Cluster, tenant: str, workers: list[WorkerProcess], timeout: float = 120) -> None:
+    deadline = time.monotonic() + timeout
+    while any(cl.one(n, UNFINISHED, (tenant,)) for n in (0, 1)):
+        assert time.monotonic() < deadline, [w.log[-2000:] for w in workers]
+        time.sleep(0.2)
+
+
+class Submitter(threading.Thread):
+    """One routed submit every 10 ms until stopped: the tenant's traffic during the move."""
+
+    def __init__(self, dsns: dict[str, str], tenant: str, queue: str) -> None:
+        super().__init__()
+        self.dsns, self.tenant, self.queue = dsns, tenant, queue
+        self.ids: list[int] = []
+        self.errors: list[BaseException] = []
+        self.halt = threading.Event()
+
+    def run(self) -> None:
+        cl = Cluster(self.dsns)
+        try:
+            i = 0
+            while not self.halt.is_set():
+                self.ids += cl.submit(
+                    [{"tenant_id": self.tenant, "queue": self.queue, "payload": {"live": i}}]
+                )
+                i += 1
+                time.sleep(0.01)
+        except BaseException as e:  # noqa: BLE001 (the test reports it)
+            self.errors.append(e)
+        finally:
+            cl.close()
+
+    def stop(self) -> list[int]:
+        self.halt.set()
+        self.join(10)
+        assert not self.errors, self.errors
+        return self.ids
+
+
+def start_workers(dsns: dict[str, str], tmp: Path, queue: str) -> list[WorkerProcess]:
+    args = [
+        "--handler",
+        "worker_handlers:handle",
+        "--queue",
+        queue,
+        "--poll-interval",
+        "0.05",
+        "--lease",
+        "10",
+    ]
+    return [
+        WorkerProcess(dsns[str(n)], tmp, [*args, "--concurrency", "20", "--worker-id", f"w{n}"])
+        for n in (0, 1)
+    ]
+
+
+class Crash(Exception):
+    pass
+
+
+@pytest.mark.parametrize("at", ["begin", "mark", "take", "route", "import", "copy", "flip", "fence"])
+def test_a_crash_after_any_step_and_a_rerun_converge(cluster: Cluster, at: str) -> None:
+    tenant = f"crash-{at}-" + uuid.uuid4().hex[:6]
+    queue = "q-" + tenant
+    cl = cluster
+    cl.router.execute("insert into jobctl_router.placement (tenant_id, shard) values (%s, 0)", (tenant,))
+    src = cl.shards[0]
+    base = [
+        {"tenant_id": tenant, "queue": queue, "payload": {"i": i, "x": "é" * i}, "priority": i % 5}
+        for i in range(300)
+    ]
+    base += [
+        {"tenant_id": tenant, "queue": queue, "payload": {"d": i}, "run_at": "2030-01-01T00:00:00Z"}
+        for i in range(5)
+    ]
+    base += [
+        {
+            "tenant_id": tenant,
+            "queue": queue,
+            "payload": {"k": i},
+            "dedup_key": f"k{i}",
+            "concurrency_key": "ck",
+        }
+        for i in range(5)
+    ]
+    cl.submit(base)
+    src.execute("select jobctl.put_concurrency_limit(%s, 'ck', 2)", (tenant,))
+    # four running jobs (claimed, not finished) and four failed ones waiting out a retry
+    claimed = src.execute(
+        "select job_id, lease_epoch from jobctl.claim_job('w', %s, 8)", ([queue],)
+    ).fetchall()
+    for job_id, epoch in claimed[4:]:
+        src.execute("select jobctl.fail_job(%s, %s, 'boom')", (job_id, epoch))
+    running = claimed[:4]
+    before = {r[0]: r for r in src.execute(KEPT, (tenant,))}
+    assert len(before) == 310 - 4
+
+    def crash(name: str) -> None:
+        if name == at:
+            raise Crash(name)
+
+    with pytest.raises(Crash):
+        shard_move.move_tenant(cl.router, tenant, 1, page=100, after_step=crash)
+    # the running jobs end on the source meanwhile: three complete, one fails and leaves a retry there
+    for job_id, epoch in running[:3]:
+        assert cl.one(0, "select jobctl.complete_job(%s, %s)", (job_id, epoch)) is True
+    src.execute("select jobctl.fail_job(%s, %s, 'again')", running[3])
+    retried = src.execute(
+        KEPT.replace("order by", "and job_id = %s order by"), (tenant, running[3][0])
+    ).fetchone()
+    assert retried is not None
+    before[retried[0]] = retried
+
+    report = shard_move.move_tenant(cl.router, tenant, 1, page=100, drain_timeout=30)
+    assert report.resumed and report.source == 0
+    after = {r[0]: r for r in cl.shards[1].execute(KEPT, (tenant,))}
+    assert after == before  # every unfinished job once, as it was (ids, attempts, run_at, keys, payloads)
+    assert cl.one(0, UNFINISHED, (tenant,)) == 0
+    assert cl.one(1, TOKENS, {"t": tenant}) == len(before)  # each claimable once on the target
+    assert cl.one(0, TOKENS, {"t": tenant}) == 0
+    routed = cl.router.execute(
+        "select count(*) from jobctl_router.job_route where job_id = any(%s) and shard = 1", (list(before),)
+    ).fetchone()
+    assert routed == (len(before),)
+    assert cl.placement(tenant) == (1, None)
+    assert cl.one(
+        1, "select not paused and moved_to is null from jobctl.tenant where tenant_id = %s", (tenant,)
+    )
+    assert cl.one(1, "select max_running from jobctl.concurrency_limit where tenant_id = %s", (tenant,)) == 2
+    assert cl.one(0, "select moved_to from jobctl.tenant where tenant_id = %s", (tenant,)) == 1
+    # the finished history stays on the source, found by id there
+    assert cl.one(0, "select state from jobctl.get_job(%s)", (running[0][0],)) == "completed"
+    # claims on the target get the moved jobs; a third run has nothing to do
+    got = cl.shards[1].execute("select job_id from jobctl.claim_job('w1', %s, 1000)", ([queue],)).fetchall()
+    assert {r[0] for r in got} <= set(before) and got
+    assert shard_move.move_tenant(cl.router, tenant, 1).source is None
+
+
+def test_refusals(cluster: Cluster) -> None:
+    cl = cluster
+    tenant = "refuse-" + uuid.uuid4().hex[:6]
+    cl.router.execute("insert into jobctl_router.placement (tenant_id, shard) values (%s, 0)", (tenant,))
+    cl.shards[0].execute("select jobctl.put_schedule(%s, 'nightly', '0 3 * * *', 'q', '{}')", (tenant,))
+    with pytest.raises(psycopg.Error) as refused:
+        shard_move.move_tenant(cl.router, tenant, 1)
+    assert refused.value.sqlstate == "JC010" and "schedules" in str(refused.value)
+    assert cl.placement(tenant) == (0, None)  # nothing changed
+    assert cl.one(0, "select paused from jobctl.tenant where tenant_id = %s", (tenant,)) is False
+    with pytest.raises(shard_move.MoveError, match="no shard 7"):
+        shard_move.move_tenant(cl.router, tenant, 7)
+    with pytest.raises(shard_move.MoveError, match="not placed"):
+        shard_move.move_tenant(cl.router, "nobody-" + tenant, 1)
+
+
+def mover(router_dsn: str, tmp: Path, tenant: str, to: int, page: int) -> subprocess.Popen[bytes]:
+    """`jobctl shards move` in a subprocess, with JOBCTL_DSN the router."""
+    env = {**os.environ, "JOBCTL_DSN": router_dsn}
+    cmd = [sys.executable, "-m", "jobctl.cli", "shards", "move", "--tenant", tenant, "--to", str(to)]
+    out = open(tmp / f"mover{time.monotonic_ns()}.out", "w")  # noqa: SIM115 (the process holds it)
+    return subprocess.Popen([*cmd, "--page", str(page)], env=env, stdout=out, stderr=subprocess.STDOUT)
+
+
+@pytest.mark.slow
+def test_move_under_load_with_a_killed_mover(cluster: Cluster, tmp_path: Path) -> None:
+    cl = cluster
+    tenant, queue = "load-" + uuid.uuid4().hex[:6], "q-" + uuid.uuid4().hex[:6]
+    cl.router.execute("insert into jobctl_router.placement (tenant_id, shard) values (%s, 0)", (tenant,))
+    submitted = backlog(cl, tenant, queue, JOBS)
+    workers = start_workers(cl.dsns, tmp_path, queue)
+    feeder = Submitter(cl.dsns, tenant, queue)
+    routed = "select count(*) from jobctl_router.job_route where job_id = any(%s)"
+    try:
+        deadline = time.monotonic() + 20  # the slow jobs run on the source when the move starts
+        while cl.one(0, "select count(*) from jobctl._running where tenant_id = %s", (tenant,)) == 0:
+            assert time.monotonic() < deadline, workers[0].log[-2000:]
+            time.sleep(0.02)
+        feeder.start()
+
+        first = mover(cl.dsns["router"], tmp_path, tenant, 1, page=250)
+        deadline = time.monotonic() + 30
+        while cl.router.execute(routed, (submitted,)).fetchone() < (500,):
+            assert first.poll() is None, "the mover ended before it could be killed"
+            assert time.monotonic() < deadline
+            time.sleep(0.005)
+        first.send_signal(signal.SIGKILL)
+        first.wait()
+        routed_at_kill = cl.router.execute(routed, (submitted,)).fetchone()
+        assert cl.placement(tenant) == (0, 1), "killed mid-copy: still placed on 0, moving to 1"
+
+        rerun = mover(cl.dsns["router"], tmp_path, tenant, 1, page=2000)
+        assert rerun.wait(90) == 0
+        time.sleep(0.5)
+        during = feeder.stop()
+        wait_all_finished(cl, tenant, workers)
+    finally:
+        if feeder.is_alive():
+            feeder.halt.set()
+            feeder.join(10)
+        for w in workers:
+            w.stop()
+    line = sorted(tmp_path.glob("mover*.out"))[-1].read_text().strip()
+    all_ids = set(submitted) | set(during)
+    seen = ledger(cl.dsns)
+    duplicated = {j: n for j, n in seen.items() if n > 1}
+    lost = all_ids - set(seen)
+    print(
+        f"\nshard move under load: {len(all_ids)} jobs ({JOBS} pending, {len(during)} submitted"
+        f" during the move);"
+        f" mover killed -9 after {routed_at_kill[0] if routed_at_kill else 0} routed; rerun: {line};"
+        f" lost {len(lost)}, duplicated {len(duplicated)}"
+    )
+    assert not duplicated, list(duplicated.items())[:10]
+    assert not lost, sorted(lost)[:10]
+    assert set(seen) == all_ids
+    assert "(resumed an earlier run)" in line
+    assert cl.placement(tenant) == (1, None)
+    assert cl.one(
+        0, "select finished_at is not null from jobctl._tenant_move where tenant_id = %s", (tenant,)
+    )
+    with pytest.raises(psycopg.Error) as refused:  # a late submit routed by the old placement
+        cl.shards[0].execute("select jobctl.submit_job(%s, %s, '{}')", (tenant, queue))
+    assert refused.value.sqlstate == "JC011"
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(ROUNDS == 0, reason="SHARD_MOVE_ROUNDS=n runs it (make shard-move)")
+def test_move_figures(cluster: Cluster, tmp_path: Path) -> None:
+    """Clean moves back and forth under load: move time, pause window, jobs moved; medians."""
+    cl = cluster
+    tenant, queue = "bench-" + uuid.uuid4().hex[:6], "q-" + uuid.uuid4().hex[:6]
+    cl.router.execute("insert into jobctl_router.placement (tenant_id, shard) values (%s, 0)", (tenant,))
+    workers = start_workers(cl.dsns, tmp_path, queue)
+    reports: list[shard_move.MoveReport] = []
+    all_ids: set[int] = set()
+    try:
+        for r in range(ROUNDS):
+            placed = cl.placement(tenant)
+            assert placed is not None
+            all_ids |= set(backlog(cl, tenant, queue, JOBS))
+            feeder = Submitter(cl.dsns, tenant, queue)
+            feeder.start()
+            time.sleep(0.5)
+            reports.append(shard_move.move_tenant(cl.router, tenant, 1 - placed[0], drain_timeout=60))
+            all_ids |= set(feeder.stop())
+            print(f"\nround {r + 1}: {reports[-1].line()}")
+            wait_all_finished(cl, tenant, workers)
+    finally:
+        for w in workers:
+            w.stop()
+    seen = ledger(cl.dsns)
+    lost = len(all_ids - set(seen))
+    duplicated = sum(1 for n in seen.values() if n > 1)
+    pause = [r.pause_s or 0.0 for r in reports]
+    total = [r.total_s for r in reports]
+    moved = [r.moved for r in reports]
+    print(
+        f"\nshard move, {ROUNDS} rounds of a {JOBS}-job backlog under load: jobs moved median"
+        f" {statistics.median(moved):.0f}; move median {statistics.median(total):.2f} s"
+        f" (min {min(total):.2f}, max {max(total):.2f});"
+        f" tenant paused median {statistics.median(pause):.2f} s"
+        f" (min {min(pause):.2f}, max {max(pause):.2f}); {len(all_ids)} jobs, lost {lost},"
+        f" duplicated {duplicated}"
+    )
+    assert lost == 0 and duplicated == 0
