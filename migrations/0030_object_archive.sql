@@ -15,23 +15,23 @@ check (archive_url is null or archive_url ~ '^[a-z][a-z0-9+.-]*://.|^/.');
 create table jobctl.archive_manifest (
     file_id bigint generated always as identity primary key,
     tenant_id text not null,
-    day date not null,
+    job_day date not null,  -- the UTC day its jobs were created
     url text not null unique,
-    rows bigint not null,
+    job_count bigint not null,
     bytes bigint not null,
     min_job_id bigint not null,
     max_job_id bigint not null,
     sha256 text not null,
     written_at timestamptz not null default now(),
     rewritten_at timestamptz,  -- last rewritten by an erasure (forget_subject)
-    constraint archive_manifest_rows_check check (rows >= 0 and bytes > 0),
+    constraint archive_manifest_rows_check check (job_count >= 0 and bytes > 0),
     constraint archive_manifest_ids_check check (min_job_id <= max_job_id),
     constraint archive_manifest_sha256_check check (sha256 ~ '^[0-9a-f]{64}$')
 );
 -- a lookup by job id: the files whose id range holds it (ranges of one tenant's days barely overlap)
 create index archive_manifest_ids_idx on jobctl.archive_manifest
 using gist (int8range(min_job_id, max_job_id, '[]'));
-create index archive_manifest_tenant_idx on jobctl.archive_manifest (tenant_id, day);
+create index archive_manifest_tenant_idx on jobctl.archive_manifest (tenant_id, job_day);
 -- no policy: no role but the owner (the functions, the exporter) sees a row, even if granted SELECT
 alter table jobctl.archive_manifest enable row level security;
 

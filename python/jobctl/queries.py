@@ -247,7 +247,7 @@ order by j.job_id
 # get_job and job_history (a function of the contract, with the tenant rule); the rest is the
 # exporter's (`jobctl archive run`, as the schema owner): plain statements on the archive's tables,
 # `{part}`, `{events}`, `{columns}` filled in with psycopg.sql identifiers.
-ARCHIVED_JOB = "select url, tenant_id, day, forgotten from jobctl.archived_job(%(job_id)s::bigint)"
+ARCHIVED_JOB = "select url, tenant_id, day, bytes, forgotten from jobctl.archived_job(%(job_id)s::bigint)"
 ARCHIVE_LOCK = (
     "select pg_advisory_lock(hashtext('jobctl archive'))"  # one exporter at a time (a session lock)
 )
@@ -295,10 +295,11 @@ where e.job_id = any(%(job_ids)s::bigint[])
 order by e.job_id, e.at
 """
 ARCHIVE_RECORD = """
-insert into jobctl.archive_manifest (tenant_id, day, url, rows, bytes, min_job_id, max_job_id, sha256)
+insert into jobctl.archive_manifest
+    (tenant_id, job_day, url, job_count, bytes, min_job_id, max_job_id, sha256)
 values (%(tenant_id)s::text, %(day)s::date, %(url)s::text, %(rows)s::bigint, %(bytes)s::bigint,
     %(min_job_id)s::bigint, %(max_job_id)s::bigint, %(sha256)s::text)
-on conflict (url) do update set rows = excluded.rows, bytes = excluded.bytes,
+on conflict (url) do update set job_count = excluded.job_count, bytes = excluded.bytes,
     min_job_id = excluded.min_job_id, max_job_id = excluded.max_job_id, sha256 = excluded.sha256,
     written_at = now()
 """
@@ -326,11 +327,11 @@ group by e.tenant_id
 order by e.tenant_id
 """
 ARCHIVE_FILES_OF = """
-select file_id, url, rows, sha256 from jobctl.archive_manifest where tenant_id = %(tenant_id)s::text
-order by day, file_id
+select file_id, url, job_count, sha256 from jobctl.archive_manifest where tenant_id = %(tenant_id)s::text
+order by job_day, file_id
 """
 ARCHIVE_REWRITTEN = """
-update jobctl.archive_manifest set rows = %(rows)s::bigint, bytes = %(bytes)s::bigint,
+update jobctl.archive_manifest set job_count = %(rows)s::bigint, bytes = %(bytes)s::bigint,
     min_job_id = %(min_job_id)s::bigint, max_job_id = %(max_job_id)s::bigint, sha256 = %(sha256)s::text,
     rewritten_at = now()
 where file_id = %(file_id)s::bigint
@@ -340,8 +341,9 @@ ARCHIVE_ERASED = """
 delete from jobctl.archive_erasure where tenant_id = %(tenant_id)s::text and erasure_id <= %(last_id)s::bigint
 """
 ARCHIVE_LIST = """
-select file_id, tenant_id, day, url, rows, bytes, min_job_id, max_job_id, sha256, written_at, rewritten_at
+select file_id, tenant_id, job_day as day, url, job_count as rows, bytes, min_job_id, max_job_id, sha256,
+    written_at, rewritten_at
 from jobctl.archive_manifest
 where (%(tenant_id)s::text is null or tenant_id = %(tenant_id)s::text)
-order by day, tenant_id, file_id
+order by job_day, tenant_id, file_id
 """

@@ -9,9 +9,10 @@
 -- ahead, and those past the hot retention moved to the archive). Before that step it drops archive
 -- partitions past the archive retention and deletes the archive default partitions' rows past it,
 -- which lock only archive tables; with an object archive (jobctl.retention.archive_url, migration
--- 0030) it drops nothing: `jobctl archive run` exports those days and drops them itself. A step that cannot get its locks is retried twice after 0.1 and
--- 0.2 s (a failed try releases what it locked), then left to the next call; any other error is
--- logged as a warning and the step left too. Returns 1 when every step it tried ran, else 0.
+-- 0030) it drops nothing: `jobctl archive run` exports those days and drops them itself. A step
+-- that cannot get its locks is retried twice after 0.1 and 0.2 s (a failed try releases what it
+-- locked), then left to the next call; any other error is logged as a warning and the step left
+-- too. Returns 1 when every step it tried ran, else 0.
 create or replace function jobctl.maintain_partitions()
 returns integer
 language plpgsql
