@@ -35,6 +35,16 @@ create index archive_manifest_tenant_idx on jobctl.archive_manifest (tenant_id, 
 -- no policy: no role but the owner (the functions, the exporter) sees a row, even if granted SELECT
 alter table jobctl.archive_manifest enable row level security;
 
+-- files being written: the exporter records a URL here (committed) before it writes the file, and
+-- deletes the row in the transaction that records the file in the manifest (or moves it into
+-- place); a run first deletes the files of rows a crash left, so no file outside the manifest
+-- outlives a crash (an erasure could not find it)
+create table jobctl.archive_writing (
+    url text primary key,
+    started_at timestamptz not null default now()
+);
+alter table jobctl.archive_writing enable row level security;
+
 -- forget_subject's requests for the files: a subject's rows are dropped from every file of its
 -- tenant by the next `jobctl archive run`, and the row deleted then; until that, get_job's fallback
 -- hides the subject's archived jobs (jobctl.archived_job returns the keys pending)

@@ -197,8 +197,7 @@ def test_days_leave_for_a_directory_and_stay_readable_by_their_tenant_only(
         for j in before:
             check_surfaces(scratch_dsn, conn, j, before[j], history[j])
         assert cli(scratch_dsn, "archive", "verify").returncode == 0
-        again = json.loads(cli(scratch_dsn, "archive", "run", "--json").stdout)
-        assert again["units"] == [], "a second run finds nothing due"
+        assert archive.run(scratch_dsn).units == [], "a second run finds nothing due"
 
         # the tenant rule: a login granted bolt only, and an API token of bolt, see none of acme's
         conn.execute("create role archive_reader login")
@@ -228,12 +227,11 @@ def test_days_leave_for_a_directory_and_stay_readable_by_their_tenant_only(
         with Client(scratch_dsn) as client:
             assert client.get_job(a[0]) is None, "a subject being forgotten is not shown"
         assert archived_rows(conn).get(a[0]) == 1, "still in the file until the next run"
-        erased = json.loads(cli(scratch_dsn, "archive", "run", "--json").stdout)
-        assert erased["erased_rows"] == 30
+        assert archive.run(scratch_dsn).erased_rows == 30
         seen = archived_rows(conn)
         assert not set(a) & set(seen) and set(seen) == set(b)
         assert conn.execute("select count(*) from jobctl.archive_erasure").fetchone() == (0,)
-        assert cli(scratch_dsn, "archive", "verify").returncode == 0
+        assert [problem for _, problem in archive.verify(conn)] == [None] * len(archive.manifest(conn))
         conn.execute("drop owned by archive_reader")
         conn.execute("drop role archive_reader")
 
@@ -253,9 +251,9 @@ def test_an_s3_bucket_on_moto_holds_the_archive(scratch_dsn: str, moto: dict[str
         assert archived_rows(conn) == dict.fromkeys(ids + keep, 1)
         check_surfaces(scratch_dsn, conn, ids[0], before, history)
         conn.execute("select * from jobctl.forget_subject('acme', 'user-2')")
-        assert json.loads(cli(scratch_dsn, "archive", "run", "--json").stdout)["erased_rows"] == 40
+        assert archive.run(scratch_dsn).erased_rows == 40
         assert set(archived_rows(conn)) == set(keep)
-        assert cli(scratch_dsn, "archive", "verify").returncode == 0
+        assert [problem for _, problem in archive.verify(conn)] == [None] * len(archive.manifest(conn))
 
 
 def test_an_exporter_killed_mid_run_loses_and_doubles_nothing(scratch_dsn: str, tmp_path: Path) -> None:
@@ -270,7 +268,7 @@ def test_an_exporter_killed_mid_run_loses_and_doubles_nothing(scratch_dsn: str, 
                 " started_at, finished_at, result, created_at)"
                 " select tenant_id, queue, state, run_at, attempt, max_attempts,"
                 " payload || jsonb_build_object('n', n),"
-                " started_at, finished_at, result, created_at from jobctl.job, generate_series(1, 6000) as n"
+                " started_at, finished_at, result, created_at from jobctl.job, generate_series(1, 3000) as n"
                 " where job_id = %s",
                 (batch[0],),
             )
@@ -302,6 +300,8 @@ def test_an_exporter_killed_mid_run_loses_and_doubles_nothing(scratch_dsn: str, 
         proc.wait()
         assert conn.execute("select count(*) from jobctl.archive_manifest").fetchone() == (0,)
         assert in_database(conn, ids) == total, "nothing left the database before its commit"
+        writing = {r[0] for r in conn.execute("select url from jobctl.archive_writing")}
+        assert {str(p) for p in url.rglob("*.parquet")} <= writing, "every file on disk was recorded first"
 
         for _ in range(20):  # the killed session's backend may still hold the lock for a moment
             again = cli(scratch_dsn, "archive", "run", "--json", "--lock-wait", "2")
@@ -311,3 +311,23 @@ def test_an_exporter_killed_mid_run_loses_and_doubles_nothing(scratch_dsn: str, 
         assert in_database(conn, ids) == 0
         seen = archived_rows(conn)
         assert len(seen) == total and set(seen) == set(ids) and set(seen.values()) == {1}
+        assert {str(p) for p in url.rglob("*.parquet")} == {f["url"] for f in archive.manifest(conn)}, (
+            "no file outside the manifest"
+        )
+        assert conn.execute("select count(*) from jobctl.archive_writing").fetchone() == (0,)
+
+        # a job carried over past its day that reached the archive after its day had left: a late file
+        row = conn.execute(
+            "insert into jobctl.job_archive (job_id, created_at, tenant_id, queue, state, priority, run_at,"
+            " attempt, max_attempts, payload, started_at, finished_at)"
+            " values (nextval('jobctl.job_id_seq'), now() - interval '3 days', 't1', 'q', 'completed', 0,"
+            " now() - interval '3 days', 1, 3, '{\"late\": true}', now() - interval '1 hour', now())"
+            " returning job_id"
+        ).fetchone()
+        assert row is not None
+        late = archive.run(scratch_dsn)
+        assert [u.rows for u in late.units] == [1] and in_database(conn, [row[0]]) == 0
+        with Client(scratch_dsn) as client:
+            job = client.get_job(row[0])
+            assert job is not None and job.payload == {"late": True}
+        assert any("/late-" in f["url"] for f in archive.manifest(conn))

@@ -311,10 +311,12 @@ def _parquet(pa: Any, pq: Any, schema: Any, batches: Iterator[Any]) -> tuple[byt
     return sink.getvalue(), rows, first, last
 
 
-def _put_checked(url: str, data: bytes, rows: int) -> str:
-    """Write the file, read it back, check its bytes and rows; its SHA-256."""
+def _put_checked(side: Conn, url: str, data: bytes, rows: int) -> str:
+    """Write the file (its URL recorded in jobctl.archive_writing first, on the autocommit connection
+    `side`), read it back, check its bytes and rows; its SHA-256."""
     _, pq, _ = _libraries()
     fs, path = filesystem(url)
+    side.execute(queries.ARCHIVE_WRITING, {"url": url})
     digest = hashlib.sha256(data).hexdigest()
     fs.makedirs(path.rsplit("/", 1)[0], exist_ok=True)
     fs.pipe_file(path, data)
@@ -328,6 +330,7 @@ def _put_checked(url: str, data: bytes, rows: int) -> str:
 
 def _export_tenant(
     conn: Conn,
+    side: Conn,
     libs: tuple[Any, Any, Any],
     typed: Sequence[tuple[str, Any]],
     select: sql.Composable,
@@ -355,12 +358,13 @@ def _export_tenant(
     if rows != expected:
         raise ArchiveCorrupt(f"{tenant_id} {day}: read {rows} rows of the {expected} counted")
     url = file_url(base, tenant_id, day, f"late-{first}-{last}.parquet" if late else "jobs.parquet")
-    digest = _put_checked(url, data, rows)
+    digest = _put_checked(side, url, data, rows)
     return Written(tenant_id, day, url, rows, len(data), first, last, digest)
 
 
 def _export(
     conn: Conn,
+    side: Conn,
     libs: tuple[Any, Any, Any],
     base: str,
     part: str,
@@ -382,10 +386,13 @@ def _export(
         for tenant_id, day, rows in groups:
             report.day = report.day or day
             report.files.append(
-                _export_tenant(conn, libs, typed, select, ident, base, tenant_id, day, rows, before, late)
+                _export_tenant(
+                    conn, side, libs, typed, select, ident, base, tenant_id, day, rows, before, late
+                )
             )
         for w in report.files:
             conn.execute(queries.ARCHIVE_RECORD, w.__dict__)
+        conn.execute(queries.ARCHIVE_WRITTEN, {"urls": [w.url for w in report.files]})
         if late:
             conn.execute(queries.ARCHIVE_DELETE_LATE, {"before": before})
         else:
@@ -401,7 +408,7 @@ def _export(
     return report
 
 
-def _erase(conn: Conn, libs: tuple[Any, Any, Any], report: RunReport) -> None:
+def _erase(conn: Conn, side: Conn, libs: tuple[Any, Any, Any], report: RunReport) -> None:
     """forget_subject's requests applied to the files: each file of the tenant that holds a subject's
     rows written again without them (beside it, then moved over it), the manifest updated."""
     pa, pq, _ = libs
@@ -431,10 +438,21 @@ def _erase(conn: Conn, libs: tuple[Any, Any, Any], report: RunReport) -> None:
                 conn.execute(queries.ARCHIVE_FILE_GONE, {"file_id": file_id})
                 continue
             new, rows, _, _ = _parquet(pa, pq, table.schema, iter([kept]))
-            _put_checked(url + ".tmp", new, rows)
+            _put_checked(side, url + ".tmp", new, rows)
             fs.mv(path + ".tmp", path)
-            _record_rewrite(conn, file_id, new, kept)
+            with conn.transaction():
+                _record_rewrite(conn, file_id, new, kept)
+                conn.execute(queries.ARCHIVE_WRITTEN, {"urls": [url + ".tmp"]})
         conn.execute(queries.ARCHIVE_ERASED, {"tenant_id": tenant_id, "last_id": last_id})
+
+
+def _clean_up(conn: Conn) -> None:
+    """The files a crashed run was writing, deleted (none of them is in the manifest)."""
+    for (url,) in conn.execute(queries.ARCHIVE_LEFT_BY_CRASH).fetchall():
+        fs, path = filesystem(url)
+        if fs.exists(path):
+            fs.rm(path)
+        conn.execute(queries.ARCHIVE_WRITTEN, {"urls": [url]})
 
 
 def _record_rewrite(conn: Conn, file_id: int, data: bytes, table: Any) -> None:
@@ -470,15 +488,19 @@ def run(dsn: str, *, lock_wait: float = 10.0, max_days: int | None = None) -> Ru
             raise errors.TryAgain("another `jobctl archive run` holds the archive's lock") from None
         conn.execute("set lock_timeout = 0")
         try:
-            days = conn.execute(queries.ARCHIVE_DUE_DAYS, {"archive": keep}).fetchall()
-            for part, events, _lower, upper in days[:max_days]:
-                report.units.append(_export(conn, libs, url, part, events, upper, late=False))
-            cutoff = conn.execute("select now() - %s::interval", (keep,)).fetchone()
-            assert cutoff is not None
-            late = _export(conn, libs, url, "jobctl.job_archive_default", None, cutoff[0], late=True)
-            if late.files:
-                report.units.append(late)
-            _erase(conn, libs, report)
+            with psycopg.connect(dsn, autocommit=True) as side:
+                _clean_up(conn)
+                days = conn.execute(queries.ARCHIVE_DUE_DAYS, {"archive": keep}).fetchall()
+                for part, events, _lower, upper in days[:max_days]:
+                    report.units.append(_export(conn, side, libs, url, part, events, upper, late=False))
+                cutoff = conn.execute("select now() - %s::interval", (keep,)).fetchone()
+                assert cutoff is not None
+                late = _export(
+                    conn, side, libs, url, "jobctl.job_archive_default", None, cutoff[0], late=True
+                )
+                if late.files:
+                    report.units.append(late)
+                _erase(conn, side, libs, report)
         finally:
             if not conn.closed:
                 conn.execute(queries.ARCHIVE_UNLOCK)

@@ -320,6 +320,9 @@ with gone as (
 )
 delete from jobctl._event_archive as e where e.job_id in (select g.job_id from gone as g)
 """
+ARCHIVE_WRITING = "insert into jobctl.archive_writing (url) values (%(url)s::text) on conflict do nothing"
+ARCHIVE_WRITTEN = "delete from jobctl.archive_writing where url = any(%(urls)s::text[])"
+ARCHIVE_LEFT_BY_CRASH = "select url from jobctl.archive_writing order by url"
 ARCHIVE_ERASURES = """
 select e.tenant_id, array_agg(e.subject_key) as subjects, max(e.erasure_id) as last_id
 from jobctl.archive_erasure as e
