@@ -13,6 +13,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -331,3 +332,52 @@ def test_an_exporter_killed_mid_run_loses_and_doubles_nothing(scratch_dsn: str, 
             job = client.get_job(row[0])
             assert job is not None and job.payload == {"late": True}
         assert any("/late-" in f["url"] for f in archive.manifest(conn))
+
+
+def test_forget_subject_during_an_export_neither_deadlocks_nor_leaves_the_subject(
+    scratch_dsn: str, tmp_path: Path
+) -> None:
+    url = tmp_path / "archive"
+    with fresh(scratch_dsn) as conn:
+        [first] = finished_jobs(conn, "acme", 1)
+        conn.execute(
+            "insert into jobctl.job (tenant_id, queue, state, priority, run_at, attempt, max_attempts,"
+            " payload, started_at, finished_at, created_at, subject_key)"
+            " select tenant_id, queue, state, priority, run_at, attempt, max_attempts, payload, started_at,"
+            " finished_at, created_at, 'user-' || (n %% 20) from jobctl.job, generate_series(1, 12000) as n"
+            " where job_id = %s",
+            (first,),
+        )
+        ids = [r[0] for r in conn.execute("select job_id from jobctl.job where tenant_id = 'acme'")]
+        conn.execute("update jobctl.job set created_at = created_at - interval '3 days'")
+        to_archive(conn, ids, 0, str(url))
+        subjects = {f"user-{k}" for k in range(0, 20, 2)}
+        gone = {
+            r[0]
+            for r in conn.execute(
+                "select job_id from jobctl.job_archive where subject_key = any(%s)", (list(subjects),)
+            )
+        }
+        failures: list[str] = []
+
+        def forget() -> None:
+            try:
+                with psycopg.connect(scratch_dsn, autocommit=True) as c:
+                    for s in sorted(subjects):
+                        c.execute("select * from jobctl.forget_subject('acme', %s)", (s,))
+                        time.sleep(0.05)
+            except psycopg.Error as e:
+                failures.append(f"forget_subject: {e.sqlstate} {e}")
+
+        forgetter = threading.Thread(target=forget)
+        forgetter.start()
+        runs = [archive.run(scratch_dsn)]
+        forgetter.join(60)
+        assert not failures, failures
+        while runs[-1].left or conn.execute("select count(*) from jobctl.archive_erasure").fetchone() != (0,):
+            assert len(runs) < 5, [r.left for r in runs]
+            runs.append(archive.run(scratch_dsn))
+        assert in_database(conn, ids) == 0
+        seen = archived_rows(conn)
+        assert set(seen) == set(ids) - gone and set(seen.values()) == {1}
+        assert {str(p) for p in url.rglob("*.parquet")} == {f["url"] for f in archive.manifest(conn)}

@@ -12,13 +12,16 @@ it had left), one row per job sorted by job_id, its history events in a list col
 that the tenant rule is a manifest lookup in SQL (jobctl.archived_job) and an erasure rewrites one
 tenant's files only.
 
-A day leaves in one transaction, on the schema owner's connection: the day's partition is locked in
-SHARE mode (readers go on; writers, such as forget_subject, wait), each tenant's file is written,
-read back and checked (row count, SHA-256 of the bytes), recorded in jobctl.archive_manifest, and the
-partition dropped; then the transaction commits. A crash before the commit leaves the database as it
-was, and the next run writes the same files again (same names); after it, the day is gone and
-recorded. No statement holds a snapshot while files are written (READ COMMITTED, one statement per
-chunk), and the transaction takes no transaction ID until its last statements.
+A day leaves in one transaction, on the schema owner's connection: each tenant's file is written
+(its URL first recorded in jobctl.archive_writing, committed), read back and checked (row count,
+SHA-256 of the bytes); then, last, ACCESS EXCLUSIVE on the archive's parents (50 ms lock_timeout,
+three tries), a check that the day holds exactly the jobs written (else it is left for the next
+run), the files recorded in jobctl.archive_manifest, the day's partitions dropped, and the commit.
+Nothing is locked while files are written, so no writer waits for the exporter holding a lock the
+exporter needs. A crash before the commit leaves the database as it was plus the archive_writing
+rows, whose files the next run deletes first; after it, the day is gone and recorded. No statement
+holds a snapshot while files are written (READ COMMITTED, one statement per chunk), and the
+transaction takes no transaction ID until its last statements.
 
 forget_subject queues an erasure (jobctl.archive_erasure); the next run rewrites the tenant's files
 that hold the subject without its rows (written beside, then moved over the old one, then the
@@ -229,6 +232,17 @@ class RunReport:
     units: list[UnitReport] = field(default_factory=list)
     erased_files: int = 0
     erased_rows: int = 0
+    left: list[str] = field(default_factory=list)  # units left for the next run, and why
+
+    def add(self, export: Any, *args: Any, **kwargs: Any) -> None:
+        """Run one unit's export; one whose rows changed meanwhile is noted in `left`."""
+        try:
+            unit: UnitReport = export(*args, **kwargs)
+        except _Changed as e:
+            self.left.append(str(e))
+            return
+        if unit.files or not kwargs.get("late"):
+            self.units.append(unit)
 
 
 def _arrow_type(pa: Any, pg_type: str) -> Any:
@@ -341,12 +355,14 @@ def _export_tenant(
     expected: int,
     before: datetime,
     late: bool,
+    ids: list[int],
 ) -> Written:
     pa, pq, _ = libs
     schema = _schema(pa, typed)
 
     def batches() -> Iterator[Any]:
         for rows, events in _chunks(conn, part, select, tenant_id, day, before):
+            ids.extend(r[0] for r in rows)
             columns = [
                 pa.array(list(col), type=t)
                 for col, (_, t) in zip(zip(*rows, strict=True), typed, strict=True)
@@ -356,7 +372,7 @@ def _export_tenant(
 
     data, rows, first, last = _parquet(pa, pq, schema, batches())
     if rows != expected:
-        raise ArchiveCorrupt(f"{tenant_id} {day}: read {rows} rows of the {expected} counted")
+        raise _Changed(f"{tenant_id} {day}: read {rows} rows of the {expected} counted")
     url = file_url(base, tenant_id, day, f"late-{first}-{last}.parquet" if late else "jobs.parquet")
     digest = _put_checked(side, url, data, rows)
     return Written(tenant_id, day, url, rows, len(data), first, last, digest)
@@ -377,8 +393,8 @@ def _export(
     started = time.perf_counter()
     ident = sql.SQL(".").join(sql.Identifier(p) for p in part.split("."))
     report = UnitReport(part, None)
+    ids: list[int] = []
     with conn.transaction():
-        conn.execute(sql.SQL(queries.ARCHIVE_LOCK_PART).format(part=ident))
         typed, select = _columns(conn, pa)
         groups = conn.execute(
             sql.SQL(queries.ARCHIVE_TENANTS).format(part=ident), {"before": before}
@@ -387,16 +403,21 @@ def _export(
             report.day = report.day or day
             report.files.append(
                 _export_tenant(
-                    conn, side, libs, typed, select, ident, base, tenant_id, day, rows, before, late
+                    conn, side, libs, typed, select, ident, base, tenant_id, day, rows, before, late, ids
                 )
             )
         for w in report.files:
             conn.execute(queries.ARCHIVE_RECORD, w.__dict__)
         conn.execute(queries.ARCHIVE_WRITTEN, {"urls": [w.url for w in report.files]})
         if late:
-            conn.execute(queries.ARCHIVE_DELETE_LATE, {"before": before})
+            gone = conn.execute(queries.ARCHIVE_DELETE_LATE, {"job_ids": ids}).fetchone()
+            if gone is None or gone[0] != len(ids):
+                raise _Changed(f"{part}: {len(ids)} jobs written, {gone} deleted")
         else:
-            conn.execute("set local lock_timeout = '5s'")
+            _lock_parents(conn)
+            now = conn.execute(sql.SQL(queries.ARCHIVE_PART_SUM).format(part=ident)).fetchone()
+            if now != (len(ids), sum(ids)):
+                raise _Changed(f"{part}: {len(ids)} jobs written, {now and now[0]} there now")
             if events is not None:
                 evident = sql.SQL(".").join(sql.Identifier(p) for p in events.split("."))
                 conn.execute(sql.SQL(queries.ARCHIVE_KEEP_EVENTS).format(events=evident, part=ident))
@@ -406,6 +427,25 @@ def _export(
                 conn.execute(queries.ARCHIVE_PUT_BACK_EVENTS)
     report.seconds = time.perf_counter() - started
     return report
+
+
+class _Changed(Exception):
+    """The rows changed while they were written: the unit is rolled back and left for the next run."""
+
+
+def _lock_parents(conn: Conn) -> None:
+    """ACCESS EXCLUSIVE on the archive's parents, each try under a 50 ms lock_timeout, three tries
+    0.1 and 0.2 s apart (jobctl.maintain_partitions' rule: readers wait at most that long behind it)."""
+    conn.execute("set local lock_timeout = '50ms'")
+    for attempt in 1, 2, 3:
+        try:
+            with conn.transaction():
+                conn.execute(queries.ARCHIVE_LOCK_PARENTS)
+            return
+        except psycopg.errors.LockNotAvailable:
+            if attempt == 3:
+                raise _Changed("the archive's tables are in use: the lock was not granted") from None
+            time.sleep(0.1 * attempt)
 
 
 def _erase(conn: Conn, side: Conn, libs: tuple[Any, Any, Any], report: RunReport) -> None:
@@ -492,14 +532,11 @@ def run(dsn: str, *, lock_wait: float = 10.0, max_days: int | None = None) -> Ru
                 _clean_up(conn)
                 days = conn.execute(queries.ARCHIVE_DUE_DAYS, {"archive": keep}).fetchall()
                 for part, events, _lower, upper in days[:max_days]:
-                    report.units.append(_export(conn, side, libs, url, part, events, upper, late=False))
+                    report.add(_export, conn, side, libs, url, part, events, upper, late=False)
                 cutoff = conn.execute("select now() - %s::interval", (keep,)).fetchone()
                 assert cutoff is not None
-                late = _export(
-                    conn, side, libs, url, "jobctl.job_archive_default", None, cutoff[0], late=True
-                )
-                if late.files:
-                    report.units.append(late)
+                default = "jobctl.job_archive_default"
+                report.add(_export, conn, side, libs, url, default, None, cutoff[0], late=True)
                 _erase(conn, side, libs, report)
         finally:
             if not conn.closed:

@@ -268,9 +268,14 @@ left join jobctl._partitions(array['jobctl._event_archive']::regclass[]) as e on
 where j.upper_bound <= now() - %(archive)s::interval
 order by j.lower_bound
 """
-ARCHIVE_LOCK_PART = (
-    "lock table {part} in share mode"  # writers (forget_subject, delete_jobs) wait; readers not
-)
+# a day leaves under ACCESS EXCLUSIVE on the archive's parents (DROP of a partition takes it on the
+# parent anyway), asked for last and under a short lock_timeout, so that readers queue behind it for
+# at most that long, and no writer (forget_subject, delete_jobs) ever waits for the exporter while
+# holding a lock the exporter needs: no deadlock
+ARCHIVE_LOCK_PARENTS = "lock table jobctl.job_archive, jobctl._event_archive in access exclusive mode"
+# what the day holds now, against what was written: a change since (a late job routed into it, a
+# delete) leaves the day for the next run
+ARCHIVE_PART_SUM = "select count(*) as rows, coalesce(sum(j.job_id), 0) as ids from {part} as j"
 ARCHIVE_TENANTS = """
 select j.tenant_id, (j.created_at at time zone 'UTC')::date as day, count(*) as rows
 from {part} as j
@@ -315,10 +320,13 @@ ARCHIVE_PUT_BACK_EVENTS = "insert into jobctl._event_archive select * from archi
 # archive retention leave it by DELETE, with their events
 ARCHIVE_DELETE_LATE = """
 with gone as (
-    delete from jobctl.job_archive_default as j where j.created_at < %(before)s::timestamptz
+    delete from jobctl.job_archive_default as j where j.job_id = any(%(job_ids)s::bigint[])
     returning j.job_id
+),
+events as (
+    delete from jobctl._event_archive as e where e.job_id in (select g.job_id from gone as g)
 )
-delete from jobctl._event_archive as e where e.job_id in (select g.job_id from gone as g)
+select count(*) as rows from gone
 """
 ARCHIVE_WRITING = "insert into jobctl.archive_writing (url) values (%(url)s::text) on conflict do nothing"
 ARCHIVE_WRITTEN = "delete from jobctl.archive_writing where url = any(%(urls)s::text[])"

@@ -35,7 +35,7 @@ def run(max_days: int | None, lock_wait: float, as_json: bool) -> None:
     ]  # fmt: skip
     if as_json:
         echo_json({"url": report.url, "units": units, "erased_files": report.erased_files,
-                   "erased_rows": report.erased_rows})  # fmt: skip
+                   "erased_rows": report.erased_rows, "left": report.left})  # fmt: skip
         return
     if report.url is None:
         click.echo("archive: off (jobctl.retention.archive_url is not set): nothing exported")
@@ -43,6 +43,8 @@ def run(max_days: int | None, lock_wait: float, as_json: bool) -> None:
     headers = ["DAY", "SOURCE", "FILES", "ROWS", "BYTES", "SECONDS"]
     rows = [[u["day"], u["source"], u["files"], u["rows"], u["bytes"], u["seconds"]] for u in units]
     click.echo(output.table(headers, rows, right=[2, 3, 4, 5]) if rows else f"(no day due) {report.url}")
+    for why in report.left:
+        click.echo(f"left for the next run: {why}")
     if report.erased_files:
         click.echo(f"erasures: {report.erased_rows} rows removed from {report.erased_files} files")
 
