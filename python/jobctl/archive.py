@@ -162,6 +162,17 @@ def find_archived(files: Sequence[Row], job_id: int) -> Row | None:
     return None
 
 
+def sealed(row: Row) -> bool:
+    """Whether an archived row's payload is a sealed envelope (docs/security.md): the client opens it
+    with jobctl.open_archived_payload, as get_job does in the database."""
+    payload = row.get("payload")
+    return isinstance(payload, str) and payload.startswith('{"$jobctl_sealed":')
+
+
+def payload_of(row: Row) -> dict[str, Any]:
+    return {"tenant_id": row["tenant_id"], "payload": row["payload"]}
+
+
 def job_fields(row: Row, names: Sequence[str]) -> dict[str, Any]:
     """An archived row as the fields of client.JobInfo: JSON columns decoded, no lease."""
     from jobctl.client import load_json

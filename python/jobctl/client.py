@@ -835,7 +835,11 @@ class Client:
     def _archived(self, job_id: int, conn: Conn | None) -> Row | None:
         """The job's row in the object archive (None: no file of the caller's tenants holds it)."""
         files = self._rows((queries.ARCHIVED_JOB, {"job_id": job_id}), conn)
-        return archive.find_archived(files, job_id) if files else None
+        row = archive.find_archived(files, job_id) if files else None
+        if row is not None and archive.sealed(row):
+            opened = self._rows((queries.OPEN_ARCHIVED_PAYLOAD, archive.payload_of(row)), conn)
+            row["payload"] = opened[0]["payload"]
+        return row
 
     def wait(self, job_id: int, timeout: timedelta | float = 60.0, *, hint: bool = True) -> JobInfo:
         """The job once it is finished (completed, dead or cancelled), waiting up to `timeout` (seconds,
@@ -1408,7 +1412,11 @@ class AsyncClient:
 
     async def _archived(self, job_id: int, conn: AsyncConn | None) -> Row | None:
         files = await self._rows((queries.ARCHIVED_JOB, {"job_id": job_id}), conn)
-        return await asyncio.to_thread(archive.find_archived, files, job_id) if files else None
+        row = await asyncio.to_thread(archive.find_archived, files, job_id) if files else None
+        if row is not None and archive.sealed(row):
+            opened = await self._rows((queries.OPEN_ARCHIVED_PAYLOAD, archive.payload_of(row)), conn)
+            row["payload"] = opened[0]["payload"]
+        return row
 
     async def wait(self, job_id: int, timeout: timedelta | float = 60.0, *, hint: bool = True) -> JobInfo:
         """Client.wait, awaited."""

@@ -248,6 +248,10 @@ order by j.job_id
 # exporter's (`jobctl archive run`, as the schema owner): plain statements on the archive's tables,
 # `{part}`, `{events}`, `{columns}` filled in with psycopg.sql identifiers.
 ARCHIVED_JOB = "select url, tenant_id, day, bytes, forgotten from jobctl.archived_job(%(job_id)s::bigint)"
+# a sealed payload of an archived job, opened with the caller's key (as text: the client decodes it)
+OPEN_ARCHIVED_PAYLOAD = """
+select jobctl.open_archived_payload(%(tenant_id)s::text, %(payload)s::jsonb)::text as payload
+"""
 ARCHIVE_LOCK = (
     "select pg_advisory_lock(hashtext('jobctl archive'))"  # one exporter at a time (a session lock)
 )

@@ -1,8 +1,8 @@
--- jobctl.archived_job: the object archive's files (jobctl.archive_manifest, migration 0030) that may
+-- jobctl.archived_job and open_archived_payload: the object archive's files (jobctl.archive_manifest, migration 0030) that may
 -- hold a job, by id range, of the caller's tenants only, with the subject keys awaiting erasure; and
 -- forget_subject's erasure request. Tenants tap_arch_a, tap_arch_b; manifest rows only (no files).
 begin;
-select plan(11);
+select plan(14);
 
 select has_function('jobctl', 'archived_job', array['bigint'], 'archived_job(job_id) exists');
 select isnt(obj_description('jobctl.archived_job(bigint)'::regprocedure), null, 'archived_job has a comment');
@@ -40,6 +40,16 @@ select results_eq(
     'the key awaits its erasure in that tenant''s files only'
 );
 
+-- a sealed payload read from a file opens with the caller's key, as get_job opens one
+select set_config('jobctl.payload_keys', '{"tap_arch_a": "tap-archive-key-0123456789abcdef"}', true);
+select is(
+    jobctl.open_archived_payload('tap_arch_a', '{"x": 1}'), '{"x": 1}'::jsonb, 'a plain payload: unchanged'
+);
+select is(
+    jobctl.open_archived_payload('tap_arch_a', jobctl._seal('{"x": 2}', 'tap-archive-key-0123456789abcdef')),
+    '{"x": 2}'::jsonb, 'a sealed one: opened with the caller''s key'
+);
+
 -- the tenant rule: a token of tap_arch_b reads its own files only
 create temp table tok as
 select jobctl.create_api_token('tap_arch_b', array['jobs:read']) as token;
@@ -50,6 +60,11 @@ select results_eq(
 );
 select is_empty(
     $$select * from jobctl.archived_job(900000000002)$$, 'another tenant''s file is as unknown as a missing one'
+);
+
+select throws_ok(
+    $$select jobctl.open_archived_payload('tap_arch_a', '{"x": 1}')$$, '42501', null,
+    'open_archived_payload for another tenant: 42501'
 );
 
 select * from finish();
