@@ -122,7 +122,7 @@ bench-progress: setup ## Heartbeats with progress (about 60 bytes, and 2,000: th
 bench-tenants: setup ## Tenant scenarios: weights 5:3:1 over 60 s, a 1,000,000-job tenant beside 100 small ones (about 5 minutes)
 	@$(BIN)/python benchmarks/tenants.py
 
-bench-archive: setup ## The object archive: Parquet bytes vs the partitions' size in PostgreSQL, export time and get_job by id, per day of 100,000 jobs, a directory beside moto's S3 server on port 55551 (about 4 minutes)
+bench-archive: setup ## The object archive: Parquet bytes vs the partitions' size in PostgreSQL, export time and get_job by id, per day of 100,000 jobs, a directory beside moto's S3 server on port 55551 (1 to 2 minutes)
 	@$(BIN)/python benchmarks/archive.py $${SMALL:+--small}
 
 chaos: db ## Chaos runs on the local cluster: kill -9, 40 s SIGSTOP, terminations, restarts, partitions for 15 minutes, then 300 zombie trials; invariants and requeue times (about 25 minutes)
