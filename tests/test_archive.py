@@ -407,3 +407,18 @@ def test_forget_subject_during_an_export_neither_deadlocks_nor_leaves_the_subjec
         seen = archived_rows(conn)
         assert set(seen) == set(ids) - gone and set(seen.values()) == {1}
         assert {str(p) for p in url.rglob("*.parquet")} == {f["url"] for f in archive.manifest(conn)}
+        # without the archive extra: one clear line, exit 1
+        blocked = subprocess.run(
+            [
+                sys.executable,
+                "-c",
+                "import sys; sys.modules['pyarrow'] = None; from jobctl.cli import main; main()",
+            ]
+            + ["archive", "run"],
+            env={**os.environ, "JOBCTL_DSN": scratch_dsn},
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert blocked.returncode == 1 and "pip install 'jobctl[archive]'" in blocked.stderr, blocked.stderr
+        assert len(blocked.stderr.strip().splitlines()) == 1
