@@ -8,7 +8,7 @@ TEST_ENV := JOBCTL_PGNAME=.test-pg JOBCTL_PG_DB=jobctl_test JOBCTL_PG_PORT=55442
 TEST_DSN = $$(cat .test-pg/dsn)
 
 .DEFAULT_GOAL := help
-.PHONY: help setup db db-stop db-destroy migrate validate demo demo-stop test test-db test-quick lint sqlfluff pgtap pytest bench-setup bench bench-quick bench-claim bench-tenants bench-retention bench-held bench-xids bench-notify bench-bloat bench-sealing bench-access bench-limits bench-dashboard bench-counters bench-metrics bench-progress bench-overhead bench-workflows bench-waiters chaos failover shards pooler-test shard-move probe sql-reference psql clean
+.PHONY: help setup db db-stop db-destroy migrate validate demo demo-stop test test-db test-quick lint sqlfluff pgtap pytest bench-setup bench bench-quick bench-claim bench-tenants bench-retention bench-held bench-xids bench-notify bench-bloat bench-sealing bench-access bench-limits bench-dashboard bench-counters bench-metrics bench-progress bench-overhead bench-workflows bench-waiters bench-archive chaos failover shards pooler-test shard-move probe sql-reference psql clean
 
 help: ## List the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -121,6 +121,9 @@ bench-progress: setup ## Heartbeats with progress (about 60 bytes, and 2,000: th
 
 bench-tenants: setup ## Tenant scenarios: weights 5:3:1 over 60 s, a 1,000,000-job tenant beside 100 small ones (about 5 minutes)
 	@$(BIN)/python benchmarks/tenants.py
+
+bench-archive: setup ## The object archive: Parquet bytes vs the partitions' size in PostgreSQL, export time and get_job by id, per day of 100,000 jobs, a directory beside moto's S3 server on port 55551 (1 to 2 minutes)
+	@$(BIN)/python benchmarks/archive.py $${SMALL:+--small}
 
 chaos: db ## Chaos runs on the local cluster: kill -9, 40 s SIGSTOP, terminations, restarts, partitions for 15 minutes, then 300 zombie trials; invariants and requeue times (about 25 minutes)
 	@$(BIN)/python benchmarks/chaos.py --scenario faults

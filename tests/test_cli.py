@@ -85,7 +85,7 @@ COMMANDS = [
     "token",
     "access",
 ]
-COMMANDS += ["stats", "doctor", "top", "serve", "worker"]
+COMMANDS += ["stats", "doctor", "top", "archive", "serve", "worker"]
 
 
 def test_help_lists_every_command(cli: Cli) -> None:
@@ -93,7 +93,7 @@ def test_help_lists_every_command(cli: Cli) -> None:
     listed = [line.split()[0] for line in text.split("Commands:")[1].splitlines() if line.strip()]
     assert listed == COMMANDS
     subcommands = [["tenant", "put"], ["tenant", "list"], ["token", "create"], ["key", "put"]]
-    subcommands += [["queue", "put"]]
+    subcommands += [["queue", "put"], ["archive", "run"], ["archive", "list"], ["archive", "verify"]]
     for args in [[c] for c in COMMANDS] + subcommands:
         assert "Usage: " in ok(cli(*args, "--help")), args
     for args in (["submit"], ["list"], ["token", "create"], ["key", "put"], ["queue", "put"]):

@@ -38,7 +38,7 @@ import psycopg
 from psycopg.rows import dict_row
 from psycopg.types.json import set_json_loads
 
-from jobctl import db, errors, queries, tracing, waiting
+from jobctl import archive, db, errors, queries, tracing, waiting
 
 if TYPE_CHECKING:
     from _typeshed import DataclassInstance
@@ -697,6 +697,11 @@ def _grants(tenant_id: str | None) -> Statement:
     return queries.LIST_GRANTS_OF, {"tenant_id": tenant_id}
 
 
+def _archived_job(row: Row) -> JobInfo:
+    """A row of an object-archive file as get_job returns a job (no lease; parent_results not read)."""
+    return JobInfo(**archive.job_fields(row, [f.name for f in fields(JobInfo)]))
+
+
 def _mapped(e: psycopg.Error) -> BaseException:
     """The jobctl.errors exception for a database error with a known SQLSTATE, else the error itself."""
     return errors.from_db(e) or e
@@ -823,8 +828,21 @@ class Client:
         return [_typed(Submitted, r) for r in rows]
 
     def get_job(self, job_id: int, *, conn: Conn | None = None) -> JobInfo | None:
-        """The job, or None when no job has this id (or it is another tenant's)."""
-        return _one(JobInfo, self._rows((queries.GET_JOB, {"job_id": check_id(job_id)}), conn))
+        """The job, or None when no job has this id (or it is another tenant's). A job that has left
+        the database for the object archive is read from its file (jobctl.archive)."""
+        job = _one(JobInfo, self._rows((queries.GET_JOB, {"job_id": check_id(job_id)}), conn))
+        if job is None and (row := self._archived(job_id, conn)) is not None:
+            return _archived_job(row)
+        return job
+
+    def _archived(self, job_id: int, conn: Conn | None) -> Row | None:
+        """The job's row in the object archive (None: no file of the caller's tenants holds it)."""
+        files = self._rows((queries.ARCHIVED_JOB, {"job_id": job_id}), conn)
+        row = archive.find_archived(files, job_id) if files else None
+        if row is not None and archive.sealed(row):
+            opened = self._rows((queries.OPEN_ARCHIVED_PAYLOAD, archive.payload_of(row)), conn)
+            row["payload"] = opened[0]["payload"]
+        return row
 
     def wait(self, job_id: int, timeout: timedelta | float = 60.0, *, hint: bool = True) -> JobInfo:
         """The job once it is finished (completed, dead or cancelled), waiting up to `timeout` (seconds,
@@ -859,6 +877,8 @@ class Client:
     def job_history(self, job_id: int, *, conn: Conn | None = None) -> list[HistoryEntry]:
         """Every transition of the job, oldest first ([] for an unknown job)."""
         rows = self._rows((queries.JOB_HISTORY, {"job_id": check_id(job_id)}), conn)
+        if not rows and (row := self._archived(job_id, conn)) is not None:
+            rows = archive.history_rows(row)
         return [_typed(HistoryEntry, r) for r in rows]
 
     def cancel_job(self, job_id: int, *, conn: Conn | None = None) -> str:
@@ -1391,7 +1411,18 @@ class AsyncClient:
         return [_typed(Submitted, r) for r in rows]
 
     async def get_job(self, job_id: int, *, conn: AsyncConn | None = None) -> JobInfo | None:
-        return _one(JobInfo, await self._rows((queries.GET_JOB, {"job_id": check_id(job_id)}), conn))
+        job = _one(JobInfo, await self._rows((queries.GET_JOB, {"job_id": check_id(job_id)}), conn))
+        if job is None and (row := await self._archived(job_id, conn)) is not None:
+            return _archived_job(row)
+        return job
+
+    async def _archived(self, job_id: int, conn: AsyncConn | None) -> Row | None:
+        files = await self._rows((queries.ARCHIVED_JOB, {"job_id": job_id}), conn)
+        row = await asyncio.to_thread(archive.find_archived, files, job_id) if files else None
+        if row is not None and archive.sealed(row):
+            opened = await self._rows((queries.OPEN_ARCHIVED_PAYLOAD, archive.payload_of(row)), conn)
+            row["payload"] = opened[0]["payload"]
+        return row
 
     async def wait(self, job_id: int, timeout: timedelta | float = 60.0, *, hint: bool = True) -> JobInfo:
         """Client.wait, awaited."""
@@ -1418,6 +1449,8 @@ class AsyncClient:
 
     async def job_history(self, job_id: int, *, conn: AsyncConn | None = None) -> list[HistoryEntry]:
         rows = await self._rows((queries.JOB_HISTORY, {"job_id": check_id(job_id)}), conn)
+        if not rows and (row := await self._archived(job_id, conn)) is not None:
+            rows = archive.history_rows(row)
         return [_typed(HistoryEntry, r) for r in rows]
 
     async def cancel_job(self, job_id: int, *, conn: AsyncConn | None = None) -> str:

@@ -2,8 +2,10 @@
 -- active jobs are cancelled first (their queue rows and counters go as with cancel_job), then every
 -- job row and its events are deleted. A worker still running one is fenced (its lease is gone).
 -- The audit record keeps the counts, nothing of the subject key. Submits of the
--- subject committed after this call began are not seen: stop them first. Writes: job,
--- job_archive, _event, _event_archive, _ready, _delayed, _running (through cancel_job), audit_log.
+-- subject committed after this call began are not seen: stop them first. Files of the object
+-- archive are rewritten without the subject by the next `jobctl archive run` (an archive_erasure
+-- row). Writes: job, job_archive, _event, _event_archive, _ready, _delayed, _running (through
+-- cancel_job), archive_erasure, audit_log.
 create or replace function jobctl.forget_subject(tenant_id text, subject_key text)
 returns table (cancelled integer, deleted integer)
 language plpgsql
@@ -69,6 +71,13 @@ begin
     )
     select count(*) into v_deleted from ids;
 
+    -- the object archive's files (migration 0030): their rows go at the next `jobctl archive run`,
+    -- and get_job's fallback hides them until then
+    if exists (select from jobctl.retention as r where r.archive_url is not null)
+        or exists (select from jobctl.archive_manifest as m where m.tenant_id = forget_subject.tenant_id) then
+        insert into jobctl.archive_erasure (tenant_id, subject_key) values (tenant_id, subject_key);
+    end if;
+
     -- counts only: a hash of a guessable key (user-42) would name the person it is meant to forget
     perform jobctl._audit('forget_subject', tenant_id, jsonb_build_object('cancelled', v_cancelled, 'deleted', v_deleted));
     return query select v_cancelled, v_deleted;
@@ -78,7 +87,9 @@ $$;
 comment on function jobctl.forget_subject(text, text) is
 'Erase every job submitted with this subject_key for tenant_id, in hot and archive storage:
 active ones are cancelled (a worker running one is fenced), then all are deleted with their history. Returns how
-many were cancelled and deleted; audited (the counts only). Only for the caller''s tenants.
+many were cancelled and deleted (in the database); audited (the counts only). With an object archive, the
+subject''s rows leave its files at the next `jobctl archive run`, hidden from get_job until then. Only for the
+caller''s tenants.
 Errors: JC001 a bad tenant_id or subject_key, 42501 another tenant.
 Example:
 select * from jobctl.forget_subject(''acme'', ''user-1234'');';

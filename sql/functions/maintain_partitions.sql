@@ -8,9 +8,11 @@
 -- archive needs no scan; then pg_partman's maintenance (jobctl._retire_partitions: partitions
 -- ahead, and those past the hot retention moved to the archive). Before that step it drops archive
 -- partitions past the archive retention and deletes the archive default partitions' rows past it,
--- which lock only archive tables. A step that cannot get its locks is retried twice after 0.1 and
--- 0.2 s (a failed try releases what it locked), then left to the next call; any other error is
--- logged as a warning and the step left too. Returns 1 when every step it tried ran, else 0.
+-- which lock only archive tables; with an object archive (jobctl.retention.archive_url, migration
+-- 0030) it drops nothing: `jobctl archive run` exports those days and drops them itself. A step
+-- that cannot get its locks is retried twice after 0.1 and 0.2 s (a failed try releases what it
+-- locked), then left to the next call; any other error is logged as a warning and the step left
+-- too. Returns 1 when every step it tried ran, else 0.
 create or replace function jobctl.maintain_partitions()
 returns integer
 language plpgsql
@@ -34,11 +36,12 @@ begin
         select s.sql from (
             select 1 as ord, p.lower_bound as at, format('drop table %s', p.part) as sql
             from jobctl._partitions(array['jobctl.job_archive', 'jobctl._event_archive']::regclass[]) as p
-            where p.upper_bound < now() - v_policy.archive
+            where p.upper_bound < now() - v_policy.archive and v_policy.archive_url is null
             union all
             select 2, null, format('delete from %s where %I < %L', d.part, d.key_column, now() - v_policy.archive)
             from (values ('jobctl.job_archive_default', 'created_at'), ('jobctl._event_archive_default', 'job_created_at'))
                 as d (part, key_column)
+            where v_policy.archive_url is null
             union all
             (
                 -- the one step on hot tables
@@ -89,7 +92,8 @@ comment on function jobctl.maintain_partitions() is
 lock_timeout: a day that is over sealed with a CHECK on its bounds; job and event partitions made ahead
 (pg_partman); partitions past the hot retention (jobctl.retention.hot, 7 days) moved to jobctl.job_archive /
 jobctl._event_archive with their unfinished jobs carried over; archive partitions past jobctl.retention.archive
-(90 days) dropped. A step that cannot get its locks is retried twice, then left to the next call. Returns 1 when
+(90 days) dropped, or, with jobctl.retention.archive_url set, left for `jobctl archive run` to export to
+object storage and drop. A step that cannot get its locks is retried twice, then left to the next call. Returns 1 when
 every step it tried ran, else 0 (standby, another call in progress, a lock not granted in time, or an error logged
 as a warning).
 Errors: none.

@@ -49,7 +49,8 @@ insert into granted values
         'get_job', 'list_jobs', 'job_history', 'stats', 'claim_metrics', 'list_schedules', 'list_tenants',
         'cron_next', '_acting_tenants', 'list_concurrency_limits', 'count_jobs', 'find_jobs', 'job_counts', 'job_rates',
         'job_overview', 'fairness', 'histogram_bounds', 'histogram_quantile', 'schedule_runs',
-        'list_workers', 'list_audit', 'parent_results', 'get_batch', 'watch_job'
+        'list_workers', 'list_audit', 'parent_results', 'get_batch', 'watch_job', 'archived_job',
+        'open_archived_payload'
     ]
 ),
 (

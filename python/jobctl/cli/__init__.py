@@ -19,7 +19,20 @@ from typing import Any
 
 import click
 
-from jobctl.cli import access, flows, jobs, keys, ops, queues, schedules, schema, shards, tenants, tokens
+from jobctl.cli import (
+    access,
+    archiving,
+    flows,
+    jobs,
+    keys,
+    ops,
+    queues,
+    schedules,
+    schema,
+    shards,
+    tenants,
+    tokens,
+)
 from jobctl.cli.common import CliError, one_line_usage, user_message
 from jobctl.errors import first_line
 
@@ -117,3 +130,4 @@ main.add_command(access.access)
 main.add_command(ops.stats)
 main.add_command(ops.doctor)
 main.add_command(ops.top)
+main.add_command(archiving.archive_group)

@@ -1,0 +1,580 @@
+"""The archive in object storage (migration 0030, docs/operations.md "Archive in object storage").
+
+With `jobctl.retention.archive_url` set (a filesystem path or an fsspec URL such as s3://bucket/jobctl),
+`jobctl archive run` moves each day of the database archive (jobctl.job_archive) past
+`retention.archive` out of the database, as Parquet files:
+
+    <archive_url>/tenant=<tenant id, percent-encoded>/day=<YYYY-MM-DD>/jobs.parquet
+    <archive_url>/tenant=<...>/day=<...>/late-<first id>-<last id>.parquet
+
+one file per tenant and day (`late-`: jobs carried over past their day that reached the archive after
+it had left), one row per job sorted by job_id, its history events in a list column. Per tenant, so
+that the tenant rule is a manifest lookup in SQL (jobctl.archived_job) and an erasure rewrites one
+tenant's files only.
+
+A day leaves in one transaction, on the schema owner's connection: each tenant's file is written
+(its URL first recorded in jobctl.archive_writing, committed), read back and checked (row count,
+SHA-256 of the bytes); then, last, ACCESS EXCLUSIVE on the archive's parents (50 ms lock_timeout,
+three tries), a check that the day holds exactly the jobs written (else it is left for the next
+run), the files recorded in jobctl.archive_manifest, the day's partitions dropped, and the commit.
+Nothing is locked while files are written, so no writer waits for the exporter holding a lock the
+exporter needs. A crash before the commit leaves the database as it was plus the archive_writing
+rows, whose files the next run deletes first; after it, the day is gone and recorded. No statement
+holds a snapshot while files are written (READ COMMITTED, one statement per chunk), and the
+transaction takes no transaction ID until its last statements.
+
+forget_subject queues an erasure (jobctl.archive_erasure); the next run rewrites the tenant's files
+that hold the subject without its rows (written beside, then moved over the old one, then the
+manifest updated) and deletes the request. Until then the readers skip the subject's rows.
+
+pyarrow, fsspec and s3fs are the `archive` extra (pip install 'jobctl[archive]'): imported when a file
+is read or written, with a clear error when missing. Storage options (an S3 endpoint, keys) come from
+JOBCTL_ARCHIVE_OPTIONS (a JSON object handed to fsspec) and the usual AWS_* variables.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import os
+import time
+import urllib.parse
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from datetime import date, datetime
+from typing import Any
+
+import psycopg
+from psycopg import sql
+from psycopg.rows import dict_row
+
+from jobctl import errors, queries
+
+Conn = psycopg.Connection[Any]
+Row = dict[str, Any]
+
+CHUNK_ROWS = 50_000  # rows read a statement, and written a row group
+# a lookup by id reads the one row group whose job_id statistics hold it: at 1,000 rows about 5x faster
+# than at 10,000, for about 17 % more bytes
+ROW_GROUP_ROWS = 1_000
+WHOLE_FILE_BYTES = 4 << 20  # a lookup fetches a file this small whole, a larger one by ranges
+RANGE_BYTES = 1 << 20
+EVENT_FIELDS = ("at", "event", "attempt", "lease_epoch", "worker_id", "detail")
+JSON_COLUMNS = ("payload", "result", "backoff", "progress")
+
+
+class ArchiveUnavailable(errors.JobctlError):
+    """The archive's libraries are not installed, or its storage cannot be reached."""
+
+    http_status = 500
+
+
+class ArchiveCorrupt(errors.JobctlError):
+    """A file read back does not match what was written (rows, checksum)."""
+
+    http_status = 500
+
+
+def _libraries() -> tuple[Any, Any, Any]:
+    try:
+        import fsspec
+        import pyarrow
+        import pyarrow.parquet
+    except ImportError as e:
+        raise ArchiveUnavailable(
+            f"the object archive needs pyarrow and fsspec (and s3fs for s3:// URLs): "
+            f"pip install 'jobctl[archive]' ({e.name} is missing)"
+        ) from None
+    return pyarrow, pyarrow.parquet, fsspec
+
+
+def storage_options() -> dict[str, Any]:
+    """fsspec's options for the archive's URL, from JOBCTL_ARCHIVE_OPTIONS (a JSON object)."""
+    text = os.environ.get("JOBCTL_ARCHIVE_OPTIONS", "").strip()
+    if not text:
+        return {}
+    try:
+        options = json.loads(text)
+    except ValueError:
+        options = None
+    if not isinstance(options, dict):
+        raise errors.InvalidInput("JOBCTL_ARCHIVE_OPTIONS must be a JSON object (fsspec storage options)")
+    return options
+
+
+def filesystem(url: str) -> tuple[Any, str]:
+    """The fsspec filesystem of a URL (or path) and the path within it."""
+    _, _, fsspec = _libraries()
+    try:
+        fs, path = fsspec.core.url_to_fs(url, **storage_options())
+    except ImportError as e:  # s3fs for s3://, ...
+        raise ArchiveUnavailable(f"no filesystem for {url!r}: {e}") from None
+    return fs, str(path)
+
+
+def file_url(base: str, tenant_id: str, day: date, name: str) -> str:
+    return f"{base.rstrip('/')}/tenant={urllib.parse.quote(tenant_id, safe='')}/day={day.isoformat()}/{name}"
+
+
+# --- reading: the clients' fallback of get_job and job_history
+
+
+def _read_rows(url: str, size: int, job_id: int) -> list[Row]:
+    """The rows with this id in the file: only the row groups whose job_id statistics cover it are
+    read. A file up to WHOLE_FILE_BYTES is fetched in one request (an object store's round trip
+    costs more than the bytes), a larger one by ranges."""
+    pa, pq, _ = _libraries()
+    import pyarrow.compute as pc
+
+    fs, path = filesystem(url)
+    try:
+        if size <= WHOLE_FILE_BYTES:
+            source: Any = pa.BufferReader(fs.cat_file(path))
+        else:
+            source = fs.open(path, "rb", block_size=RANGE_BYTES, cache_type="bytes")
+    except FileNotFoundError:
+        return []  # deleted by an erasure (emptied file) or by a lifecycle rule
+    with source:
+        pf = pq.ParquetFile(source)
+        column = pf.schema_arrow.get_field_index("job_id")
+        groups = []
+        for i in range(pf.metadata.num_row_groups):
+            stats = pf.metadata.row_group(i).column(column).statistics
+            if stats is None or not stats.has_min_max or stats.min <= job_id <= stats.max:
+                groups.append(i)
+        if not groups:
+            return []
+        table = pf.read_row_groups(groups)
+    rows: list[Row] = table.filter(pc.equal(table.column("job_id"), job_id)).to_pylist()
+    return rows
+
+
+def find_archived(files: Sequence[Row], job_id: int) -> Row | None:
+    """The job's row from the first of jobctl.archived_job's files that holds it (None: none does, or
+    its subject is being forgotten)."""
+    for f in files:
+        for row in _read_rows(f["url"], f["bytes"], job_id):
+            if row.get("subject_key") is not None and row["subject_key"] in (f["forgotten"] or []):
+                return None
+            if row["tenant_id"] == f["tenant_id"]:
+                return row
+    return None
+
+
+def sealed(row: Row) -> bool:
+    """Whether an archived row's payload is a sealed envelope (docs/security.md): the client opens it
+    with jobctl.open_archived_payload, as get_job does in the database."""
+    payload = row.get("payload")
+    return isinstance(payload, str) and payload.startswith('{"$jobctl_sealed":')
+
+
+def payload_of(row: Row) -> dict[str, Any]:
+    return {"tenant_id": row["tenant_id"], "payload": row["payload"]}
+
+
+def job_fields(row: Row, names: Sequence[str]) -> dict[str, Any]:
+    """An archived row as the fields of client.JobInfo: JSON columns decoded, no lease."""
+    from jobctl.client import load_json
+
+    out: dict[str, Any] = {}
+    for name in names:
+        value = row.get(name)
+        if name in JSON_COLUMNS and isinstance(value, str):
+            value = load_json(value)
+        out[name] = value
+    out["priority"] = int(row["priority"])
+    return out
+
+
+def history_rows(row: Row) -> list[dict[str, Any]]:
+    """jobctl.job_history of an archived row: submitted, its events, and the claim and completion
+    the row holds (the SQL function's rules)."""
+    out: list[tuple[datetime | None, int, dict[str, Any]]] = []
+    blank = dict.fromkeys(EVENT_FIELDS)
+    out.append((row["created_at"], 0, {**blank, "at": row["created_at"], "event": "submitted", "attempt": 0}))
+    for e in row.get("events") or []:
+        out.append((e["at"], 1, {k: e.get(k) for k in EVENT_FIELDS}))
+    who = {"attempt": row["attempt"], "lease_epoch": row["lease_epoch"], "worker_id": row["worker_id"]}
+    if row["state"] in ("running", "completed"):
+        out.append((row["started_at"], 2, {**blank, **who, "at": row["started_at"], "event": "claimed"}))
+    if row["state"] == "completed":
+        out.append((row["finished_at"], 3, {**blank, **who, "at": row["finished_at"], "event": "completed"}))
+    out.sort(key=lambda t: (t[0] is None, t[0] or datetime.min, t[1]))
+    return [r for _, _, r in out]
+
+
+# --- writing: the exporter
+
+
+@dataclass
+class Written:
+    tenant_id: str
+    day: date
+    url: str
+    rows: int
+    bytes: int
+    min_job_id: int
+    max_job_id: int
+    sha256: str
+
+
+@dataclass
+class UnitReport:
+    """One day's partition (or the late jobs) leaving the database."""
+
+    source: str
+    day: date | None
+    files: list[Written] = field(default_factory=list)
+    seconds: float = 0.0
+
+    @property
+    def rows(self) -> int:
+        return sum(f.rows for f in self.files)
+
+    @property
+    def bytes(self) -> int:
+        return sum(f.bytes for f in self.files)
+
+
+@dataclass
+class RunReport:
+    url: str | None
+    units: list[UnitReport] = field(default_factory=list)
+    erased_files: int = 0
+    erased_rows: int = 0
+    left: list[str] = field(default_factory=list)  # units left for the next run, and why
+
+    def add(self, export: Any, *args: Any, **kwargs: Any) -> None:
+        """Run one unit's export; one whose rows changed meanwhile is noted in `left`."""
+        try:
+            unit: UnitReport = export(*args, **kwargs)
+        except _Changed as e:
+            self.left.append(str(e))
+            return
+        if unit.files or not kwargs.get("late"):
+            self.units.append(unit)
+
+
+def _arrow_type(pa: Any, pg_type: str) -> Any:
+    types = {
+        "bigint": pa.int64(),
+        "integer": pa.int32(),
+        "smallint": pa.int16(),
+        "boolean": pa.bool_(),
+        "timestamp with time zone": pa.timestamp("us", tz="UTC"),
+        "interval": pa.duration("us"),
+        "bigint[]": pa.list_(pa.int64()),
+        "text[]": pa.list_(pa.string()),
+    }
+    return types.get(pg_type, pa.string())  # text, jsonb (as its text), anything else as text
+
+
+def _columns(conn: Conn, pa: Any) -> tuple[list[tuple[str, Any]], sql.Composable]:
+    """jobctl.job's columns as (name, Arrow type), and the select list that reads them (JSON and
+    types Arrow has no match for as text)."""
+    cols = conn.execute(queries.ARCHIVE_JOB_COLUMNS).fetchall()
+    typed = [(name, _arrow_type(pa, t)) for name, t in cols]
+    select = sql.SQL(", ").join(
+        sql.SQL("j.{}").format(sql.Identifier(name))
+        if _arrow_type(pa, t) != pa.string() or t == "text"
+        else sql.SQL("j.{}::text as {}").format(sql.Identifier(name), sql.Identifier(name))
+        for name, t in cols
+    )
+    return typed, select
+
+
+def _schema(pa: Any, typed: Sequence[tuple[str, Any]]) -> Any:
+    event = pa.struct(
+        [
+            ("at", pa.timestamp("us", tz="UTC")),
+            ("event", pa.string()),
+            ("attempt", pa.int32()),
+            ("lease_epoch", pa.int64()),
+            ("worker_id", pa.string()),
+            ("detail", pa.string()),
+        ]
+    )
+    return pa.schema([*typed, ("events", pa.list_(event))])
+
+
+def _chunks(
+    conn: Conn, part: sql.Composable, select: sql.Composable, tenant_id: str, day: date, before: datetime
+) -> Iterator[tuple[list[tuple[Any, ...]], dict[int, list[Row]]]]:
+    """A tenant's rows of a day in job_id order, CHUNK_ROWS at a time, with their events."""
+    after = 0
+    statement = sql.SQL(queries.ARCHIVE_CHUNK).format(columns=select, part=part)
+    while True:
+        params = {"tenant_id": tenant_id, "day": day, "before": before, "after": after, "rows": CHUNK_ROWS}
+        rows = conn.execute(statement, params).fetchall()
+        if not rows:
+            return
+        ids = [r[0] for r in rows]
+        events: dict[int, list[Row]] = {}
+        with conn.cursor(row_factory=dict_row) as cur:
+            for e in cur.execute(queries.ARCHIVE_CHUNK_EVENTS, {"job_ids": ids}):
+                events.setdefault(e.pop("job_id"), []).append(e)
+        yield rows, events
+        if len(rows) < CHUNK_ROWS:
+            return
+        after = ids[-1]
+
+
+def _parquet(pa: Any, pq: Any, schema: Any, batches: Iterator[Any]) -> tuple[bytes, int, int, int]:
+    """Batches written as one Parquet file in memory: its bytes, rows, first and last job id."""
+    sink = io.BytesIO()
+    rows, first, last = 0, 0, 0
+    with pq.ParquetWriter(sink, schema, compression="zstd") as writer:
+        for batch in batches:
+            if batch.num_rows == 0:
+                continue
+            writer.write_table(batch, row_group_size=ROW_GROUP_ROWS)
+            ids = batch.column("job_id")
+            first = first or ids[0].as_py()
+            last = ids[-1].as_py()
+            rows += batch.num_rows
+    return sink.getvalue(), rows, first, last
+
+
+def _put_checked(side: Conn, url: str, data: bytes, rows: int) -> str:
+    """Write the file (its URL recorded in jobctl.archive_writing first, on the autocommit connection
+    `side`), read it back, check its bytes and rows; its SHA-256."""
+    _, pq, _ = _libraries()
+    fs, path = filesystem(url)
+    side.execute(queries.ARCHIVE_WRITING, {"url": url})
+    digest = hashlib.sha256(data).hexdigest()
+    fs.makedirs(path.rsplit("/", 1)[0], exist_ok=True)
+    fs.pipe_file(path, data)
+    back = fs.cat_file(path)
+    if hashlib.sha256(back).hexdigest() != digest:
+        raise ArchiveCorrupt(f"{url}: the bytes read back differ from those written")
+    if pq.ParquetFile(io.BytesIO(back)).metadata.num_rows != rows:
+        raise ArchiveCorrupt(f"{url}: the file read back does not hold {rows} rows")
+    return digest
+
+
+def _export_tenant(
+    conn: Conn,
+    side: Conn,
+    libs: tuple[Any, Any, Any],
+    typed: Sequence[tuple[str, Any]],
+    select: sql.Composable,
+    part: sql.Composable,
+    base: str,
+    tenant_id: str,
+    day: date,
+    expected: int,
+    before: datetime,
+    late: bool,
+    ids: list[int],
+) -> Written:
+    pa, pq, _ = libs
+    schema = _schema(pa, typed)
+
+    def batches() -> Iterator[Any]:
+        for rows, events in _chunks(conn, part, select, tenant_id, day, before):
+            ids.extend(r[0] for r in rows)
+            columns = [
+                pa.array(list(col), type=t)
+                for col, (_, t) in zip(zip(*rows, strict=True), typed, strict=True)
+            ]
+            columns.append(pa.array([events.get(r[0], []) for r in rows], type=schema.field("events").type))
+            yield pa.Table.from_arrays(columns, schema=schema)
+
+    data, rows, first, last = _parquet(pa, pq, schema, batches())
+    if rows != expected:
+        raise _Changed(f"{tenant_id} {day}: read {rows} rows of the {expected} counted")
+    url = file_url(base, tenant_id, day, f"late-{first}-{last}.parquet" if late else "jobs.parquet")
+    digest = _put_checked(side, url, data, rows)
+    return Written(tenant_id, day, url, rows, len(data), first, last, digest)
+
+
+def _export(
+    conn: Conn,
+    side: Conn,
+    libs: tuple[Any, Any, Any],
+    base: str,
+    part: str,
+    events: str | None,
+    before: datetime,
+    late: bool,
+) -> UnitReport:
+    """One unit in one transaction: a day's partition (dropped) or the late jobs (deleted)."""
+    pa, _, _ = libs
+    started = time.perf_counter()
+    ident = sql.SQL(".").join(sql.Identifier(p) for p in part.split("."))
+    report = UnitReport(part, None)
+    ids: list[int] = []
+    with conn.transaction():
+        typed, select = _columns(conn, pa)
+        groups = conn.execute(
+            sql.SQL(queries.ARCHIVE_TENANTS).format(part=ident), {"before": before}
+        ).fetchall()
+        for tenant_id, day, rows in groups:
+            report.day = report.day or day
+            report.files.append(
+                _export_tenant(
+                    conn, side, libs, typed, select, ident, base, tenant_id, day, rows, before, late, ids
+                )
+            )
+        for w in report.files:
+            conn.execute(queries.ARCHIVE_RECORD, w.__dict__)
+        conn.execute(queries.ARCHIVE_WRITTEN, {"urls": [w.url for w in report.files]})
+        if late:
+            gone = conn.execute(queries.ARCHIVE_DELETE_LATE, {"job_ids": ids}).fetchone()
+            if gone is None or gone[0] != len(ids):
+                raise _Changed(f"{part}: {len(ids)} jobs written, {gone} deleted")
+        else:
+            _lock_parents(conn)
+            now = conn.execute(sql.SQL(queries.ARCHIVE_PART_SUM).format(part=ident)).fetchone()
+            if now != (len(ids), sum(ids)):
+                raise _Changed(f"{part}: {len(ids)} jobs written, {now and now[0]} there now")
+            if events is not None:
+                evident = sql.SQL(".").join(sql.Identifier(p) for p in events.split("."))
+                conn.execute(sql.SQL(queries.ARCHIVE_KEEP_EVENTS).format(events=evident, part=ident))
+                conn.execute(sql.SQL(queries.ARCHIVE_DROP).format(part=evident))
+            conn.execute(sql.SQL(queries.ARCHIVE_DROP).format(part=ident))
+            if events is not None:
+                conn.execute(queries.ARCHIVE_PUT_BACK_EVENTS)
+    report.seconds = time.perf_counter() - started
+    return report
+
+
+class _Changed(Exception):
+    """The rows changed while they were written: the unit is rolled back and left for the next run."""
+
+
+def _lock_parents(conn: Conn) -> None:
+    """ACCESS EXCLUSIVE on the archive's parents, each try under a 50 ms lock_timeout, three tries
+    0.1 and 0.2 s apart (jobctl.maintain_partitions' rule: readers wait at most that long behind it)."""
+    conn.execute("set local lock_timeout = '50ms'")
+    for attempt in 1, 2, 3:
+        try:
+            with conn.transaction():
+                conn.execute(queries.ARCHIVE_LOCK_PARENTS)
+            return
+        except psycopg.errors.LockNotAvailable:
+            if attempt == 3:
+                raise _Changed("the archive's tables are in use: the lock was not granted") from None
+            time.sleep(0.1 * attempt)
+
+
+def _erase(conn: Conn, side: Conn, libs: tuple[Any, Any, Any], report: RunReport) -> None:
+    """forget_subject's requests applied to the files: each file of the tenant that holds a subject's
+    rows written again without them (beside it, then moved over it), the manifest updated."""
+    pa, pq, _ = libs
+    import pyarrow.compute as pc
+
+    for tenant_id, subjects, last_id in conn.execute(queries.ARCHIVE_ERASURES).fetchall():
+        for file_id, url, _rows, sha in conn.execute(
+            queries.ARCHIVE_FILES_OF, {"tenant_id": tenant_id}
+        ).fetchall():
+            fs, path = filesystem(url)
+            try:
+                data = fs.cat_file(path)
+            except FileNotFoundError:
+                conn.execute(queries.ARCHIVE_FILE_GONE, {"file_id": file_id})
+                continue
+            table = pq.read_table(io.BytesIO(data))
+            hit = pc.fill_null(pc.is_in(table.column("subject_key"), value_set=pa.array(subjects)), False)
+            kept = table.filter(pc.invert(hit))
+            if kept.num_rows == table.num_rows:
+                if hashlib.sha256(data).hexdigest() != sha:  # a rewrite moved in before a crash
+                    _record_rewrite(conn, file_id, data, kept)
+                continue
+            report.erased_files += 1
+            report.erased_rows += table.num_rows - kept.num_rows
+            if kept.num_rows == 0:
+                fs.rm(path)
+                conn.execute(queries.ARCHIVE_FILE_GONE, {"file_id": file_id})
+                continue
+            new, rows, _, _ = _parquet(pa, pq, table.schema, iter([kept]))
+            _put_checked(side, url + ".tmp", new, rows)
+            fs.mv(path + ".tmp", path)
+            with conn.transaction():
+                _record_rewrite(conn, file_id, new, kept)
+                conn.execute(queries.ARCHIVE_WRITTEN, {"urls": [url + ".tmp"]})
+        conn.execute(queries.ARCHIVE_ERASED, {"tenant_id": tenant_id, "last_id": last_id})
+
+
+def _clean_up(conn: Conn) -> None:
+    """The files a crashed run was writing, deleted (none of them is in the manifest)."""
+    for (url,) in conn.execute(queries.ARCHIVE_LEFT_BY_CRASH).fetchall():
+        fs, path = filesystem(url)
+        if fs.exists(path):
+            fs.rm(path)
+        conn.execute(queries.ARCHIVE_WRITTEN, {"urls": [url]})
+
+
+def _record_rewrite(conn: Conn, file_id: int, data: bytes, table: Any) -> None:
+    ids = table.column("job_id")
+    conn.execute(
+        queries.ARCHIVE_REWRITTEN,
+        {
+            "file_id": file_id,
+            "rows": table.num_rows,
+            "bytes": len(data),
+            "min_job_id": ids[0].as_py(),
+            "max_job_id": ids[-1].as_py(),
+            "sha256": hashlib.sha256(data).hexdigest(),
+        },
+    )
+
+
+def run(dsn: str, *, lock_wait: float = 10.0, max_days: int | None = None) -> RunReport:
+    """`jobctl archive run`: every day past retention.archive exported and dropped (oldest first), then
+    the late jobs, then forget_subject's erasures. Nothing when no archive_url is set. As the schema
+    owner; one run at a time (a session advisory lock, waited for up to lock_wait seconds)."""
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        url, keep = conn.execute(queries.ARCHIVE_SETTINGS).fetchone() or (None, None)
+        report = RunReport(url)
+        if url is None:
+            return report
+        libs = _libraries()
+        filesystem(url)  # an unknown protocol, a missing s3fs: before any work
+        conn.execute("select set_config('lock_timeout', %s, false)", (f"{int(lock_wait * 1000)}ms",))
+        try:
+            conn.execute(queries.ARCHIVE_LOCK)
+        except psycopg.errors.LockNotAvailable:
+            raise errors.TryAgain("another `jobctl archive run` holds the archive's lock") from None
+        conn.execute("set lock_timeout = 0")
+        try:
+            with psycopg.connect(dsn, autocommit=True) as side:
+                _clean_up(conn)
+                days = conn.execute(queries.ARCHIVE_DUE_DAYS, {"archive": keep}).fetchall()
+                for part, events, _lower, upper in days[:max_days]:
+                    report.add(_export, conn, side, libs, url, part, events, upper, late=False)
+                cutoff = conn.execute("select now() - %s::interval", (keep,)).fetchone()
+                assert cutoff is not None
+                default = "jobctl.job_archive_default"
+                report.add(_export, conn, side, libs, url, default, None, cutoff[0], late=True)
+                _erase(conn, side, libs, report)
+        finally:
+            if not conn.closed:
+                conn.execute(queries.ARCHIVE_UNLOCK)
+    return report
+
+
+def manifest(conn: Conn, tenant_id: str | None = None) -> list[Row]:
+    with conn.cursor(row_factory=dict_row) as cur:
+        return cur.execute(queries.ARCHIVE_LIST, {"tenant_id": tenant_id}).fetchall()
+
+
+def verify(conn: Conn, tenant_id: str | None = None) -> list[tuple[Row, str | None]]:
+    """Each manifest file read back: None when its bytes and rows match the manifest, else what is wrong."""
+    _, pq, _ = _libraries()
+    out: list[tuple[Row, str | None]] = []
+    for f in manifest(conn, tenant_id):
+        fs, path = filesystem(f["url"])
+        try:
+            data = fs.cat_file(path)
+        except FileNotFoundError:
+            out.append((f, "missing"))
+            continue
+        if hashlib.sha256(data).hexdigest() != f["sha256"]:
+            out.append((f, "checksum differs"))
+        elif pq.ParquetFile(io.BytesIO(data)).metadata.num_rows != f["rows"]:
+            out.append((f, "row count differs"))
+        else:
+            out.append((f, None))
+    return out
