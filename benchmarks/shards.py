@@ -232,6 +232,12 @@ def routing(router: Cluster, shard_list: list[Cluster]) -> dict[str, Any]:
     return out
 
 
+def backend_cpu_s(pid: int) -> float:
+    """CPU seconds (user + system) a server process has used: /proc/<pid>/stat, clock ticks."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def overhead(router: Cluster, shard_list: list[Cluster], calls: int, rounds: int) -> dict[str, Any]:
     """Per-call latency of submit_job and get_job, through the router and directly, call by call."""
     tenant = "ovh_tenant"
@@ -255,6 +261,8 @@ def overhead(router: Cluster, shard_list: list[Cluster], calls: int, rounds: int
                 )
         # call by call, router and direct in turn (the order swapped every call): a busy machine's
         # drift hits both alike; the median of each call's time, per round, then the median of rounds
+        [(router_pid,)] = r.execute("select pg_backend_pid()").fetchall()
+        cpu_before = backend_cpu_s(int(router_pid))
         for _ in range(rounds):
             samples: dict[str, list[float]] = {k: [] for k in timings}
             for i, job_id in enumerate(ids):
@@ -270,6 +278,9 @@ def overhead(router: Cluster, shard_list: list[Cluster], calls: int, rounds: int
                     samples[f"get_{via}"].append((t2 - t1) * 1e6)
             for k, v in samples.items():
                 timings[k].append(statistics.median(v))
+        # the router's own work a call (its backend's CPU: routing, PL/Proxy's send and receive), the
+        # figure that bounds one router: calls/s a core = 1e6 / this
+        router_cpu_us = (backend_cpu_s(int(router_pid)) - cpu_before) * 1e6 / (2 * calls * rounds)
     med = {k: round(statistics.median(v), 1) for k, v in timings.items()}
     return {
         "us": med,
@@ -277,6 +288,7 @@ def overhead(router: Cluster, shard_list: list[Cluster], calls: int, rounds: int
         "get_ratio": round(med["get_router"] / med["get_direct"], 2),
         "submit_added_us": round(med["submit_router"] - med["submit_direct"], 1),
         "get_added_us": round(med["get_router"] - med["get_direct"], 1),
+        "router_cpu_us_a_call": round(router_cpu_us, 1),
         "calls": calls,
         "rounds": rounds,
     }
