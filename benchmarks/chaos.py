@@ -243,10 +243,11 @@ def faketime_library() -> str:
     return str(found[0])
 
 
-def start_api(run: Run) -> tuple[subprocess.Popen[bytes], str, str]:
+def start_api(run: Run, port: int | None = None) -> tuple[subprocess.Popen[bytes], str, str]:
+    """`jobctl serve` on 127.0.0.1:port (a free one by default) and a token of the run's tenant."""
     sql = Sql(run.dsn)
     [(token,)] = sql("select jobctl.create_api_token(%s, array['jobs:submit', 'jobs:read'])", (run.tenant,))
-    port = free_port()
+    port = port or free_port()
     params = conninfo_to_dict(run.dsn)
     params["application_name"] = run.queue + "_api"
     env = {**os.environ, "JOBCTL_DSN": make_conninfo("", **params)}
