@@ -7,6 +7,9 @@ Each round runs two events, each under its own load (a queue, 3-4 workers, the A
   kill        SIGKILL of the leader's postmaster alone (Patroni lives on: primary_start_timeout = 0
               makes it hand the leader key over rather than restart the crashed primary)
   switchover  a planned switchover through Patroni's REST API (POST /switchover), leader -> replica
+  host        (full drill only) SIGKILL of the leader's Patroni and every process of its PostgreSQL:
+              a crashed host; the leader key expires after the TTL (20 s), then the other node
+              takes over; the host's Patroni is started again and rejoins
 Then the load goes on, the old leader rejoins as the synchronous standby (pg_rewind when it diverged),
 the queue drains and the ledger is checked.
 
@@ -74,6 +77,7 @@ SIZES: dict[str, dict[str, Any]] = {
     "full": {"workers": 4, "lease": 30.0, "rate": 30, "warm": 30.0, "after": 20.0},
     "small": {"workers": 3, "lease": 5.0, "rate": 20, "warm": 5.0, "after": 4.0},
 }
+EVENTS = {"full": ("kill", "switchover", "host"), "small": ("kill", "switchover")}
 ETCD_CLIENT, ETCD_PEER, API_PORT = 55520, 55521, 55526
 NODES = (("node1", 55522, 55524), ("node2", 55523, 55525))  # name, PostgreSQL port, REST port
 SCOPE = "jobctl-ha"
@@ -100,6 +104,7 @@ DCS: dict[str, Any] = {
     "primary_start_timeout": 0,  # a crashed primary fails over at once (no loss: the standby is sync)
     "postgresql": {"use_pg_rewind": True, "use_slots": True, "parameters": HA_PARAMETERS},
 }
+INVARIANTS = ("lost", "duplicates", "unfinished", "missing", "stray", "overlaps", "unacked_committed")
 MAINTENANCE = ("tick", "maintain_partitions", "reap_expired_leases", "expand_schedules")
 
 
@@ -157,8 +162,8 @@ class Node:
         self.proc: subprocess.Popen[bytes] | None = None
 
     def dsn(self, **extra: str) -> str:
-        params = {"host": "127.0.0.1", "port": str(self.port), "dbname": "jobctl", "user": "postgres", **extra}
-        return make_conninfo("", **params)
+        params = {"host": "127.0.0.1", "port": str(self.port), "dbname": "jobctl", "user": "postgres"}
+        return make_conninfo("", **{**params, **extra})
 
     def config(self, strict: bool, callback: Path) -> dict[str, Any]:
         local = make_conninfo("", host=str(self.path), port=str(self.port), dbname="jobctl", user="postgres")
@@ -231,6 +236,23 @@ class Node:
         text = (self.path / "patroni.log").read_text(errors="replace")
         return [line for line in text.splitlines() if all(n in line for n in needles)]
 
+    def crash(self) -> int:
+        """SIGKILL to Patroni, the postmaster and its children at once: a crashed host."""
+        assert self.proc is not None
+        postmaster = self.postmaster_pid()
+        pids = [self.proc.pid]
+        if postmaster is not None:
+            pids.append(postmaster)
+            for stat in Path("/proc").glob("[0-9]*/stat"):
+                with contextlib.suppress(OSError, IndexError, ValueError):
+                    if int(stat.read_text().rsplit(")", 1)[1].split()[1]) == postmaster:
+                        pids.append(int(stat.parent.name))
+        for pid in pids:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        self.proc.wait(10)
+        return len(pids)
+
     def stop(self, timeout: float = 60) -> None:
         """SIGTERM to Patroni (it stops PostgreSQL), SIGKILL to what is left after `timeout`."""
         if self.proc is None:
@@ -256,6 +278,7 @@ class Ha:
         self.base, self.strict = base, strict
         self.nodes = [Node(base, *n) for n in NODES]
         self.etcd: subprocess.Popen[bytes] | None = None
+        self.callback = CALLBACK
         self.dsn = make_conninfo(
             "",
             host=",".join("127.0.0.1" for _ in self.nodes),
@@ -268,13 +291,13 @@ class Ha:
 
     def build(self) -> float:
         started = time.monotonic()
-        busy = [p for p in (ETCD_CLIENT, ETCD_PEER, API_PORT, *(x for _, a, b in NODES for x in (a, b)))]
+        busy = [ETCD_CLIENT, ETCD_PEER, API_PORT, *(x for _, a, b in NODES for x in (a, b))]
         if not all(port_free(p) for p in busy):
             sys.exit(f"ha_drill: a port of {busy} is in use (a drill left running? see .ha/)")
-        callback = CALLBACK
         if os.getuid() == 0 and subprocess.run(as_pg(["test", "-x", str(CALLBACK)]), check=False).returncode:
-            callback = self.base / CALLBACK.name  # the checkout is out of postgres's reach: a copy
-            shutil.copy2(CALLBACK, callback)
+            self.callback = self.base / CALLBACK.name  # the checkout is out of postgres's reach: a copy
+            shutil.copy2(CALLBACK, self.callback)
+        callback = self.callback
         etcd_log = open(self.base / "etcd.log", "ab")  # noqa: SIM115
         url = f"http://127.0.0.1:{ETCD_CLIENT}"
         peer = f"http://127.0.0.1:{ETCD_PEER}"
@@ -290,7 +313,7 @@ class Ha:
         first.start(self.strict, callback)
         wait_for(lambda: first.writable("postgres"), 90, "the first node did not bootstrap")
         subprocess.run(
-            as_pg([str(pg_bin() / "createdb"), "-h", "127.0.0.1", "-p", str(first.port), "-U", "postgres", "jobctl"]),
+            as_pg([str(pg_bin() / "createdb"), "-h", str(first.path), "-p", str(first.port), "jobctl"]),
             check=True,
             capture_output=True,
         )
@@ -465,6 +488,10 @@ def event(ha: Ha, kind: str, size: dict[str, Any], base: Path, n: int) -> dict[s
             os.kill(pid, signal.SIGKILL)
             log(f"round {n}: SIGKILL to {leader.name}'s postmaster ({pid})")
             requester = None
+        elif kind == "host":
+            killed = leader.crash()
+            log(f"round {n}: SIGKILL to {leader.name}'s Patroni and PostgreSQL ({killed} processes)")
+            requester = None
         else:
             requester = threading.Thread(target=switchover, args=(leader, other, errors), daemon=True)
             requester.start()
@@ -475,6 +502,8 @@ def event(ha: Ha, kind: str, size: dict[str, Any], base: Path, n: int) -> dict[s
         if requester is not None:
             requester.join(120)
         after_from = time.monotonic()
+        if kind == "host":  # the host is back: its Patroni rejoins the cluster (pg_rewind if needed)
+            leader.start(ha.strict, ha.callback)
         ha.healthy(180)
         rejoined_at = time.time()
         time.sleep(max(0.0, size["after"] - (time.monotonic() - after_from)))
@@ -532,7 +561,7 @@ def event(ha: Ha, kind: str, size: dict[str, Any], base: Path, n: int) -> dict[s
 
 def medians(results: list[dict[str, Any]]) -> dict[str, Any]:
     out: dict[str, Any] = {}
-    for kind in ("kill", "switchover"):
+    for kind in EVENTS["full"]:
         rs = [r for r in results if r["event"] == kind]
         if not rs:
             continue
@@ -542,7 +571,7 @@ def medians(results: list[dict[str, Any]]) -> dict[str, Any]:
         for client in ("sql", "api", "workers"):
             values = [r["downtime_s"][client] for r in rs if r["downtime_s"].get(client) is not None]
             m[f"downtime_s.{client}"] = statistics.median(values) if values else None
-        for key in ("jobs", "lost", "duplicates", "unfinished", "missing", "stray", "overlaps", "unacked_committed"):
+        for key in ("jobs", *INVARIANTS):
             m[key + "_total"] = sum(r[key] for r in rs)
         m["callback_moved_total"] = sum(r["callback"]["moved"] for r in rs)
         out[kind] = m
@@ -554,6 +583,7 @@ def main() -> None:
     ap.add_argument("--small", action="store_true", help="the scaled-down drill tests/test_ha.py runs")
     ap.add_argument("--rounds", type=int, default=1, help="rounds of a kill and a switchover, then medians")
     ap.add_argument("--strict", action="store_true", help="synchronous_mode_strict: true")
+    ap.add_argument("--events", help="comma-separated events of a round (default: kill,switchover[,host])")
     ap.add_argument("--keep", action="store_true", help="leave the cluster's files and logs under .ha/")
     args = ap.parse_args()
     size = SIZES["small" if args.small else "full"]
@@ -565,9 +595,10 @@ def main() -> None:
     results: list[dict[str, Any]] = []
     try:
         built_s = ha.build()
-        log(f"etcd :{ETCD_CLIENT}, Patroni nodes {[n.port for n in ha.nodes]}, built in {built_s:.1f} s; {ha.dsn}")
+        ports = [n.port for n in ha.nodes]
+        log(f"etcd :{ETCD_CLIENT}, Patroni nodes {ports}, built in {built_s:.1f} s; {ha.dsn}")
         for n in range(1, args.rounds + 1):
-            for kind in ("kill", "switchover"):
+            for kind in args.events.split(",") if args.events else EVENTS["small" if args.small else "full"]:
                 r = event(ha, kind, size, base, n)
                 r["built_s"] = round(built_s, 1)
                 print(json.dumps(r), flush=True)
