@@ -8,7 +8,7 @@ TEST_ENV := JOBCTL_PGNAME=.test-pg JOBCTL_PG_DB=jobctl_test JOBCTL_PG_PORT=55442
 TEST_DSN = $$(cat .test-pg/dsn)
 
 .DEFAULT_GOAL := help
-.PHONY: help setup db db-stop db-destroy migrate validate demo demo-stop test test-db test-quick lint sqlfluff pgtap pytest bench-setup bench bench-quick bench-claim bench-tenants bench-retention bench-held bench-xids bench-notify bench-bloat bench-sealing bench-access bench-limits bench-dashboard bench-counters bench-metrics bench-progress bench-overhead bench-workflows bench-waiters chaos failover probe sql-reference psql clean
+.PHONY: help setup db db-stop db-destroy migrate validate demo demo-stop test test-db test-quick lint sqlfluff pgtap pytest bench-setup bench bench-quick bench-claim bench-tenants bench-retention bench-held bench-xids bench-notify bench-bloat bench-sealing bench-access bench-limits bench-dashboard bench-counters bench-metrics bench-progress bench-overhead bench-workflows bench-waiters chaos ha-drill probe sql-reference psql clean
 
 help: ## List the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -126,8 +126,8 @@ chaos: db ## Chaos runs on the local cluster: kill -9, 40 s SIGSTOP, termination
 	@$(BIN)/python benchmarks/chaos.py --scenario faults
 	@$(BIN)/python benchmarks/chaos.py --scenario zombies
 
-failover: setup ## Failover drill on a primary + synchronous standby of its own (.failover/, ports 55460+): kill -9 of the primary under load, promotion; lost/duplicates, downtime per client (3 drills, about 8 minutes)
-	@$(BIN)/python benchmarks/failover.py --repeat $${DRILLS:-3}
+ha-drill: setup ## HA on Patroni: etcd + 2 PostgreSQL nodes under Patroni (.ha/, ports 55520-55526), synchronous mode, the epoch moved by bin/patroni-on-role-change; kill -9 of the leader's postmaster, a switchover and a crashed host under load, each round; lost/duplicates, promotion, downtime per client (ROUNDS=3, about 15 minutes)
+	@cd benchmarks && ../$(BIN)/python ha_drill.py --rounds $${ROUNDS:-3}
 
 probe: db ## Issue 19's hostile probe: every hole replayed against the local cluster and its API, held/open per item and a second tenant's claim/submit p99 (about 5 minutes; QUICK=1: about 2)
 	@$(BIN)/python benchmarks/hostile.py $${QUICK:+--quick} $${ITEMS:+--items $$ITEMS}

@@ -26,6 +26,8 @@ Measured per event (JSON lines, then a table; a full run writes benchmarks/resul
                       the longest wait between two successes across the event
   lost, duplicates, unfinished, missing, stray, overlaps   chaos.py's invariants, all must be 0
   unacked_committed   jobs in the database whose submit was never acknowledged
+  cron_ticks_after_promotion   pg_cron's jobctl-tick runs on the new primary (the full drill waits
+                      up to 75 s after the promotion for one)
   callback            the callback's lines in the new leader's Patroni log: epoch moved / unchanged
 
     .venv/bin/python benchmarks/ha_drill.py --rounds 3   # the full drill (make ha-drill)
@@ -74,8 +76,8 @@ from psycopg.conninfo import make_conninfo
 
 SIZES: dict[str, dict[str, Any]] = {
     # warm / after: least seconds of load before the event and after the promotion
-    "full": {"workers": 4, "lease": 30.0, "rate": 30, "warm": 30.0, "after": 20.0},
-    "small": {"workers": 3, "lease": 5.0, "rate": 20, "warm": 5.0, "after": 4.0},
+    "full": {"workers": 4, "lease": 30.0, "rate": 30, "warm": 30.0, "after": 20.0, "cron": True},
+    "small": {"workers": 3, "lease": 5.0, "rate": 20, "warm": 5.0, "after": 4.0, "cron": False},
 }
 EVENTS = {"full": ("kill", "switchover", "host"), "small": ("kill", "switchover")}
 ETCD_CLIENT, ETCD_PEER, API_PORT = 55520, 55521, 55526
@@ -421,6 +423,17 @@ def downtime(times: list[float], event_at: float, promoted_at: float) -> float |
     return round(max(gaps), 2) if gaps else None
 
 
+def cron_ticks(sql: Sql, since: float) -> int:
+    """pg_cron's jobctl-tick runs that succeeded since then (on the new primary: the table is written
+    where the job ran, and only a primary runs them)."""
+    [(n,)] = sql(
+        "select count(*) from cron.job_run_details as d join cron.job as j using (jobid)"
+        " where j.jobname = 'jobctl-tick' and d.status = 'succeeded' and d.start_time > to_timestamp(%s)",
+        (since,),
+    )
+    return int(n)
+
+
 def claim_times(sql: Sql) -> list[float]:
     """Every attempt's claim (invariants() made `attempts`)."""
     [(claims,)] = sql(
@@ -516,6 +529,10 @@ def event(ha: Ha, kind: str, size: dict[str, Any], base: Path, n: int) -> dict[s
         for proc in [w.proc for w in run.workers] + procs:
             if proc.poll() is None:
                 proc.kill()
+    ticks = cron_ticks(sql, promoted_at)
+    while not ticks and size["cron"] and time.time() - promoted_at < 75:  # pg_cron runs once a minute
+        time.sleep(1)
+        ticks = cron_ticks(sql, promoted_at)
     checked = invariants(run, sql)
     for k in ("orphans_requeued", "requeue_max_s", "reclaim_max_s"):  # chaos.py's, of kill -9 of workers
         checked.pop(k)
@@ -549,6 +566,7 @@ def event(ha: Ha, kind: str, size: dict[str, Any], base: Path, n: int) -> dict[s
             "unchanged": sum(1 for line in lines if "unchanged" in line),
             "failed": sum(1 for line in lines if "NOT moved" in line),
         },
+        "cron_ticks_after_promotion": ticks,
         "standby_maintenance": maintenance,
         "acks": {k: len(v) for k, v in sorted(run.ack_times.items())},
     }
