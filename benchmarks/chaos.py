@@ -326,6 +326,17 @@ def produce_api(run: Run, base: str, token: str, rate: float) -> None:
             time.sleep(1 / rate)
 
 
+def start_producers(run: Run, base: str, token: str, rate: float) -> list[threading.Thread]:
+    """The SQL and the API producer, half the rate each, running until run.stop_producing."""
+    producers = [
+        threading.Thread(target=guarded, args=(run, produce_sql, run, rate / 2), daemon=True),
+        threading.Thread(target=guarded, args=(run, produce_api, run, base, token, rate / 2), daemon=True),
+    ]
+    for t in producers:
+        t.start()
+    return producers
+
+
 def guarded(run: Run, target: Any, *args: Any) -> None:
     """Run a producer; its death is a submit error in the report, not a thread's traceback."""
     try:
@@ -567,14 +578,7 @@ def main() -> None:
         skew = SKEWS[i // 3 % 2] if args.scenario == "zombies" and i % 3 == 2 else None
         spawn_worker(run, proxy, skew)
     api, base, token = start_api(run)
-    producers = [
-        threading.Thread(target=guarded, args=(run, produce_sql, run, size["rate"] / 2), daemon=True),
-        threading.Thread(
-            target=guarded, args=(run, produce_api, run, base, token, size["rate"] / 2), daemon=True
-        ),
-    ]
-    for t in producers:
-        t.start()
+    producers = start_producers(run, base, token, size["rate"])
     trials: list[dict[str, Any]] = []
     if args.scenario == "faults":
         assert proxy is not None

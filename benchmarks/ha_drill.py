@@ -63,14 +63,12 @@ from chaos import (
     Run,
     Sql,
     drain_and_stop,
-    guarded,
     invariants,
     log,
     print_table,
-    produce_api,
-    produce_sql,
     spawn_worker,
     start_api,
+    start_producers,
 )
 from psycopg.conninfo import make_conninfo
 
@@ -485,14 +483,7 @@ def event(ha: Ha, kind: str, size: dict[str, Any], base: Path, n: int) -> dict[s
             spawn_worker(run, None)
         api, base_url, token = start_api(run, port=API_PORT)
         procs.append(api)
-        producers = [
-            threading.Thread(target=guarded, args=(run, produce_sql, run, size["rate"] / 2), daemon=True),
-            threading.Thread(
-                target=guarded, args=(run, produce_api, run, base_url, token, size["rate"] / 2), daemon=True
-            ),
-        ]
-        for t in producers:
-            t.start()
+        producers = start_producers(run, base_url, token, size["rate"])
         time.sleep(size["warm"])
         event_at = time.time()
         if kind == "kill":
