@@ -16,7 +16,7 @@ the queue drains and the ledger is checked.
 Topology (under .ha/run-<pid>/, removed at the end unless --keep), ports 55520-55526:
   etcd 3.4      client 127.0.0.1:55520, peer :55521 (Patroni's etcd3 DCS)
   node1, node2  PostgreSQL :55522 / :55523, Patroni REST :55524 / :55525; HA_PARAMETERS below
-  jobctl serve  :55526
+  jobctl serve  :55526 (or the next free port up to 55539)
 
 Measured per event (JSON lines, then a table; a full run writes benchmarks/results/ha_drill.jsonl):
   promote_s           the kill (or the switchover request) to the other node taking writes
@@ -46,6 +46,7 @@ import os
 import pwd
 import shutil
 import signal
+import socket
 import statistics
 import subprocess
 import sys
@@ -291,7 +292,7 @@ class Ha:
 
     def build(self) -> float:
         started = time.monotonic()
-        busy = [ETCD_CLIENT, ETCD_PEER, API_PORT, *(x for _, a, b in NODES for x in (a, b))]
+        busy = [ETCD_CLIENT, ETCD_PEER, *(x for _, a, b in NODES for x in (a, b))]
         if not all(port_free(p) for p in busy):
             sys.exit(f"ha_drill: a port of {busy} is in use (a drill left running? see .ha/)")
         if os.getuid() == 0 and subprocess.run(as_pg(["test", "-x", str(CALLBACK)]), check=False).returncode:
@@ -363,6 +364,19 @@ class Ha:
                 self.etcd.wait(30)
             except subprocess.TimeoutExpired:
                 self.etcd.kill()
+
+
+def api_port() -> int:
+    """The API's port: the first of 55526-55539 that binds. Ports of this range are in Linux's ephemeral
+    range, so a client socket (Patroni's long-lived watch on etcd, for one) may hold one for a while."""
+    for port in range(API_PORT, 55540):
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    raise RuntimeError("no free port in 55526-55539 for the API")
 
 
 def http_ok(url: str) -> bool:
@@ -481,7 +495,7 @@ def event(ha: Ha, kind: str, size: dict[str, Any], base: Path, n: int) -> dict[s
     try:
         for _ in range(size["workers"]):
             spawn_worker(run, None)
-        api, base_url, token = start_api(run, port=API_PORT)
+        api, base_url, token = start_api(run, port=api_port())
         procs.append(api)
         producers = start_producers(run, base_url, token, size["rate"])
         time.sleep(size["warm"])
