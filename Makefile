@@ -126,7 +126,7 @@ chaos: db ## Chaos runs on the local cluster: kill -9, 40 s SIGSTOP, termination
 	@$(BIN)/python benchmarks/chaos.py --scenario faults
 	@$(BIN)/python benchmarks/chaos.py --scenario zombies
 
-ha-drill: setup ## HA on Patroni: etcd + 2 PostgreSQL nodes under Patroni (.ha/, ports 55520-55526), synchronous mode, the epoch moved by bin/patroni-on-role-change; kill -9 of the leader's postmaster, a switchover and a crashed host under load, each round; lost/duplicates, promotion, downtime per client (ROUNDS=3, about 15 minutes)
+ha-drill: setup ## HA on Patroni: etcd + 2 PostgreSQL nodes under Patroni (.ha/, ports 55520-55539), synchronous mode, the epoch moved by bin/patroni-on-role-change; kill -9 of the leader's postmaster, a switchover and a crashed host under load, each round; lost/duplicates, promotion, downtime per client (ROUNDS=3, about 13 minutes)
 	@cd benchmarks && ../$(BIN)/python ha_drill.py --rounds $${ROUNDS:-3}
 
 probe: db ## Issue 19's hostile probe: every hole replayed against the local cluster and its API, held/open per item and a second tenant's claim/submit p99 (about 5 minutes; QUICK=1: about 2)
