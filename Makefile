@@ -8,7 +8,7 @@ TEST_ENV := JOBCTL_PGNAME=.test-pg JOBCTL_PG_DB=jobctl_test JOBCTL_PG_PORT=55442
 TEST_DSN = $$(cat .test-pg/dsn)
 
 .DEFAULT_GOAL := help
-.PHONY: help setup db db-stop db-destroy migrate validate demo demo-stop test test-db test-quick lint sqlfluff pgtap pytest bench-setup bench bench-quick bench-claim bench-tenants bench-retention bench-held bench-xids bench-notify bench-bloat bench-sealing bench-access bench-limits bench-dashboard bench-counters bench-metrics bench-progress bench-overhead bench-workflows bench-waiters bench-archive chaos failover shards pooler-test shard-move probe sql-reference psql clean
+.PHONY: help setup db db-stop db-destroy migrate validate demo demo-stop test test-db test-quick lint sqlfluff pgtap pytest bench-setup bench bench-quick bench-claim bench-tenants bench-retention bench-held bench-xids bench-notify bench-bloat bench-sealing bench-access bench-limits bench-dashboard bench-counters bench-metrics bench-progress bench-overhead bench-workflows bench-waiters bench-archive chaos ha-drill shards pooler-test shard-move probe sql-reference psql clean
 
 help: ## List the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -129,8 +129,8 @@ chaos: db ## Chaos runs on the local cluster: kill -9, 40 s SIGSTOP, termination
 	@$(BIN)/python benchmarks/chaos.py --scenario faults
 	@$(BIN)/python benchmarks/chaos.py --scenario zombies
 
-failover: setup ## Failover drill on a primary + synchronous standby of its own (.failover/, ports 55460+): kill -9 of the primary under load, promotion; lost/duplicates, downtime per client (3 drills, about 8 minutes)
-	@$(BIN)/python benchmarks/failover.py --repeat $${DRILLS:-3}
+ha-drill: setup ## HA on Patroni: etcd + 2 PostgreSQL nodes under Patroni (.ha/, ports 55520-55539), synchronous mode, the epoch moved by bin/patroni-on-role-change; kill -9 of the leader's postmaster, a switchover and a crashed host under load, each round; lost/duplicates, promotion, downtime per client (ROUNDS=3, about 13 minutes)
+	@cd benchmarks && ../$(BIN)/python ha_drill.py --rounds $${ROUNDS:-3}
 
 shards: setup ## Sharding by tenant: a PL/Proxy router and 3 shard clusters (.shards/, ports 55500-55519): routing, router overhead, claims through the router vs direct, jobs/s per shard, fairness, one shard's jobs a day, chaos with a shard killed (about 5 minutes)
 	@$(BIN)/python benchmarks/shards.py

@@ -243,10 +243,11 @@ def faketime_library() -> str:
     return str(found[0])
 
 
-def start_api(run: Run) -> tuple[subprocess.Popen[bytes], str, str]:
+def start_api(run: Run, port: int | None = None) -> tuple[subprocess.Popen[bytes], str, str]:
+    """`jobctl serve` on 127.0.0.1:port (a free one by default) and a token of the run's tenant."""
     sql = Sql(run.dsn)
     [(token,)] = sql("select jobctl.create_api_token(%s, array['jobs:submit', 'jobs:read'])", (run.tenant,))
-    port = free_port()
+    port = port or free_port()
     params = conninfo_to_dict(run.dsn)
     params["application_name"] = run.queue + "_api"
     env = {**os.environ, "JOBCTL_DSN": make_conninfo("", **params)}
@@ -323,6 +324,17 @@ def produce_api(run: Run, base: str, token: str, rate: float) -> None:
                     break
                 time.sleep(0.2)
             time.sleep(1 / rate)
+
+
+def start_producers(run: Run, base: str, token: str, rate: float) -> list[threading.Thread]:
+    """The SQL and the API producer, half the rate each, running until run.stop_producing."""
+    producers = [
+        threading.Thread(target=guarded, args=(run, produce_sql, run, rate / 2), daemon=True),
+        threading.Thread(target=guarded, args=(run, produce_api, run, base, token, rate / 2), daemon=True),
+    ]
+    for t in producers:
+        t.start()
+    return producers
 
 
 def guarded(run: Run, target: Any, *args: Any) -> None:
@@ -566,14 +578,7 @@ def main() -> None:
         skew = SKEWS[i // 3 % 2] if args.scenario == "zombies" and i % 3 == 2 else None
         spawn_worker(run, proxy, skew)
     api, base, token = start_api(run)
-    producers = [
-        threading.Thread(target=guarded, args=(run, produce_sql, run, size["rate"] / 2), daemon=True),
-        threading.Thread(
-            target=guarded, args=(run, produce_api, run, base, token, size["rate"] / 2), daemon=True
-        ),
-    ]
-    for t in producers:
-        t.start()
+    producers = start_producers(run, base, token, size["rate"])
     trials: list[dict[str, Any]] = []
     if args.scenario == "faults":
         assert proxy is not None

@@ -37,6 +37,8 @@ def reachable_by_postgres(link: Path) -> Path:
             shutil.chown(far, "postgres", "postgres")
             link.symlink_to(far)
     link.mkdir(parents=True, exist_ok=True)
+    if os.getuid() == 0:  # servers started as postgres write here (Patroni's data, logs)
+        shutil.chown(link.resolve(), "postgres", "postgres")
     return link
 
 

@@ -29,7 +29,7 @@ from test_api import submit as api_submit
 from test_worker import QUICK_RETRY, WorkerProcess, all_in, states, submit, wait_for, worker_args
 
 sys.path.insert(0, str(db.ROOT / "benchmarks"))
-from failover import port_free  # noqa: E402
+from clusters import port_free  # noqa: E402
 from pooler import Bouncer  # noqa: E402
 
 pytestmark = pytest.mark.slow  # left out by make test-quick
