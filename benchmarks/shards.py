@@ -416,7 +416,8 @@ def drain(router: Cluster, shard_list: list[Cluster], size: dict[str, Any], tmp:
                 (t, queue, jobs, size["jobs_per_tenant"]),
             )
     dsns = [c.dsn() for c in shard_list]
-    procs = [spawn_worker(tmp, f"drain_w{i}", dsns, queue, 30.0, 8) for i in range(2)]
+    # 8 slots a shard, shared by the shards' claimable weight (jobctl worker --dsn ...)
+    procs = [spawn_worker(tmp, f"drain_w{i}", dsns, queue, 30.0, 8 * len(dsns)) for i in range(2)]
     total = len(tenants) * size["jobs_per_tenant"]
     deadline = time.monotonic() + 300
     while time.monotonic() < deadline:
@@ -609,7 +610,8 @@ def chaos(router: Cluster, shard_list: list[Cluster], size: dict[str, Any], tmp:
             time.sleep(0.02)
 
     workers = [
-        spawn_worker(tmp, f"chaos_w{i}", dsns, queue, size["lease"], 4) for i in range(size["chaos_workers"])
+        spawn_worker(tmp, f"chaos_w{i}", dsns, queue, size["lease"], 4 * len(dsns))
+        for i in range(size["chaos_workers"])
     ]
     producers = [threading.Thread(target=produce, daemon=True) for _ in range(2)]
     started = time.monotonic()

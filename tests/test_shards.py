@@ -27,6 +27,7 @@ select count(*) from jobctl.submit_jobs((
 ))
 """
 UNFINISHED = "select count(*) from jobctl.job where state <> 'completed'"
+COMPLETED_BY_TENANT = "select tenant_id, count(*) from jobctl.job where state = 'completed' group by 1"
 
 
 @pytest.fixture(scope="module")
@@ -228,6 +229,52 @@ def test_one_worker_process_serves_every_shard(databases: Any, tmp_path: Any) ->
         with connect(d) as c:
             rows = c.execute("select state, worker_id, count(*) from jobctl.job group by 1, 2").fetchall()
             assert rows == [("completed", f"multi/{n}", 20)], (rows, log.read_text()[-3000:])
+
+
+def test_a_multi_shard_worker_shares_its_slots_by_claimable_weight(databases: Any, tmp_path: Any) -> None:
+    """Shard 0 holds one tenant, shard 1 three, all of weight 1 with equal backlogs: with 4 slots shared
+    by claimable weight (1 : 3), every tenant runs about as many jobs while all have some left. Equal
+    slots a shard would give the lone tenant three times the others' share."""
+    dsns = databases(2)
+    tenants = [["solo"], ["crowd1", "crowd2", "crowd3"]]
+    for n, d in enumerate(dsns):
+        with connect(d) as c:
+            shards.init_shard(c, n)
+            for t in tenants[n]:
+                payload = '{"sleep": 0.05, "ledger": false}'
+                c.execute(MANY.replace("'t' || g", "%s::text", 1), (t, "fq", payload, 200))
+    cmd = [sys.executable, "-c", "from jobctl.worker import worker_command; worker_command()",
+           "--handler", "worker_handlers:handle", "--queue", "fq", "--poll-interval", "0.2", "--grace", "1",
+           "--concurrency", "4", "--worker-id", "fair", "--dsn", dsns[0], "--dsn", dsns[1]]  # fmt: skip
+    log = tmp_path / "worker.log"
+    with open(log, "wb") as out:
+        proc = subprocess.Popen(cmd, cwd=db.ROOT / "tests", stdout=out, stderr=subprocess.STDOUT)
+    watch = [connect(d) for d in dsns]
+    done: dict[str, int] = {}
+    try:
+        time.sleep(2)  # the first shares (every second) are in place
+        base = {}
+        for c in watch:
+            base.update(dict(c.execute(COMPLETED_BY_TENANT).fetchall()))
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:  # until a tenant is nearly out of jobs
+            now: dict[str, int] = {}
+            for c in watch:
+                now.update(dict(c.execute(COMPLETED_BY_TENANT).fetchall()))
+            if max(now.values(), default=0) >= 150:
+                break
+            time.sleep(0.2)
+        done = {t: now.get(t, 0) - base.get(t, 0) for t in ["solo", "crowd1", "crowd2", "crowd3"]}
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(30) == 0, log.read_text()[-3000:]
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        for c in watch:
+            c.close()
+    assert min(done.values()) > 0, done
+    # equal slots a shard: solo/crowd = 3; shared by weight: about 1
+    assert max(done.values()) / min(done.values()) < 1.8, done
 
 
 @pytest.mark.slow

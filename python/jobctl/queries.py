@@ -27,6 +27,8 @@ select job_id, tenant_id, queue, payload::text, priority, attempt, max_attempts,
     lease_expires_at, extract(epoch from timeout)::float8 as timeout_s, traceparent
 from jobctl.claim_job(%(worker_id)s::text, %(queues)s::text[], %(max_jobs)s::int, %(lease)s::interval)
 """
+# a worker serving several shards shares its slots by each shard's claimable weight
+CLAIMABLE_WEIGHT = "select jobctl.claimable_weight(%(queues)s::text[])"
 # progress (NULL: none new) over jobctl.heartbeat's bound (2,000 bytes as jsonb) is not sent, so that it
 # cannot fail the other jobs' heartbeats: its size comes back as refused_bytes
 HEARTBEATS = """

@@ -45,6 +45,7 @@ from jobctl.worker.calls import (
     error_fields,
     retryable,
     rows,
+    value,
 )
 from jobctl.worker.job import AsyncConn, decode_payload
 from jobctl.worker.outbox import MAX_BATCH, Stats, ids
@@ -99,13 +100,15 @@ class Claimer:
         self.lease = lease
         self.poll_interval = poll_interval
         self._wake = asyncio.Event()
+        self.share: int | None = None  # the slots it may fill (None: all): a multi-shard worker's share
         self._hinted_until = 0.0  # time.monotonic() until which claims look again every HINT_LOOK
 
     async def run(self) -> None:
         """The claim loop, until the stop."""
         errors = 0  # claims in a row that failed with an error a retry cannot cure
         while not self.stopping.is_set():
-            free = self.running.concurrency - self.running.busy
+            slots = self.running.concurrency
+            free = (slots if self.share is None else min(self.share, slots)) - self.running.busy
             if free <= 0:
                 self.running.slot_freed.clear()
                 await wait_any(self.running.slot_freed, self.stopping)
@@ -133,6 +136,23 @@ class Claimer:
                 if time.monotonic() < self._hinted_until:
                     wait = min(wait, HINT_LOOK)
                 await wait_any(self._wake, self.stopping, timeout=min(wait, self.poll_interval))
+
+    def set_share(self, slots: int) -> None:
+        """Fill at most `slots` slots from now on; a larger share claims again at once."""
+        grew = self.share is not None and slots > self.share
+        self.share = slots
+        if grew:
+            self._wake.set()
+            self.running.slot_freed.set()
+
+    async def claimable_weight(self) -> float:
+        """The summed weight of the tenants with jobs claimable now (jobctl.claimable_weight): one try."""
+        weight = await self.db.call(
+            "claimable_weight",
+            value(queries.CLAIMABLE_WEIGHT, {"queues": self.queues}),
+            abort=lambda: True,
+        )
+        return float(weight)
 
     async def _claim(self, max_jobs: int) -> int:
         """One claim, which a stop cuts short: dropped while it waits for a connection or its next try;

@@ -45,10 +45,38 @@ def load_handler(spec: str) -> Handler:
     return obj
 
 
+BALANCE_EVERY = 1.0  # seconds between two shares of the slots among the shards
+
+
+def shares(slots: int, weights: list[float | None]) -> list[int]:
+    """`slots` shared among shards in proportion to their claimable weights, at least 1 each (so none
+    starves: a shard with nothing due yet keeps a slot to claim with). A shard whose weight is unknown
+    (not answering) gets 1; when no shard has anything due, the slots are shared evenly."""
+    known = sum(w for w in weights if w)
+    if not known:
+        even = max(1, -(-slots // len(weights)))
+        return [even if w is not None else 1 for w in weights]
+    return [max(1, round(slots * w / known)) if w else 1 for w in weights]
+
+
+async def balance(workers: list[Worker], slots: int) -> None:
+    """Several shards in one process: every BALANCE_EVERY seconds, each shard's worker may fill the
+    share of the process's slots that its tenants' weight is of all the shards' claimable weight, so a
+    tenant's share of the process does not depend on how crowded its shard is (docs/operations.md,
+    Sharding: fairness across shards)."""
+    while True:
+        answers = await asyncio.gather(*(w.claimable_weight() for w in workers), return_exceptions=True)
+        weights = [a if isinstance(a, float) else None for a in answers]
+        for w, n in zip(workers, shares(slots, weights), strict=True):
+            w.share_slots(n)
+        await asyncio.sleep(BALANCE_EVERY)
+
+
 async def run_together(workers: list[Worker]) -> None:
-    """One worker, or one per database (--dsn A --dsn B ...) in one loop: each shard has slots of its
-    own, so a busy shard never starves another. A signal stops them all; so does any one ending
-    (a crash: the process exits non-zero and the others give their jobs back)."""
+    """One worker, or one per database (--dsn A --dsn B ...) in one loop, sharing the process's
+    --concurrency slots by the shards' claimable weight (`balance`), at least one each, so no shard
+    starves. A signal stops them all; so does any one ending (a crash: the process exits non-zero and
+    the others give their jobs back)."""
     if len(workers) == 1:
         await workers[0].run()
         return
@@ -70,9 +98,11 @@ async def run_together(workers: list[Worker]) -> None:
 
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop_all)
+    balancer = asyncio.create_task(balance(workers, workers[0].concurrency), name="jobctl-balance")
     try:
         await asyncio.gather(*(run_one(w) for w in workers))
     finally:
+        balancer.cancel()
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.remove_signal_handler(sig)
 
@@ -123,7 +153,8 @@ async def run_together(workers: list[Worker]) -> None:
     multiple=True,
     metavar="DSN",
     help="A database to claim from (repeatable: the shards of a sharded install, each served by a worker "
-    "of its own with --concurrency slots, its id WORKER_ID/N). Default: JOBCTL_DSN.",
+    "of its own, its id WORKER_ID/N, sharing the --concurrency slots by the weight of the tenants with due "
+    "jobs on each). Default: JOBCTL_DSN.",
 )
 @click.option(
     "--metrics-port",

@@ -125,6 +125,14 @@ class Worker:
         """Sync handlers still running after run() returned (threads cannot be killed)."""
         return self._running.busy if not self.is_async else 0
 
+    async def claimable_weight(self) -> float:
+        """Its database's claimable weight for its queues (jobctl.claimable_weight); one try."""
+        return await self._claimer.claimable_weight()
+
+    def share_slots(self, slots: int) -> None:
+        """Fill at most `slots` of its slots (a worker among several sharing one process's slots)."""
+        self._claimer.set_share(slots)
+
     def request_stop(self) -> None:
         """First call: stop claiming and let running jobs finish within the grace period. Later
         calls: stop waiting. Call it from the worker's event loop (signal handlers do)."""
