@@ -43,9 +43,15 @@ def _submitter(dsn: str, tenants: list[str], seed: int, seconds: float) -> None:
                 if rnd.random() < 0.2:
                     job["concurrency_key"] = f"k{rnd.randint(1, 3)}"
                 jobs.append(job)
-            conn.execute(
-                "select count(*) from jobctl.submit_jobs(%s::jsonb)", [psycopg.types.json.Jsonb(jobs)]
-            )
+            # a submit queued for a concurrency key behind a bulk batch that holds it while it waits
+            # (under its 500 ms lock_timeout) for a completion that waits for that key can be the
+            # victim of the deadlock detector, its own wait being the one whose deadlock_timeout
+            # runs out (seen once in CI: docs/lab-notes.md, 2026-12-03, issue 23). The call wrote
+            # nothing; like any client of PostgreSQL the submitter goes on (with its next batch).
+            with contextlib.suppress(psycopg.errors.DeadlockDetected):
+                conn.execute(
+                    "select count(*) from jobctl.submit_jobs(%s::jsonb)", [psycopg.types.json.Jsonb(jobs)]
+                )
 
 
 def _worker(dsn: str, seed: int, seconds: float, lease: str) -> None:
