@@ -12,6 +12,7 @@ import os
 import random
 import signal
 import time
+from typing import Any
 
 import psycopg
 
@@ -59,27 +60,36 @@ def _worker(dsn: str, seed: int, seconds: float, lease: str) -> None:
     with psycopg.connect(dsn, autocommit=True) as conn:
         end = time.monotonic() + seconds
         while time.monotonic() < end:
-            rows = conn.execute(
-                "select job_id, lease_epoch from jobctl.claim_job(%s, null, %s, %s::interval)",
-                [f"ctr-w{seed}", rnd.randint(1, 10), lease],
-            ).fetchall()
+            try:
+                rows = conn.execute(
+                    "select job_id, lease_epoch from jobctl.claim_job(%s, null, %s, %s::interval)",
+                    [f"ctr-w{seed}", rnd.randint(1, 10), lease],
+                ).fetchall()
+            except psycopg.errors.DeadlockDetected:  # a third-party victim, as _submitter's: claim again
+                continue
             if not rows:
                 conn.execute("select jobctl.tick(false)")
                 time.sleep(0.01)
                 continue
             for job_id, epoch in rows:
                 r = rnd.random()
-                if r < 0.5:
-                    conn.execute("select jobctl.complete_job(%s, %s, null)", [job_id, epoch])
-                elif r < 0.8:
-                    conn.execute("select jobctl.fail_job(%s, %s, 'boom', %s)", [job_id, epoch, r < 0.75])
-                elif r < 0.9:
-                    conn.execute("select jobctl.release_job(%s, %s)", [job_id, epoch])
-                else:
-                    # a stale ack: fenced, counted as such
-                    conn.execute("select jobctl.complete_job(%s, %s, null)", [job_id, epoch - 1])
-                    conn.execute("select jobctl.complete_job(%s, %s, null)", [job_id, epoch])
+                with contextlib.suppress(psycopg.errors.DeadlockDetected):  # the lease runs out: reaped
+                    _report(conn, job_id, epoch, r)
             conn.execute("select jobctl.tick(false)")
+
+
+def _report(conn: psycopg.Connection[tuple[Any, ...]], job_id: int, epoch: int, r: float) -> None:
+    """The end of one claimed job, picked by r: completed, failed, released, or a stale ack first."""
+    if r < 0.5:
+        conn.execute("select jobctl.complete_job(%s, %s, null)", [job_id, epoch])
+    elif r < 0.8:
+        conn.execute("select jobctl.fail_job(%s, %s, 'boom', %s)", [job_id, epoch, r < 0.75])
+    elif r < 0.9:
+        conn.execute("select jobctl.release_job(%s, %s)", [job_id, epoch])
+    else:
+        # a stale ack: fenced, counted as such
+        conn.execute("select jobctl.complete_job(%s, %s, null)", [job_id, epoch - 1])
+        conn.execute("select jobctl.complete_job(%s, %s, null)", [job_id, epoch])
 
 
 def _meddler(dsn: str, tenants: list[str], seed: int, seconds: float) -> None:
