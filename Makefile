@@ -122,20 +122,20 @@ bench-progress: setup ## Heartbeats with progress (about 60 bytes, and 2,000: th
 bench-tenants: setup ## Tenant scenarios: weights 5:3:1 over 60 s, a 1,000,000-job tenant beside 100 small ones (about 5 minutes)
 	@$(BIN)/python benchmarks/tenants.py
 
-bench-archive: setup ## The object archive: Parquet bytes vs the partitions' size in PostgreSQL, export time and get_job by id, per day of 100,000 jobs, a directory beside moto's S3 server on port 55551 (1 to 2 minutes)
+bench-archive: setup ## The object archive: Parquet bytes vs the partitions' size in PostgreSQL, export time and get_job by id, per day of 100,000 jobs, a directory beside moto's S3 server on port 25551 (1 to 2 minutes)
 	@$(BIN)/python benchmarks/archive.py $${SMALL:+--small}
 
 chaos: db ## Chaos runs on the local cluster: kill -9, 40 s SIGSTOP, terminations, restarts, partitions for 15 minutes, then 300 zombie trials; invariants and requeue times (about 25 minutes)
 	@$(BIN)/python benchmarks/chaos.py --scenario faults
 	@$(BIN)/python benchmarks/chaos.py --scenario zombies
 
-ha-drill: setup ## HA on Patroni: etcd + 2 PostgreSQL nodes under Patroni (.ha/, ports 55520-55539), synchronous mode, the epoch moved by bin/patroni-on-role-change; kill -9 of the leader's postmaster, a switchover and a crashed host under load, each round; lost/duplicates, promotion, downtime per client (ROUNDS=3, about 13 minutes)
+ha-drill: setup ## HA on Patroni: etcd + 2 PostgreSQL nodes under Patroni (.ha/, ports 25520-25539), synchronous mode, the epoch moved by bin/patroni-on-role-change; kill -9 of the leader's postmaster, a switchover and a crashed host under load, each round; lost/duplicates, promotion, downtime per client (ROUNDS=3, about 13 minutes)
 	@cd benchmarks && ../$(BIN)/python ha_drill.py --rounds $${ROUNDS:-3}
 
-shards: setup ## Sharding by tenant: a PL/Proxy router and 3 shard clusters (.shards/, ports 55500-55519): routing, router overhead, claims through the router vs direct, jobs/s per shard, fairness, one shard's jobs a day, chaos with a shard killed (about 5 minutes)
+shards: setup ## Sharding by tenant: a PL/Proxy router and 3 shard clusters (.shards/, ports 25500-25519): routing, router overhead, claims through the router vs direct, jobs/s per shard, fairness, one shard's jobs a day, chaos with a shard killed (about 5 minutes)
 	@$(BIN)/python benchmarks/shards.py
 
-pooler-test: setup ## PgBouncer 1.18 in transaction pooling mode (.pooler/, ports 55540-55541) in front of a cluster of its own: the contract's suites through it, then its cost on submit and claim+complete (15 rounds) and connections with 200 clients (about 3 minutes)
+pooler-test: setup ## PgBouncer 1.18 in transaction pooling mode (.pooler/, ports 25540-25541) in front of a cluster of its own: the contract's suites through it, then its cost on submit and claim+complete (15 rounds) and connections with 200 clients (about 3 minutes)
 	@$(BIN)/python benchmarks/pooler.py all
 
 shard-move: test-db ## Tenant moves between two shard databases of .test-pg under load (workers on both, a submitter): a 10,000-job backlog moved with a kill -9 of the mover and a rerun, then 3 clean moves back and forth: move time, pause window, lost/duplicated (JOBS=, ROUNDS=; about 6 minutes)

@@ -1,5 +1,5 @@
 """The archive in object storage: bytes and time per archived day, a directory beside an S3 bucket
-(moto's server on loopback, port 55551), on the benchmark cluster, in one run.
+(moto's server on loopback, port 25551), on the benchmark cluster, in one run.
 
 Two databases get the same load: DAYS days of PER_DAY finished jobs each (TENANTS tenants, a payload
 of about 250 bytes and a small result; one job in 100 with a failed attempt's events), in the days
@@ -33,7 +33,7 @@ from claim_depth import finish, fresh_database
 from compare import ROOT, cluster_url
 from jobctl import Client, archive
 
-MOTO_PORT = 55551
+MOTO_PORT = 25551
 TENANTS = 10
 
 LOAD = [

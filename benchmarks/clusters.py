@@ -1,6 +1,10 @@
 """PostgreSQL clusters of the drills and multi-cluster benchmarks (make ha-drill, make shards, ...):
 server commands as the OS user postgres when run as root, directories postgres can reach, free ports,
-and a cluster's processes to kill like a crashed host."""
+and a cluster's processes to kill like a crashed host.
+
+The drills' ports (shards 25500-25519, HA 25520-25539, pooler 25540-25549, archive 25550-25559) are below
+Linux's ephemeral range (32768-60999): in that range any client socket may be given one as its local port,
+and a server that starts while it is held cannot bind (CI at 2ca241a: Patroni's first node, 5552x then)."""
 
 from __future__ import annotations
 

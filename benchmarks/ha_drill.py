@@ -13,10 +13,10 @@ Each round runs two events, each under its own load (a queue, 3-4 workers, the A
 Then the load goes on, the old leader rejoins as the synchronous standby (pg_rewind when it diverged),
 the queue drains and the ledger is checked.
 
-Topology (under .ha/run-<pid>/, removed at the end unless --keep), ports 55520-55526:
-  etcd 3.4      client 127.0.0.1:55520, peer :55521 (Patroni's etcd3 DCS)
-  node1, node2  PostgreSQL :55522 / :55523, Patroni REST :55524 / :55525; HA_PARAMETERS below
-  jobctl serve  :55526 (or the next free port up to 55539)
+Topology (under .ha/run-<pid>/, removed at the end unless --keep), ports 25520-25526:
+  etcd 3.4      client 127.0.0.1:25520, peer :25521 (Patroni's etcd3 DCS)
+  node1, node2  PostgreSQL :25522 / :25523, Patroni REST :25524 / :25525; HA_PARAMETERS below
+  jobctl serve  :25526 (or the next free port up to 25539)
 
 Measured per event (JSON lines, then a table; a full run writes benchmarks/results/ha_drill.jsonl):
   promote_s           the kill (or the switchover request) to the other node taking writes
@@ -43,6 +43,7 @@ import itertools
 import json
 import os
 import pwd
+import re
 import shutil
 import signal
 import socket
@@ -79,8 +80,8 @@ SIZES: dict[str, dict[str, Any]] = {
     "small": {"workers": 3, "lease": 5.0, "rate": 20, "warm": 5.0, "after": 4.0, "cron": False},
 }
 EVENTS = {"full": ("kill", "switchover", "host"), "small": ("kill", "switchover")}
-ETCD_CLIENT, ETCD_PEER, API_PORT = 55520, 55521, 55526
-NODES = (("node1", 55522, 55524), ("node2", 55523, 55525))  # name, PostgreSQL port, REST port
+ETCD_CLIENT, ETCD_PEER, API_PORT = 25520, 25521, 25526
+NODES = (("node1", 25522, 25524), ("node2", 25523, 25525))  # name, PostgreSQL port, REST port
 SCOPE = "jobctl-ha"
 CALLBACK = ROOT / "bin" / "patroni-on-role-change"
 EPOCH_SHIFT = 40  # the callback moves the epoch to timeline << 40
@@ -106,6 +107,7 @@ DCS: dict[str, Any] = {
     "postgresql": {"use_pg_rewind": True, "use_slots": True, "parameters": HA_PARAMETERS},
 }
 INVARIANTS = ("lost", "duplicates", "unfinished", "missing", "stray", "overlaps", "unacked_committed")
+ERRORS = re.compile(r"\b(ERROR|FATAL|PANIC|CRITICAL)\b|could not")  # the log lines a failed wait prints
 MAINTENANCE = ("tick", "maintain_partitions", "reap_expired_leases", "expand_schedules")
 
 
@@ -197,7 +199,10 @@ class Node:
             return False
 
     def log_lines(self, *needles: str) -> list[str]:
-        text = (self.path / "patroni.log").read_text(errors="replace")
+        try:
+            text = (self.path / "patroni.log").read_text(errors="replace")
+        except FileNotFoundError:  # not started yet
+            return []
         return [line for line in text.splitlines() if all(n in line for n in needles)]
 
     def crash(self) -> int:
@@ -275,7 +280,7 @@ class Ha:
         wait_for(lambda: http_ok(f"{url}/health"), 30, "etcd did not start")
         first, second = self.nodes
         first.start(self.strict, callback)
-        wait_for(lambda: first.writable("postgres"), 90, "the first node did not bootstrap")
+        wait_for(lambda: first.writable("postgres"), 90, "the first node did not bootstrap", first)
         subprocess.run(
             as_pg([str(pg_bin() / "createdb"), "-h", str(first.path), "-p", str(first.port), "jobctl"]),
             check=True,
@@ -310,7 +315,7 @@ class Ha:
                 x.get("state") in ("running", "streaming") for x in m
             )
 
-        wait_for(ok, timeout, "the cluster did not get back a leader and a synchronous standby")
+        wait_for(ok, timeout, "the cluster did not get back a leader and a synchronous standby", *self.nodes)
 
     def leader(self) -> tuple[Node, Node]:
         [name] = [m["name"] for m in self.members() if m.get("role") == "leader"]
@@ -330,16 +335,15 @@ class Ha:
 
 
 def api_port() -> int:
-    """The API's port: the first of 55526-55539 that binds. Ports of this range are in Linux's ephemeral
-    range, so a client socket (Patroni's long-lived watch on etcd, for one) may hold one for a while."""
-    for port in range(API_PORT, 55540):
+    """The API's port: the first of 25526-25539 that binds (an API of an earlier event may still hold one)."""
+    for port in range(API_PORT, 25540):
         with socket.socket() as s:
             try:
                 s.bind(("127.0.0.1", port))
             except OSError:
                 continue
             return port
-    raise RuntimeError("no free port in 55526-55539 for the API")
+    raise RuntimeError("no free port in 25526-25539 for the API")
 
 
 def http_ok(url: str) -> bool:
@@ -348,11 +352,13 @@ def http_ok(url: str) -> bool:
     return False
 
 
-def wait_for(check: Any, timeout: float, what: str, every: float = 0.2) -> float:
+def wait_for(check: Any, timeout: float, what: str, *nodes: Node, every: float = 0.2) -> float:
+    """Poll `check` until it holds; past `timeout`, fail with `what` and the errors in the nodes' logs."""
     deadline = time.monotonic() + timeout
     while not check():
         if time.monotonic() > deadline:
-            raise RuntimeError(what)
+            errors = [f"{n.name}: {line}" for n in nodes for line in n.log_lines() if ERRORS.search(line)]
+            raise RuntimeError("\n".join([what, *errors[-20:]]))
         time.sleep(every)
     return time.time()
 
@@ -477,7 +483,7 @@ def event(ha: Ha, kind: str, size: dict[str, Any], base: Path, n: int) -> dict[s
             requester = threading.Thread(target=switchover, args=(leader, other, errors), daemon=True)
             requester.start()
             log(f"round {n}: switchover {leader.name} -> {other.name} requested")
-        promoted_at = wait_for(other.writable, 120, f"{other.name} did not take writes", every=0.05)
+        promoted_at = wait_for(other.writable, 120, f"{other.name} did not take writes", other, every=0.05)
         epoch_at = wait_for(lambda: epoch_moved(other), 60, "the epoch did not move", every=0.05)
         log(f"round {n}: {other.name} takes writes {promoted_at - event_at:.2f} s after the {kind}")
         if requester is not None:

@@ -1,7 +1,7 @@
 """PgBouncer 1.18 in transaction pooling mode in front of jobctl (docs/operations.md, Connection pooling).
 
-`make pooler-test` runs it: a cluster of its own (bin/db, .pooler/pg, port 55541, max_connections 300)
-and a pgbouncer (.pooler/bouncer, 127.0.0.1:55540 only, trust auth with auth_query, pool_mode
+`make pooler-test` runs it: a cluster of its own (bin/db, .pooler/pg, port 25541, max_connections 300)
+and a pgbouncer (.pooler/bouncer, 127.0.0.1:25540 only, trust auth with auth_query, pool_mode
 transaction) in front of it; then
   suites   the contract's pytest suites with JOBCTL_TEST_DSN pointed at pgbouncer, JOBCTL_POOLER=transaction
            and JOBCTL_LISTEN_DSN at PostgreSQL directly;
@@ -44,9 +44,9 @@ from jobctl import queries  # noqa: E402
 
 BASE = ROOT / ".pooler"
 PG_NAME = ".pooler/pg"
-PG_PORT = 55541
+PG_PORT = 25541
 PG_DB = "jobctl_pooler"
-BOUNCER_PORT = 55540
+BOUNCER_PORT = 25540
 PGBOUNCER = "/usr/sbin/pgbouncer"
 SUITES = [
     "tests/test_contract.py",

@@ -1,5 +1,5 @@
 """Sharding by tenant on one machine: a PL/Proxy router and shard clusters (bin/db's settings, pg_cron
-each), built under .shards/run-<pid>/ on ports 55500-55519 and removed at the end unless --keep.
+each), built under .shards/run-<pid>/ on ports 25500-25519 and removed at the end unless --keep.
 
 Phases (one run; the figures are printed as a JSON line, then a table; a full run writes
 benchmarks/results/shards.jsonl):
@@ -52,7 +52,7 @@ from clusters import Cluster, as_pg, pg_bin, port_free, reachable_by_postgres, r
 from jobctl import shards
 from psycopg.conninfo import make_conninfo
 
-PORTS = (55500, 55519)
+PORTS = (25500, 25519)
 SIZES: dict[str, dict[str, Any]] = {
     "full": {
         "shards": 3,

@@ -1,6 +1,6 @@
 """The archive in object storage (migration 0030, jobctl.archive): days of finished jobs leave the
 database as Parquet files in a directory and in an S3 bucket (moto's server on loopback, ports
-55550-55559), get_job and job_history still find them from every surface (client, CLI, HTTP API) for
+25550-25559), get_job and job_history still find them from every surface (client, CLI, HTTP API) for
 their own tenant only, forget_subject reaches the files, and an exporter killed with -9 mid-run leaves
 nothing lost or doubled once run again. Each test in a scratch database of its own (shortened
 retention, days three days back)."""
@@ -28,7 +28,7 @@ from psycopg.types.json import Jsonb
 from test_api import Server, auth
 
 pytestmark = pytest.mark.slow
-MOTO_PORTS = range(55550, 55560)
+MOTO_PORTS = range(25550, 55560)
 
 
 def cli(dsn: str, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
@@ -120,7 +120,7 @@ def in_database(conn: psycopg.Connection[Any], ids: list[int]) -> int:
 
 @pytest.fixture
 def moto(tmp_path: Path) -> Iterator[dict[str, str]]:
-    """moto's S3 server on a free loopback port of 55550-55559, a bucket, and the environment that
+    """moto's S3 server on a free loopback port of 25550-25559, a bucket, and the environment that
     points the archive at it."""
     port = next(p for p in MOTO_PORTS if socket.socket().connect_ex(("127.0.0.1", p)) != 0)
     log = (tmp_path / "moto.log").open("wb")

@@ -1,5 +1,5 @@
 """High availability on Patroni. The drill scaled down (benchmarks/ha_drill.py --small, about a minute):
-etcd and two PostgreSQL nodes under Patroni of their own (under .ha/, ports 55520-55526, not the test
+etcd and two PostgreSQL nodes under Patroni of their own (under .ha/, ports 25520-25526, not the test
 cluster), synchronous mode; real workers, the API and a SQL producer on a multi-host DSN; SIGKILL of
 the leader's postmaster under load, then a switchover through Patroni's REST API. `make ha-drill` runs
 the full drill (30 s leases, three rounds). And the on_role_change callback itself, on a scratch

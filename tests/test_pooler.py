@@ -1,6 +1,6 @@
 """jobctl behind PgBouncer 1.18 in transaction pooling mode, scaled down (`make pooler-test` runs the
 contract's suites through it and measures it): a pgbouncer of the test's own (benchmarks/pooler.py's
-Bouncer, a port from 55542 up, .pooler/test-<pid>/) in front of the test database; submit, claim,
+Bouncer, a port from 25542 up, .pooler/test-<pid>/) in front of the test database; submit, claim,
 heartbeat, complete and fail with prepared statements off; a worker process through it (its listener
 direct, and one with none that polls); the tenant rule on server connections that two tenants' callers
 share; and the API through it."""
@@ -40,8 +40,8 @@ Conn = psycopg.Connection[Any]
 
 @pytest.fixture(scope="module")
 def bouncer(dsn: str) -> Iterator[Bouncer]:
-    port = next((p for p in range(55542, 55550) if port_free(p)), None)
-    assert port is not None, "no free port in 55542-55549 for pgbouncer"
+    port = next((p for p in range(25542, 25550) if port_free(p)), None)
+    assert port is not None, "no free port in 25542-25549 for pgbouncer"
     directory = db.ROOT / ".pooler" / f"test-{os.getpid()}"
     dbname = str(conninfo_to_dict(dsn)["dbname"])
     b = Bouncer(directory, port, dsn, pool_size=4, aliases={SHARED: f"dbname={dbname} pool_size=2"})
