@@ -109,45 +109,57 @@ def test_two_bulk_retries_and_a_worker_retry_every_dead_job_exactly_once(
     assert audits == (1500, sum(len(run) for run in calls))
 
 
+def _keyed_jobs(setup: Conn, tenant: str, queue: str, keys: list[str | None]) -> list[int]:
+    """A tenant whose key k runs 5 at a time, and a job of each given key (None: no key), in order."""
+    setup.execute("select jobctl.put_tenant(%s)", [tenant])
+    setup.execute("select jobctl.put_concurrency_limit(%s, 'k', 5)", [tenant])
+    sql = "select job_id from jobctl.submit_job(%s, %s, '{}', concurrency_key => %s)"
+    rows = [setup.execute(sql, [tenant, queue, k]).fetchone() for k in keys]
+    return [int(r[0]) for r in rows if r is not None]
+
+
+def _wait_until_waiting_for_a_lock(dsn: str, pid: int) -> None:
+    with psycopg.connect(dsn, autocommit=True) as c:
+        deadline = time.monotonic() + 10
+        while c.execute("select wait_event_type from pg_stat_activity where pid = %s", [pid]).fetchone() != (
+            "Lock",
+        ):
+            assert time.monotonic() < deadline, "the completion never waited for the key"
+            time.sleep(0.01)
+
+
 def test_bulk_cancel_gives_way_to_a_completion_waiting_for_its_key(dsn: str, name: str) -> None:
     """A batch that took a concurrency key for one job, then waits for the rows of another job whose
     completion waits for that key, would deadlock with it: the batch gives way (lock_timeout) and
     skips that job; the completion then goes through."""
     tenant, queue = f"{name}_t", f"{name}_q"
     with psycopg.connect(dsn, autocommit=True) as setup:
-        setup.execute("select jobctl.put_tenant(%s)", [tenant])
-        setup.execute("select jobctl.put_concurrency_limit(%s, 'k', 5)", [tenant])
-        first = setup.execute(
-            "select job_id from jobctl.submit_job(%s, %s, '{}', concurrency_key => 'k')", [tenant, queue]
-        ).fetchone()
-        running = setup.execute(
-            "select job_id from jobctl.submit_job(%s, %s, '{}', concurrency_key => 'k')", [tenant, queue]
-        ).fetchone()
-        assert first is not None and running is not None
+        first, running = _keyed_jobs(setup, tenant, queue, ["k", "k"])
         claimed = setup.execute(
             "select job_id, lease_epoch from jobctl.claim_job('w', array[%s], 2)", [queue]
         ).fetchall()
-        epoch = {job_id: e for job_id, e in claimed}[running[0]]
-        setup.execute(
-            "select jobctl.release_job(%s, %s)", [first[0], {job_id: e for job_id, e in claimed}[first[0]]]
-        )
+        epochs = dict(claimed)
+        epoch = epochs[running]
+        setup.execute("select jobctl.release_job(%s, %s)", [first, epochs[first]])
     with psycopg.connect(dsn) as batch, psycopg.connect(dsn) as worker:
-        batch.execute("select jobctl.cancel_job(%s)", [first[0]])  # holds key k until commit
+        batch.execute("select jobctl.cancel_job(%s)", [first])  # holds key k until commit
         worker.execute("set statement_timeout = '20s'")
         done: list[object] = []
 
         def complete() -> None:
-            row = worker.execute("select jobctl.complete_job(%s, %s, null)", [running[0], epoch]).fetchone()
+            row = worker.execute("select jobctl.complete_job(%s, %s, null)", [running, epoch]).fetchone()
             worker.commit()
             done.append(row)
 
         t = threading.Thread(target=complete)
         t.start()
-        time.sleep(0.5)  # the completion has deleted its lease row and waits for key k
+        # the completion has deleted its lease row and waits for key k: the batch starts at once, so
+        # that its lock_timeout (0.5 s) ends well before the completion's deadlock_timeout (1 s)
+        _wait_until_waiting_for_a_lock(dsn, worker.info.backend_pid)
         t0 = time.monotonic()
         row = batch.execute(
             "select acted, skipped from jobctl.cancel_jobs(%s::jsonb)",
-            [json.dumps({"job_ids": [running[0]]})],
+            [json.dumps({"job_ids": [running]})],
         ).fetchone()
         waited = time.monotonic() - t0
         batch.commit()
@@ -155,3 +167,73 @@ def test_bulk_cancel_gives_way_to_a_completion_waiting_for_its_key(dsn: str, nam
         assert row == (0, 1)  # skipped, not a deadlock error
         assert waited < 1.0  # gave way before deadlock_timeout would have found the cycle
         assert done == [(True,)]
+
+
+def test_a_bulk_cancel_holds_no_key_while_it_waits_so_no_third_party_is_a_deadlock_victim(
+    dsn: str, name: str
+) -> None:
+    """A batch cancels a keyed job, then waits (up to its lock_timeout each) for three jobs' rows that
+    a transaction H holds; a submit P queues for the key meanwhile, and then H asks for the key too.
+    Had the batch taken the key at its first job, the waits would close a cycle P -> batch -> H -> P
+    that P's deadlock check finds first, killing P (CI at 1155913 and d528027). The batch admits its
+    keys at its end instead: P goes through at once, and the batch finishes once H commits."""
+    tenant, queue = f"{name}_t", f"{name}_q"
+    with psycopg.connect(dsn, autocommit=True) as setup:
+        keyed, *busy_ids = _keyed_jobs(setup, tenant, queue, ["k", None, None, None])
+    pids: dict[str, int] = {}
+    results: dict[str, object] = {}
+
+    def run(label: str, sql: str, params: list[object]) -> None:
+        try:
+            with psycopg.connect(dsn, autocommit=True) as c:
+                c.execute("set statement_timeout = '20s'")
+                pids[label] = c.info.backend_pid
+                results[label] = c.execute(sql, params).fetchone()
+        except psycopg.Error as e:
+            results[label] = e
+
+    def started(label: str) -> int:
+        deadline = time.monotonic() + 10
+        while label not in pids and label not in results:
+            assert time.monotonic() < deadline, f"{label} did not start"
+            time.sleep(0.01)
+        return pids[label]
+
+    with psycopg.connect(dsn) as holder:  # H: the three jobs' rows, until it commits
+        holder.execute("set statement_timeout = '20s'")
+        holder.execute("select 1 from jobctl.job where job_id = any(%s) for update", [busy_ids])
+        batch = threading.Thread(
+            target=run,
+            args=("batch", "select acted, skipped from jobctl.cancel_jobs(%s::jsonb)",
+                  [json.dumps({"job_ids": [keyed, *busy_ids]})]),
+        )  # fmt: skip
+        submit = threading.Thread(
+            target=run,
+            args=("submit", "select job_id from jobctl.submit_job(%s, %s, '{}', concurrency_key => 'k')",
+                  [tenant, queue]),
+        )  # fmt: skip
+        batch.start()
+        # the batch has cancelled the keyed job and waits for the first busy row (0.5 s at most)
+        _wait_until_waiting_for_a_lock(dsn, started("batch"))
+        submit.start()
+        submit_pid = started("submit")
+        time.sleep(0.05)  # P waits for the key, if the batch holds it, before H asks for it
+        holder.execute(
+            "select job_id from jobctl.submit_job(%s, %s, '{}', concurrency_key => 'k')", [tenant, queue]
+        )
+        submit.join(5)
+        assert not submit.is_alive() and submit_pid
+        time.sleep(1.0)  # the batch's waits go on past P's deadlock_timeout (1 s), holding H's rows
+        holder.commit()
+    batch.join(20)
+    assert not isinstance(results.get("submit"), psycopg.Error), results.get("submit")
+    assert results.get("submit") is not None
+    batch_result = results.get("batch")
+    assert isinstance(batch_result, tuple), batch_result
+    acted, skipped = batch_result
+    assert acted >= 1 and acted + skipped == 4  # the keyed job, and the busy rows skipped while H held them
+    with psycopg.connect(dsn, autocommit=True) as c:
+        states = c.execute(
+            "select state, count(*) from jobctl.job where tenant_id = %s group by state", [tenant]
+        ).fetchall()
+    assert dict(states) == {"cancelled": acted, "pending": 6 - acted}

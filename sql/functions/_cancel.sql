@@ -2,11 +2,16 @@
 -- cancel_job and cancel_jobs. Whoever deletes a job's _ready, _delayed or _running row owns its
 -- next transition, so cancel takes that row first (waiting for a claimer or completer that holds
 -- it, then looking again), then updates the job row. A job with a concurrency key gives its place
--- to the key's next job (jobctl._admit). Returns the outcome with the job row as read: cancelled;
+-- to the key's next job (jobctl._admit), unless p_admit is false: then the caller admits the keys of
+-- the jobs it cancelled itself, once, at its end (cancel_jobs: a batch that held a key lock while it
+-- waited for another job's rows could close a lock cycle through a third transaction queued for
+-- that key). Returns the outcome with the job row as read: cancelled;
 -- missing (no such hot job of these tenants: the caller tells unknown from archived); state
 -- (completed, dead or cancelled); busy (it changed state five times while we tried).
 -- Writes: _ready/_delayed/_held/_running (delete), job (update), _event, _stat_delta.
-create or replace function jobctl._cancel(p_job_id bigint, p_tenants text[], out outcome text, out job jobctl.job)
+create or replace function jobctl._cancel(
+    p_job_id bigint, p_tenants text[], p_admit boolean default true, out outcome text, out job jobctl.job
+)
 language plpgsql
 as $$
 declare
@@ -46,7 +51,7 @@ begin
             perform jobctl._count_finished(array[v_job.tenant_id]);
             perform jobctl._hint_finished(array[v_job.job_id]);  -- wakes its waiters, if any (watch_job)
             insert into jobctl._stat_delta (tenant_id, queue, cancelled, withdrawn) values (v_job.tenant_id, v_job.queue, 1, 1);
-            if v_job.concurrency_key is not null then
+            if v_job.concurrency_key is not null and p_admit then
                 perform jobctl._admit(array[v_job.tenant_id], array[v_job.concurrency_key]);  -- its place, if it had one
             end if;
             -- the jobs waiting on this one follow their policy

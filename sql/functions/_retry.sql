@@ -7,10 +7,12 @@
 -- state (not failed, dead or cancelled); busy (it changed state five times while we tried); or,
 -- only when p_stop_over_limit, JC004 or JC005 with retry_after in seconds, checked before the job
 -- is touched, so that a batch can stop there with what it did so far.
+-- A keyed job goes to _held and is admitted (jobctl._admit) unless p_admit is false: then the caller
+-- admits the keys of the jobs it retried itself, once, at its end (retry_jobs, as cancel_jobs).
 -- Writes: _ready/_delayed/_held (delete), job (update), _ready or (a keyed job, then
 -- jobctl._admit) _held (insert), _event, _stat_delta.
 create or replace function jobctl._retry(
-    p_job_id bigint, p_tenants text[], p_stop_over_limit boolean,
+    p_job_id bigint, p_tenants text[], p_stop_over_limit boolean, p_admit boolean default true,
     out outcome text, out job jobctl.job, out retry_after numeric
 )
 language plpgsql
@@ -93,7 +95,9 @@ begin
                 -- a keyed job waits for a place like any other of its key
                 insert into jobctl._held (tenant_id, concurrency_key, run_at, job_id, created_at, queue, priority)
                 values (v_job.tenant_id, v_job.concurrency_key, v_now, v_job.job_id, v_job.created_at, v_job.queue, v_job.priority);
-                perform jobctl._admit(array[v_job.tenant_id], array[v_job.concurrency_key]);
+                if p_admit then
+                    perform jobctl._admit(array[v_job.tenant_id], array[v_job.concurrency_key]);
+                end if;
             end if;
             -- (a failed job's queue row counted itself out in _take_queue_row)
             insert into jobctl._stat_delta (tenant_id, queue, pending, dead, cancelled, retried)

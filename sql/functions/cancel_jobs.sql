@@ -5,8 +5,11 @@
 -- last_id back as after_id until done. A job that finished meanwhile is skipped, and so is one
 -- whose rows another transaction holds for over lock_timeout (a completion waiting for a
 -- concurrency key this batch took for an earlier job would otherwise deadlock with it): each job
--- is cancelled in a subtransaction of its own, which the timeout rolls back.
--- One audit entry a call. Writes: as jobctl._cancel, audit_log.
+-- is cancelled in a subtransaction of its own, which the timeout rolls back. The places the
+-- cancelled keyed jobs gave up go to their keys' next jobs at the end, in one jobctl._admit (keys
+-- locked in bucket order, waiting as a completion waits): a batch that held a key lock while it
+-- waited for another job's rows could close a cycle through a third transaction queued for the key,
+-- which the deadlock detector would kill (tests/test_bulk_jobs.py). One audit entry a call. Writes: as jobctl._cancel, audit_log.
 create or replace function jobctl.cancel_jobs(filter jsonb, max_jobs integer default 1000, after_id bigint default null)
 returns table (acted integer, skipped integer, last_id bigint, done boolean, stopped text, retry_after numeric)
 language plpgsql
@@ -22,6 +25,11 @@ declare
     v_acted integer := 0;
     v_seen integer := 0;
     v_last bigint := after_id;
+    v_outcome text;
+    v_tenant text;
+    v_key text;
+    v_key_tenants text[] := '{}';  -- the cancelled keyed jobs' keys, admitted at the end
+    v_keys text[] := '{}';
 begin
     perform jobctl._bulk_check(max_jobs, after_id);
     v_tenants := jobctl._acting_tenants('jobs:cancel');
@@ -34,13 +42,23 @@ begin
         v_seen := v_seen + 1;
         v_last := v_id;
         begin
-            if (select c.outcome from jobctl._cancel(v_id, v_tenants) as c) = 'cancelled' then
+            select c.outcome, (c.job).tenant_id, (c.job).concurrency_key into v_outcome, v_tenant, v_key
+            from jobctl._cancel(v_id, v_tenants, p_admit => false) as c;
+            if v_outcome = 'cancelled' then
                 v_acted := v_acted + 1;
+                if v_key is not null then
+                    v_key_tenants := v_key_tenants || v_tenant;
+                    v_keys := v_keys || v_key;
+                end if;
             end if;
         exception when lock_not_available then
             null;  -- busy: skipped
         end;
     end loop;
+    if v_keys <> '{}' then
+        perform set_config('lock_timeout', '0', true);  -- until the function returns
+        perform jobctl._admit(v_key_tenants, v_keys);
+    end if;
     perform jobctl._audit('cancel_jobs', v_filter ->> 'tenant_id', jsonb_build_object(
         'filter', v_filter || case when v_filter ? 'subject_key' then '{"subject_key": "(given)"}'::jsonb else '{}' end,
         'after_id', after_id, 'max_jobs', max_jobs, 'last_id', v_last, 'cancelled', v_acted, 'skipped', v_seen - v_acted

@@ -10,7 +10,8 @@
 -- instead and goes on with the others', so that one full tenant cannot hold up the rest: they count
 -- as skipped, and stopped and retry_after name the last limit met.
 -- A job whose rows another transaction holds for over lock_timeout is skipped, as cancel_jobs
--- skips one. One audit entry a call. Writes: as jobctl._retry, audit_log.
+-- skips one, and the retried keyed jobs are admitted at the end, as cancel_jobs admits its keys.
+-- One audit entry a call. Writes: as jobctl._retry, audit_log.
 create or replace function jobctl.retry_jobs(filter jsonb, max_jobs integer default 1000, after_id bigint default null)
 returns table (acted integer, skipped integer, last_id bigint, done boolean, stopped text, retry_after numeric)
 language plpgsql
@@ -30,6 +31,10 @@ declare
     v_last bigint := after_id;
     v_stopped text;
     v_many boolean;  -- the filter spans several tenants: one without room is skipped, not a stop
+    v_tenant text;
+    v_key text;
+    v_key_tenants text[] := '{}';  -- the retried keyed jobs' keys, admitted at the end
+    v_keys text[] := '{}';
 begin
     perform jobctl._bulk_check(max_jobs, after_id);
     v_tenants := jobctl._acting_tenants('jobs:retry');
@@ -41,7 +46,9 @@ begin
         select f.id from jobctl._filter_jobs(v_filter, v_tenants, array['failed', 'dead', 'cancelled'], after_id, max_jobs) as f (id)
     loop
         begin
-            select r.outcome, r.retry_after into v_outcome, v_wait from jobctl._retry(v_id, v_tenants, true) as r;
+            select r.outcome, r.retry_after, (r.job).tenant_id, (r.job).concurrency_key
+            into v_outcome, v_wait, v_tenant, v_key
+            from jobctl._retry(v_id, v_tenants, true, p_admit => false) as r;
         exception when lock_not_available then
             v_outcome := 'busy';  -- skipped
         end;
@@ -53,7 +60,8 @@ begin
         if v_outcome in ('JC004', 'JC005') and v_acted = 0 then
             -- no progress to keep: retry it as retry_job does, which raises the tenant's error
             -- (or retries it, if room came back meanwhile)
-            select r.outcome into v_outcome from jobctl._retry(v_id, v_tenants, false) as r;
+            select r.outcome, (r.job).tenant_id, (r.job).concurrency_key into v_outcome, v_tenant, v_key
+            from jobctl._retry(v_id, v_tenants, false, p_admit => false) as r;
         end if;
         if v_outcome in ('JC004', 'JC005') then
             v_stopped := v_outcome;
@@ -63,8 +71,16 @@ begin
         v_last := v_id;
         if v_outcome = 'retried' then
             v_acted := v_acted + 1;
+            if v_key is not null then
+                v_key_tenants := v_key_tenants || v_tenant;
+                v_keys := v_keys || v_key;
+            end if;
         end if;
     end loop;
+    if v_keys <> '{}' then
+        perform set_config('lock_timeout', '0', true);  -- until the function returns
+        perform jobctl._admit(v_key_tenants, v_keys);
+    end if;
     perform jobctl._audit('retry_jobs', v_filter ->> 'tenant_id', jsonb_build_object(
         'filter', v_filter || case when v_filter ? 'subject_key' then '{"subject_key": "(given)"}'::jsonb else '{}' end,
         'after_id', after_id, 'max_jobs', max_jobs, 'last_id', v_last, 'retried', v_acted, 'skipped', v_seen - v_acted,

@@ -2,7 +2,7 @@
 -- one past it), batches and their cursor, tenant isolation, quota and rate mid-batch, audit entries.
 -- Tenants tap_bulk_*, queues tap_bulk_*; every claim names its queue.
 begin;
-select plan(94);
+select plan(99);
 set local jit = off;
 \ir helpers.psql
 
@@ -438,6 +438,49 @@ select results_eq(
       group by 1, 2 order by 1, 2$$,
     $$values ('tap_bulk_full'::text, 'cancelled'::text, 2), ('tap_bulk_full', 'pending', 1), ('tap_bulk_room', 'pending', 2)$$,
     'and the full tenant''s jobs stay cancelled'
+);
+
+-- ---------------------------------------------------------------------------------------------
+-- concurrency keys: a batch admits its keyed jobs' keys once, at its end (migration 0032); the
+-- places given up and the jobs made due are admitted as a single cancel_job or retry_job admits them
+select jobctl.put_tenant('tap_bulk_key');
+select jobctl.put_concurrency_limit('tap_bulk_key', 'kk', 1);
+select jobctl.submit_job('tap_bulk_key', 'tap_bulk_kq', jsonb_build_object('i', g), concurrency_key => 'kk')
+from generate_series(1, 3) as g;
+create temp table kq as
+select
+    j.job_id,
+    (j.payload ->> 'i')::int as i
+from jobctl.job as j
+where j.tenant_id = 'tap_bulk_key';
+create temp table kq_first_two as select array_agg(kq.job_id) as ids from kq
+where kq.i <= 2;
+select results_eq(
+    $$select (select count(*) from jobctl._ready where tenant_id = 'tap_bulk_key'),
+        (select count(*) from jobctl._held where tenant_id = 'tap_bulk_key')$$,
+    $$values (1::bigint, 2::bigint)$$,
+    'key kk at its limit of 1: one job due, two held'
+);
+select results_eq(
+    format('select acted, skipped from jobctl.cancel_jobs(%L)', jsonb_build_object('job_ids', (select ids from kq_first_two))),
+    $$values (2, 0)$$,
+    'cancel_jobs cancels the due job and a held one'
+);
+select results_eq(
+    $$select q.i from jobctl._ready as r join kq as q using (job_id) where r.tenant_id = 'tap_bulk_key'$$,
+    $$values (3)$$,
+    'the key''s place went to its next job at the batch''s end'
+);
+select results_eq(
+    format('select acted, skipped from jobctl.retry_jobs(%L)', jsonb_build_object('job_ids', (select ids from kq_first_two))),
+    $$values (2, 0)$$,
+    'retry_jobs retries both'
+);
+select results_eq(
+    $$select (select count(*) from jobctl._ready where tenant_id = 'tap_bulk_key'),
+        (select count(*) from jobctl._held where tenant_id = 'tap_bulk_key')$$,
+    $$values (1::bigint, 2::bigint)$$,
+    'the retried jobs wait for the key, held: the limit holds'
 );
 
 -- ---------------------------------------------------------------------------------------------
