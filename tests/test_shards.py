@@ -308,3 +308,23 @@ def test_parse_shards() -> None:
     for bad in (["x=host=/tmp"], ["64=host=/tmp"], ["1="], ["1=a", "1=b"]):
         with pytest.raises(shards.ShardError):
             shards.parse_shards(bad)
+
+
+def test_every_router_function_has_its_shards_signature(databases: Any) -> None:
+    """The router's functions are declarations PL/Proxy forwards by name and argument types: each must
+    match a shard function's arguments (names, types, defaults) and result, or a call through the
+    router fails (or a parameter a shard gained is out of the router's callers' reach)."""
+    [router_dsn] = databases(1, template=None)
+    [shard_dsn] = databases(1)
+    with connect(shard_dsn) as c:
+        shards.init_shard(c, 0)
+    sql = (
+        "select p.proname, pg_get_function_arguments(p.oid), pg_get_function_result(p.oid) from pg_proc as p"
+        " where p.pronamespace = 'jobctl'::regnamespace and p.proname !~ '^_' order by 1, 2"
+    )
+    with connect(router_dsn) as r, connect(shard_dsn) as s:
+        shards.install_router(r, {0: make_conninfo(shard_dsn)})
+        routed = r.execute(sql).fetchall()
+        on_shard = set(s.execute(sql).fetchall())
+    assert len(routed) >= 20, routed  # the router installed its functions
+    assert [f for f in routed if tuple(f) not in on_shard] == []

@@ -199,11 +199,11 @@ begin
         coalesce(bool_or(k.submit_bucket is not null or k.admitted is not null), false),
         exists (select from unnest(p_specs) as s where s.dedup_key is not null),
         coalesce(bool_or(k.encrypt_payloads), false) and p_caller,
-        min(k.tenant_id) filter (where k.moved_to is not null),
-        min(k.moved_to)
-    into v_limited, v_has_keys, v_sealing, v_moved, v_moved_to
+        min(k.tenant_id) filter (where k.moved_to is not null)
+    into v_limited, v_has_keys, v_sealing, v_moved
     from known as k;
     if v_moved is not null then
+        select t.moved_to into v_moved_to from jobctl.tenant as t where t.tenant_id = v_moved;
         -- the router sent the call by a placement that has just flipped: nothing may land here now
         raise exception using errcode = 'JC011',
             message = format('tenant %s has moved to shard %s', v_moved, v_moved_to),

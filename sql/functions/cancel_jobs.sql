@@ -9,7 +9,8 @@
 -- cancelled keyed jobs gave up go to their keys' next jobs at the end, in one jobctl._admit (keys
 -- locked in bucket order, waiting as a completion waits): a batch that held a key lock while it
 -- waited for another job's rows could close a cycle through a third transaction queued for the key,
--- which the deadlock detector would kill (tests/test_bulk_jobs.py). One audit entry a call. Writes: as jobctl._cancel, audit_log.
+-- which the deadlock detector would kill (tests/test_bulk_jobs.py). One audit entry a call.
+-- Writes: as jobctl._cancel, audit_log.
 create or replace function jobctl.cancel_jobs(filter jsonb, max_jobs integer default 1000, after_id bigint default null)
 returns table (acted integer, skipped integer, last_id bigint, done boolean, stopped text, retry_after numeric)
 language plpgsql

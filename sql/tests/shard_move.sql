@@ -3,7 +3,7 @@
 -- source's jobs are taken out, deleted, then brought in again under another tenant's name.
 -- Tenants tap_mv_*.
 begin;
-select plan(30);
+select plan(31);
 
 select jobctl.submit_jobs((
     select
@@ -191,6 +191,14 @@ select is(jobctl._move_out_fence('tap_mv_a'), true, 'then its time');
 select throws_ok(
     $$select jobctl.submit_job('tap_mv_a', 'tap_mv_q', '{}')$$, 'JC011', 'tenant tap_mv_a has moved to shard 1',
     'a submit routed by the old placement is refused'
+);
+select jobctl.put_tenant('tap_mv_0');
+update jobctl.tenant set moved_to = 7 where tenant_id = 'tap_mv_0';
+select throws_ok(
+    $$select jobctl.submit_jobs('[{"tenant_id": "tap_mv_a", "queue": "q", "payload": {}},
+        {"tenant_id": "tap_mv_0", "queue": "q", "payload": {}}]')$$,
+    'JC011', 'tenant tap_mv_0 has moved to shard 7',
+    'a call of two moved tenants names one and its own shard'
 );
 select is(
     (select (jobctl._move_out_finish('tap_mv_a') ->> 'running')::integer), 1, 'not finished while a job runs here'
