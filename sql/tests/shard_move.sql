@@ -193,7 +193,8 @@ select throws_ok(
     'a submit routed by the old placement is refused'
 );
 select jobctl.put_tenant('tap_mv_0');
-update jobctl.tenant set moved_to = 7 where tenant_id = 'tap_mv_0';
+update jobctl.tenant set moved_to = 7
+where tenant_id = 'tap_mv_0';
 select throws_ok(
     $$select jobctl.submit_jobs('[{"tenant_id": "tap_mv_a", "queue": "q", "payload": {}},
         {"tenant_id": "tap_mv_0", "queue": "q", "payload": {}}]')$$,
