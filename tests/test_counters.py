@@ -44,11 +44,10 @@ def _submitter(dsn: str, tenants: list[str], seed: int, seconds: float) -> None:
                 if rnd.random() < 0.2:
                     job["concurrency_key"] = f"k{rnd.randint(1, 3)}"
                 jobs.append(job)
-            # a submit queued for a concurrency key behind a bulk batch that holds it while it waits
-            # (under its 500 ms lock_timeout) for a completion that waits for that key can be the
-            # victim of the deadlock detector, its own wait being the one whose deadlock_timeout
-            # runs out (seen once in CI: docs/lab-notes.md, 2026-12-03, issue 23). The call wrote
-            # nothing; like any client of PostgreSQL the submitter goes on (with its next batch).
+            # a deadlock victim (40P01) wrote nothing; like any client of PostgreSQL, and like
+            # jobctl's worker (calls.retryable), the submitter goes on with its next batch. The cycle
+            # that made one here (a bulk batch holding a key while it waited, docs/lab-notes.md,
+            # 2026-12-03) is gone since migration 0032; tests/test_bulk_jobs.py replays it.
             with contextlib.suppress(psycopg.errors.DeadlockDetected):
                 conn.execute(
                     "select count(*) from jobctl.submit_jobs(%s::jsonb)", [psycopg.types.json.Jsonb(jobs)]
@@ -65,7 +64,7 @@ def _worker(dsn: str, seed: int, seconds: float, lease: str) -> None:
                     "select job_id, lease_epoch from jobctl.claim_job(%s, null, %s, %s::interval)",
                     [f"ctr-w{seed}", rnd.randint(1, 10), lease],
                 ).fetchall()
-            except psycopg.errors.DeadlockDetected:  # a third-party victim, as _submitter's: claim again
+            except psycopg.errors.DeadlockDetected:  # as _submitter's: claim again
                 continue
             if not rows:
                 conn.execute("select jobctl.tick(false)")
