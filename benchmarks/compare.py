@@ -57,6 +57,7 @@ class System:
     notes: str = ""
     extra: dict[str, Any] = field(default_factory=dict)
     env: dict[str, str] | None = None  # the adapter's environment (None: this one)
+    workloads: tuple[str, ...] | None = None  # the workloads it runs (None: all)
 
 
 SYSTEMS = {
@@ -70,6 +71,17 @@ SYSTEMS = {
             ["jobctl"],
             {"procs": 2, "concurrency": 200},
             notes="the real worker: leases, heartbeats, fencing, history, fairness all on",
+        ),
+        System(
+            "jobctl-sql",
+            [sys.executable, str(ADAPTERS / "jobctl_sql_adapter.py")],
+            "select (select count(*) from jobctl._ready) + (select count(*) from jobctl._delayed)"
+            " + (select count(*) from jobctl._running)",
+            ["jobctl"],
+            {"procs": 2, "max_jobs": 500},
+            workloads=("d-drain", "l-pickup"),  # its enqueues are jobctl's own
+            notes="the engine's ceiling: a thin loop over the SQL contract (claim_job 500, no-op,"
+            " complete_jobs, LISTEN + 10 ms poll), no worker",
         ),
         System(
             "graphile-worker",
@@ -447,7 +459,47 @@ def table(rows: list[dict[str, Any]]) -> str:
             lines.append(
                 f"  {system:<16} {med:>10,.1f} [{min(values):,.1f}-{max(values):,.1f}]  {ratio:>7}  {extra}"
             )
+        lines += _standing(workload, got)
     return "\n".join(lines)
+
+
+def _standing(workload: str, rows: list[dict[str, Any]]) -> list[str]:
+    """jobctl beside the best peer and beside its own engine (jobctl-sql), by the medians of every
+    figure the workload's bars name: jobs/s, or pickup p50 and p99 at each rate (ratios > 1: jobctl ahead)."""
+    keys = ["jobs_per_s"] if workload != "l-pickup" else [
+        f"at_{rate}.{p}" for rate in (500, 50) for p in ("p50_ms", "p99_ms")
+    ]  # fmt: skip
+    lower_is_better = workload == "l-pickup"
+
+    def median(system: str, key: str) -> float | None:
+        vals = []
+        for r in rows:
+            v: Any = r
+            for part in key.split("."):
+                v = v.get(part) if isinstance(v, dict) else None
+            if r["system"] == system and v is not None:
+                vals.append(float(v))
+        return statistics.median(vals) if vals else None
+
+    peers = {r["system"] for r in rows if not r["system"].startswith("jobctl")}
+    out = []
+    for key in keys:
+        ours = median("jobctl", key)
+        if ours is None:
+            continue
+        figures = {p: v for p in peers if (v := median(p, key)) is not None}
+        parts = []
+        if figures:
+            best = (min if lower_is_better else max)(figures, key=figures.__getitem__)
+            ratio = figures[best] / ours if lower_is_better else ours / figures[best]
+            parts.append(f"best peer {best} {figures[best]:,.1f}: {ratio:.2f}x")
+        engine = median("jobctl-sql", key)
+        if engine:
+            ratio = engine / ours if lower_is_better else ours / engine
+            parts.append(f"jobctl-sql {engine:,.1f}: jobctl / jobctl-sql {ratio:.2f}x")
+        if parts:
+            out.append(f"    {key} jobctl {ours:,.1f}; " + "; ".join(parts))
+    return out
 
 
 def _extras(workload: str, rs: list[dict[str, Any]]) -> str:
@@ -493,12 +545,24 @@ def main() -> None:
         metavar="NAME=REF",
         help="also run jobctl as at git REF (a worktree in .bench-trees/NAME), as system jobctl@NAME",
     )
+    ap.add_argument(
+        "--setting",
+        action="append",
+        default=[],
+        metavar="SYSTEM=JSON",
+        help="run SYSTEM with this worker setting instead of its own (e.g. jobctl='{\"procs\": 1}')",
+    )
     a = ap.parse_args()
     mode = "smoke" if a.smoke else "quick" if a.quick else "full"
     size = SIZES[mode]
     rounds = a.rounds or (3 if mode == "full" else 1)
     systems = [SYSTEMS[s] for s in a.systems.split(",")]
     systems += [jobctl_at(spec, ROOT / ".bench-trees") for spec in a.jobctl_at]
+    for spec in a.setting:
+        name, _, setting = spec.partition("=")
+        for s in systems:
+            if s.name == name:
+                s.setting = json.loads(setting)
     missing = [s.name for s in systems if s.needs is not None and not s.needs.exists()]
     if missing:
         print(f"compare: skipping {', '.join(missing)} (run make bench-setup)", file=sys.stderr)
@@ -516,6 +580,8 @@ def main() -> None:
         for rnd in range(1, rounds + 1):
             for workload in a.workloads.split(","):
                 for system in systems:
+                    if system.workloads is not None and workload not in system.workloads:
+                        continue
                     fresh_database(admin, url)
                     adapter(system, "install", "--dsn", url)
                     checkpoint(url)

@@ -211,3 +211,17 @@ def test_one_trace_from_the_api_submit_to_the_workers_completion(
     claim = by_name["jobctl claim"]
     assert claim["context"]["trace_id"] != trace_id  # a claim is in no job's trace: it links
     assert [link["context"]["span_id"] for link in claim["links"]] == [submit["context"]["span_id"]]
+
+
+def test_without_a_tracer_provider_the_worker_makes_no_spans() -> None:
+    """The opentelemetry package alone (no provider set) records nothing: the worker asks once a claim
+    and skips every per-job span (their no-op spans cost more than the rest of a job's Python)."""
+    code = (
+        "from opentelemetry import trace\n"
+        "from opentelemetry.sdk.trace import TracerProvider\n"
+        "from jobctl import tracing\n"
+        "assert not tracing.recording()\n"
+        "trace.set_tracer_provider(TracerProvider())\n"
+        "assert tracing.recording()\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)

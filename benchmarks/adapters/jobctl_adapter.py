@@ -13,6 +13,7 @@ import json
 import signal
 import sys
 import time
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import psycopg
@@ -110,7 +111,8 @@ async def work(a: argparse.Namespace) -> None:
         json.dump({"handled": handled, "latency_ms": latency_ms, "cpu_s": time.process_time()}, f)
 
 
-def main() -> None:
+def main(work: Callable[[argparse.Namespace], Awaitable[None]] = work) -> None:
+    """The adapter's subcommands; `work` runs the workers (jobctl_sql_adapter.py passes its thin loop)."""
     ap = argparse.ArgumentParser()
     sub = ap.add_subparsers(dest="cmd", required=True)
     for name in ("install", "enqueue-bulk", "enqueue-single", "enqueue-paced", "work"):

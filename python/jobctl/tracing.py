@@ -45,6 +45,16 @@ TRACER: Any = None if _trace is None else _trace.get_tracer("jobctl")  # follows
 _PROPAGATOR: Any = None if _trace is None else TraceContextTextMapPropagator()
 
 
+def recording() -> bool:
+    """True when the worker's spans would be recorded: the opentelemetry package is there and the
+    application has set a tracer provider. Before one is set, the API hands out a proxy whose spans
+    record nothing, yet cost several microseconds a job; the worker asks once a claim."""
+    if _trace is None:
+        return False
+    provider = _trace.get_tracer_provider()
+    return not isinstance(provider, (_trace.ProxyTracerProvider, _trace.NoOpTracerProvider))
+
+
 def _parent(traceparent: str | None) -> Any:
     """The context a traceparent names, or None (absent or malformed)."""
     if not traceparent:
@@ -87,7 +97,7 @@ def submitting(
         yield traceparent_of(span) or traceparent
 
 
-# --- the worker's spans (called only when TRACER is not None)
+# --- the worker's spans (called only when recording())
 
 
 def claimed(

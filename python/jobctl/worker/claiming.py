@@ -196,7 +196,7 @@ class Claimer:
             self.running.metrics.claim.observe(claimed_at - sent_at)
         log.debug("claimed", extra={"jobs": len(claimed), "asked": max_jobs})
         claim: Any = None  # the claim span's context, which each run links to
-        if tracing.TRACER is not None and claimed:
+        if claimed and tracing.recording():
             traceparents = [row[10] for row in claimed]
             claim = tracing.claimed(sent_ns, time.time_ns(), self.worker_id, max_jobs, traceparents)
         self.stats.claimed += len(claimed)

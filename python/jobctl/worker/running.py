@@ -159,7 +159,7 @@ class Running:
         slot = Slot(job)
         if self.metrics is not None:
             slot.started = loop.time()
-        if tracing.TRACER is not None:
+        if claim is not None:
             job._span = tracing.start_run(job, claim)
         if self.is_async:
             slot.handler = loop.create_task(self._run_async(slot))
