@@ -40,9 +40,13 @@ from unnest(%(job_ids)s::bigint[], %(lease_epochs)s::bigint[], %(progress)s::jso
     as a (job_id, lease_epoch, progress)
 """
 COMPLETE_JOB = "select jobctl.complete_job(%(job_id)s::bigint, %(lease_epoch)s::bigint, %(result)s::jsonb)"
+# the worker's batch completion: complete_jobs answers a row per job in input order; only the fenced
+# ones come back (their place in the batch, from 1), since a batch of 1,000 is rarely fenced at all
 COMPLETE_JOBS = """
-select job_id, completed
+select c.n
 from jobctl.complete_jobs(%(job_ids)s::bigint[], %(lease_epochs)s::bigint[], %(results)s::jsonb[])
+    with ordinality as c (job_id, completed, n)
+where not c.completed
 """
 FAIL_JOB = """
 select jobctl.fail_job(%(job_id)s::bigint, %(lease_epoch)s::bigint, %(error)s::text, %(retryable)s::boolean)

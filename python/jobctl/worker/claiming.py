@@ -216,8 +216,7 @@ class Claimer:
             for job in jobs:
                 self.running.track(self.running.outbox.release(job))
             return len(claimed)
-        for job in jobs:
-            self.running.start(job, claimed_at, claim)
+        self.running.start(jobs, claimed_at, claim)
         return len(claimed)
 
     # --- wake-ups

@@ -131,10 +131,14 @@ class Outbox:
             await self._complete_each(batch)
             return
         ended_ns = time.time_ns()
-        for (job, _), (_, completed) in zip(batch, answers, strict=True):
-            self._completed(job, bool(completed))
+        fenced = {n - 1 for (n,) in answers}
+        self.stats.completed += len(batch) - len(fenced)
+        for i in fenced:
+            self._completed(batch[i][0], False)
+        for i, (job, _) in enumerate(batch):
             if job._span is not None:
-                tracing.reported("jobctl complete", job._span, started_ns, ended_ns, bool(completed), **{
+                completed = i not in fenced
+                tracing.reported("jobctl complete", job._span, started_ns, ended_ns, completed, **{
                     "jobctl.batch": len(batch),
                 })  # fmt: skip
 

@@ -100,6 +100,7 @@ class Running:
         # can never be written after a newer one
         self.heartbeating = asyncio.Lock()
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._on_progress = self._progress_reported  # one bound method for every job
 
     async def open(self) -> None:
         self._loop = asyncio.get_running_loop()
@@ -125,24 +126,16 @@ class Running:
         await asyncio.gather(*closing)
 
     def job(self, row: tuple[Any, ...]) -> Job:
-        """A claimed row as the Job its handler gets."""
+        """A claimed row as the Job its handler gets: CLAIM_JOB's columns are Job's first fields in
+        order, already of their types (payload still text; positional: keywords and conversions cost
+        five times as much), then the traceparent."""
         job_id, tenant_id, queue, payload, priority, attempt, max_attempts, epoch, expires, timeout, tp = row
-        return Job(
-            job_id=int(job_id),
-            tenant_id=tenant_id,
-            queue=queue,
-            payload=payload,
-            priority=int(priority),
-            attempt=int(attempt),
-            max_attempts=int(max_attempts),
-            lease_epoch=int(epoch),
-            lease_expires_at=expires,
-            timeout=None if timeout is None else float(timeout),
-            traceparent=tp,
-            _sync_pool=self._sync_tx_pool,
-            _async_pool=self._tx_pool,
-            _on_progress=self._progress_reported,
-        )
+        job = Job(
+            job_id, tenant_id, queue, payload, priority, attempt, max_attempts, epoch, expires, timeout,
+            None, tp, self._sync_tx_pool, self._tx_pool,
+        )  # fmt: skip
+        job._on_progress = self._on_progress
+        return job
 
     def _progress_reported(self) -> None:
         """Wake the progress loop (from a handler's thread or the loop itself)."""
@@ -152,33 +145,35 @@ class Running:
 
     # --- a job's way through
 
-    def start(self, job: Job, claimed_at: float, claim: Any = None) -> None:
-        """Run the job's handler in a slot; its timeout counts from `claimed_at` (the loop's time).
-        `claim`: the claim span's context (tracing), which the run span links to."""
+    def start(self, jobs: list[Job], claimed_at: float, claim: Any = None) -> None:
+        """Run a claim's jobs, each handler in a slot; timeouts count from `claimed_at` (the loop's
+        time). `claim`: the claim span's context (tracing), which each run span links to."""
         loop = asyncio.get_running_loop()
-        slot = Slot(job)
-        if self.metrics is not None:
-            slot.started = loop.time()
-        if claim is not None:
-            job._span = tracing.start_run(job, claim)
-        if self.is_async:
-            slot.handler = loop.create_task(self._run_async(slot))
-        else:
-            handler = self.handler if job._span is None else tracing.in_span(job._span, self.handler)
-            slot.handler = loop.run_in_executor(self._executor, handler, job)
-            slot.handler.add_done_callback(partial(self._thread_ended, slot))
-        self.busy += 1
-        if job.timeout is not None:
-            slot.timer = loop.call_at(claimed_at + job.timeout, self.stop, slot, "timed_out")
-        older = self.active.get(job.job_id)
-        if older is not None:
-            # claimed again, so the older attempt's lease is gone whether or not a heartbeat said so
-            log.warning(
-                "job claimed again while an older attempt runs; stopping that attempt",
-                extra={**ids(job), "older_epoch": older.job.lease_epoch},
-            )
-            self.stop(older, "lost")
-        self.active[job.job_id] = slot
+        active = self.active
+        for job in jobs:
+            slot = Slot(job)
+            if self.metrics is not None:
+                slot.started = loop.time()
+            if claim is not None:
+                job._span = tracing.start_run(job, claim)
+            if self.is_async:
+                slot.handler = loop.create_task(self._run_async(slot))
+            else:
+                handler = self.handler if job._span is None else tracing.in_span(job._span, self.handler)
+                slot.handler = loop.run_in_executor(self._executor, handler, job)
+                slot.handler.add_done_callback(partial(self._thread_ended, slot))
+            self.busy += 1
+            if job.timeout is not None:
+                slot.timer = loop.call_at(claimed_at + job.timeout, self.stop, slot, "timed_out")
+            older = active.get(job.job_id)
+            if older is not None:
+                # claimed again, so the older attempt's lease is gone whether or not a heartbeat said so
+                log.warning(
+                    "job claimed again while an older attempt runs; stopping that attempt",
+                    extra={**ids(job), "older_epoch": older.job.lease_epoch},
+                )
+                self.stop(older, "lost")
+            active[job.job_id] = slot
 
     async def _run_async(self, slot: Slot) -> None:
         """An async handler's task; it books the outcome itself as it ends (no done callback)."""
