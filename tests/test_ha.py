@@ -43,8 +43,10 @@ def test_failover_and_switchover_lose_nothing_and_the_callback_moves_the_epoch()
         assert e["from"] != e["to"] and e["promote_s"] < 30, context
         assert set(e["downtime_s"]) == {"api", "sql", "workers"}, context
         assert all(v is not None and v < 30 for v in e["downtime_s"].values()), context
-        # the callback, not the drill, moved the epoch past the new timeline's floor, once
-        assert e["callback"] == {"moved": 1, "unchanged": 0, "failed": 0}, context
+        # the epoch is past the new timeline's floor, moved once by the callback, or found there by it when
+        # the new leader's first claim had raised it already (its unlogged epoch guard starts empty)
+        callback = e["callback"]
+        assert callback["failed"] == 0 and callback["moved"] + callback["unchanged"] == 1, context
         assert e["epoch"] >= e["timeline"] << 40, context
         timelines.append(e["timeline"])
         # the periodic functions did nothing, without an error, on the standby in recovery

@@ -1,10 +1,11 @@
 """The engine's ceiling: jobctl through its SQL contract alone, with no worker (system `jobctl-sql`).
 
 The same install and enqueues as jobctl_adapter.py; `work` is the thinnest loop a service could write
-over the contract: claim_job(max_jobs => 500), the no-op handler for each row, complete_jobs for the
-batch, then at once again while claims come back full, else wait for a hint (LISTEN jobctl) or 10 ms.
-No heartbeats, timeouts, stops or retries: what the real worker (`jobctl`) adds on top of this is
-what docs/benchmarks.md measures as the ratio jobctl / jobctl-sql.
+over the contract: claim_job(max_jobs => 500, flush => false, as the worker claims), the no-op
+handler for each row, complete_jobs for the batch, then at once again while claims come back full,
+else wait for a hint (LISTEN jobctl) or 10 ms. No heartbeats, timeouts, stops or retries: what the
+real worker (`jobctl`) adds on top of this is what docs/benchmarks.md measures as the ratio
+jobctl / jobctl-sql.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from jobctl_adapter import QUEUE, main
 MAX_JOBS = 500
 POLL = 0.01
 # the worker's claim and completion statements, without the columns a no-op handler does not read
-CLAIM = "select job_id, lease_epoch, payload::text from jobctl.claim_job(%s, %s, %s, %s)"
+CLAIM = "select job_id, lease_epoch, payload::text from jobctl.claim_job(%s, %s, %s, %s, flush => false)"
 
 
 async def work(a: argparse.Namespace) -> None:

@@ -21,11 +21,14 @@ select job_id, duplicate from jobctl.submit_job(%(tenant_id)s::text, %(queue)s::
 """
 
 # --- the worker's side. Payloads come as text: the worker decodes each job's on its own (one that
-# cannot be decoded fails that job, not the claim)
+# cannot be decoded fails that job, not the claim). A claim's commit does not wait for its WAL flush
+# (flush => false): one lost in a crash is claimed again, and its epoch is never handed out again
+# (docs/design.md, Fencing across a crash)
 CLAIM_JOB = """
 select job_id, tenant_id, queue, payload::text, priority, attempt, max_attempts, lease_epoch,
     lease_expires_at, extract(epoch from timeout)::float8 as timeout_s, traceparent
-from jobctl.claim_job(%(worker_id)s::text, %(queues)s::text[], %(max_jobs)s::int, %(lease)s::interval)
+from jobctl.claim_job(%(worker_id)s::text, %(queues)s::text[], %(max_jobs)s::int, %(lease)s::interval,
+    flush => false)
 """
 # a worker serving several shards shares its slots by each shard's claimable weight
 CLAIMABLE_WEIGHT = "select jobctl.claimable_weight(%(queues)s::text[])"

@@ -1,7 +1,8 @@
 -- jobctl._start_attempts: the second half of a claim. The caller has deleted these jobs' _ready
 -- rows (so it owns them); each job becomes running with attempt + 1 and a new lease epoch, and its
 -- lease goes into _running; the counters move them from pending to running, with their waits.
--- Writes: job (HOT update), _running (insert), _stat_delta (insert).
+-- Writes: job (HOT update), _running (insert), _stat_delta (insert); after a crash, a restore or a
+-- promotion, the first call raises the epochs (jobctl._raise_epochs).
 -- A statement of its own so that it alone runs with enable_seqscan off (docs/design.md §6).
 create or replace function jobctl._start_attempts(
     p_ids bigint[], p_cas timestamptz[], p_worker text, p_now timestamptz, p_lease interval
@@ -23,6 +24,10 @@ declare
     v_last timestamptz := p_cas[1];
     v_ca timestamptz;
 begin
+    -- no epoch is handed out while WAL may have been lost since the last raise (jobctl._raise_epochs)
+    if not exists (select from jobctl._epoch_guard) then
+        perform jobctl._raise_epochs();
+    end if;
     foreach v_ca in array p_cas loop
         if v_ca < v_first then
             v_first := v_ca;

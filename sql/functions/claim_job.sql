@@ -14,7 +14,8 @@ create or replace function jobctl.claim_job(
     worker_id text,
     queues text[] default null,
     max_jobs integer default 1,
-    lease interval default '30 seconds'
+    lease interval default '30 seconds',
+    flush boolean default true
 )
 returns table (
     job_id bigint,
@@ -49,6 +50,11 @@ declare
     v_recheck boolean;
 begin
     perform jobctl._claim_check(claim_job.worker_id, claim_job.queues, v_left, claim_job.lease);
+    if not claim_job.flush then
+        -- the commit does not wait for its WAL flush: a claim lost in a crash is claimed again, and its
+        -- epoch is never handed out again (jobctl._raise_epochs; docs/design.md, Fencing across a crash)
+        perform set_config('synchronous_commit', 'off', true);
+    end if;
     -- delayed jobs whose time came, and children racing parents' ends left waiting (docs/workflows.md)
     select exists (select from jobctl._delayed as d where d.run_at <= clock_timestamp()),
         exists (select from jobctl._recheck)
@@ -92,13 +98,17 @@ begin
 end
 $$;
 
-comment on function jobctl.claim_job(text, text[], integer, interval) is
+comment on function jobctl.claim_job(text, text[], integer, interval, boolean) is
 'Claim up to max_jobs (1..1000) due jobs from the given queues (NULL: all) under a lease. Each comes
 back running with attempt + 1 and a new lease_epoch (fencing token) greater than any before. Never hands one job
 to two callers. traceparent: the W3C trace context the job was submitted with (NULL: none). Across tenants, claims are shared by weight (a tenant''s weight is split evenly over its queues in
 the filter); within a tenant''s queue, higher priority first, then earlier run_at. Paused tenants and queues are
 skipped; a tenant''s and a queue''s max_running and claim_rate (with its burst) hold under concurrent claimers, which
 then take fewer jobs. A sealed payload the session has no key for comes back as its envelope. Needs READ COMMITTED.
+flush (default true): false lets the claim commit without waiting for its WAL flush (synchronous_commit off for
+the rest of the transaction; only for a transaction that writes nothing else that must survive a crash). A claim lost
+in a crash comes back as pending and is claimed again; its epoch is never handed out again, so the lost claim''s
+worker is fenced.
 Errors: JC001 a bad argument (worker_id, max_jobs, lease over 1 day, queues with NULL or over 1,000 names),
 JC007 called under REPEATABLE READ or SERIALIZABLE, JC008 jobctl.payload_keys is not JSON.
 Example:

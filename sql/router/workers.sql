@@ -4,11 +4,15 @@
 -- handler's transaction, so workers that want exactly-once effects connect to the shards themselves
 -- (`jobctl worker --dsn A --dsn B ...`; docs/operations.md, Sharding).
 
+-- claim_job's flush parameter came with the shards' migration 0033: a router installed before it has
+-- the old signature, which a new one would not replace
+drop function if exists jobctl.claim_job(text, text[], integer, interval);
 create or replace function jobctl.claim_job(
     worker_id text,
     queues text[] default null,
     max_jobs integer default 1,
-    lease interval default '30 seconds'
+    lease interval default '30 seconds',
+    flush boolean default true
 )
 returns table (
     job_id bigint,

@@ -2,14 +2,14 @@
 -- delayed jobs, paused tenants, max_running, sharing across tenants, lease epochs.
 -- Tenants tap_claim_*, queues tap_claim_*; every claim names its queues.
 begin;
-select plan(53);
+select plan(58);
 -- the tests join temp tables that have no statistics: keep JIT from compiling those plans
 set local jit = off;
 \ir helpers.psql
 
 select has_function(
-    'jobctl', 'claim_job', array['text', 'text[]', 'integer', 'interval'],
-    'claim_job(worker_id, queues, max_jobs, lease) exists'
+    'jobctl', 'claim_job', array['text', 'text[]', 'integer', 'interval', 'boolean'],
+    'claim_job(worker_id, queues, max_jobs, lease, flush) exists'
 );
 
 -- every claim of this file, in order, tagged; t0/t1 bracket the call
@@ -354,8 +354,42 @@ select throws_ok(
     'JC001', 'queues must hold at most 1000 names of at most 200 characters', 'a filter of 1,001 queues: JC001'
 );
 
+-- fencing across a crash (migration 0033): an emptied guard (what crash recovery, a restored backup
+-- or a promotion leaves) makes the next claim that gets a job move the epochs 2^40 on, once
+truncate jobctl._epoch_guard;
+create temp table epoch_before as select max(lease_epoch) as e from jobctl.job;
+do $do$
+begin
+    perform jobctl.submit_job('tap_claim_epoch', 'tap_claim_epoch', '{}') from generate_series(1, 2);
+end
+$do$;
+create temp table raised as
+select lease_epoch from jobctl.claim_job('tap_claim_e1', array['tap_claim_epoch'], 1, flush => false);
+select cmp_ok(
+    (select lease_epoch from raised), '>', (select e + 1099511627776 from epoch_before),
+    'after the guard was emptied, the first epoch handed out is over 2^40 above every earlier one'
+);
+select is(
+    (select count(*) from jobctl._epoch_guard), 1::bigint, 'the raise leaves one row in the guard'
+);
+select is(
+    current_setting('synchronous_commit'), 'on', 'a claim that raised the epochs commits flushed, though it asked for flush => false'
+);
+select is(
+    (select lease_epoch from jobctl.claim_job('tap_claim_e2', array['tap_claim_epoch'], 1, flush => false))
+    - (select lease_epoch from raised),
+    1::bigint,
+    'the next claim does not raise them again'
+);
+select is(
+    current_setting('synchronous_commit'), 'off',
+    'claim_job(flush => false): the rest of the transaction commits without waiting for its flush'
+);
+set local synchronous_commit = on;
+
 select isnt(
-    obj_description('jobctl.claim_job(text, text[], integer, interval)'::regprocedure), null, 'claim_job has a comment'
+    obj_description('jobctl.claim_job(text, text[], integer, interval, boolean)'::regprocedure), null,
+    'claim_job has a comment'
 );
 
 select * from finish();
