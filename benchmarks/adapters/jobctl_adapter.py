@@ -18,7 +18,7 @@ from typing import Any
 
 import psycopg
 from jobctl import migrate, queries
-from jobctl.worker import Job, Worker
+from jobctl.worker import Job, Worker, run_loop
 from psycopg.types.json import Jsonb
 
 TENANT = QUEUE = "bench"
@@ -134,7 +134,7 @@ def main(work: Callable[[argparse.Namespace], Awaitable[None]] = work) -> None:
             p.add_argument("--out", required=True)
     a = ap.parse_args()
     if a.cmd == "work":
-        asyncio.run(work(a))
+        run_loop(work(a))  # the event loop `jobctl worker` runs on
         return
     run = {
         "install": install,

@@ -21,7 +21,7 @@ from jobctl.worker.calls import APP_NAME
 from jobctl.worker.command import HandlerError, load_handler, worker_command
 from jobctl.worker.job import Job, JobTransaction, LeaseLost, PermanentError
 from jobctl.worker.outbox import Stats
-from jobctl.worker.runner import Worker, default_worker_id, run
+from jobctl.worker.runner import Worker, default_worker_id, run, run_loop
 from jobctl.worker.running import Handler
 
 __all__ = [
@@ -37,5 +37,6 @@ __all__ = [
     "default_worker_id",
     "load_handler",
     "run",
+    "run_loop",
     "worker_command",
 ]

@@ -13,7 +13,7 @@ import click
 
 from jobctl import db, logs
 from jobctl.worker.calls import describe
-from jobctl.worker.runner import Worker, default_worker_id
+from jobctl.worker.runner import Worker, default_worker_id, run_loop
 from jobctl.worker.running import Handler
 
 log = logging.getLogger("jobctl.worker")
@@ -230,7 +230,7 @@ def worker_command(
         for n, dsn in enumerate(targets)
     ]
     try:
-        asyncio.run(run_together(workers))
+        run_loop(run_together(workers))
         crashed = any(w.crashed is not None for w in workers)
     except Exception:
         log.exception("worker failed")
