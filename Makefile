@@ -8,7 +8,7 @@ TEST_ENV := JOBCTL_PGNAME=.test-pg JOBCTL_PG_DB=jobctl_test JOBCTL_PG_PORT=55442
 TEST_DSN = $$(cat .test-pg/dsn)
 
 .DEFAULT_GOAL := help
-.PHONY: help setup db db-stop db-destroy migrate validate demo demo-stop test test-db test-quick lint sqlfluff pgtap pytest bench-setup bench bench-quick bench-claim bench-tenants bench-retention bench-held bench-xids bench-notify bench-bloat bench-sealing bench-access bench-limits bench-dashboard bench-counters bench-metrics bench-progress bench-overhead bench-workflows bench-waiters bench-archive chaos ha-drill shards pooler-test shard-move probe sql-reference psql clean
+.PHONY: help setup db db-stop db-destroy migrate validate demo demo-stop test test-db test-quick lint sqlfluff pgtap pytest bench-setup bench bench-quick bench-budget bench-claim bench-tenants bench-retention bench-held bench-xids bench-notify bench-bloat bench-sealing bench-access bench-limits bench-dashboard bench-counters bench-metrics bench-progress bench-overhead bench-workflows bench-waiters bench-archive chaos ha-drill shards pooler-test shard-move probe sql-reference psql clean
 
 help: ## List the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -70,6 +70,9 @@ bench: bench-setup ## jobctl vs its peers side by side, 3 rounds, 100,000-job dr
 
 bench-quick: bench-setup ## The same comparison, smaller and one round (about 5 minutes)
 	@$(BIN)/python benchmarks/compare.py --quick
+
+bench-budget: setup ## The worker's per-job budget: where a no-op job's microseconds go (py-spy stages of the worker's CPU, the server's functions, wait events), 3 rounds of 60,000 jobs (about 3 minutes)
+	@$(BIN)/python benchmarks/worker_budget.py
 
 bench-claim: setup ## C-depth: claim p50/p99 at 10,000 and JOBS due and after JOBS churned, jobctl vs a naive SKIP LOCKED queue (JOBS=1000000 TENANTS=1000)
 	@$(BIN)/python benchmarks/claim_depth.py --jobs $${JOBS:-1000000} --tenants $${TENANTS:-1000}

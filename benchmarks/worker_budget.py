@@ -3,11 +3,12 @@
     .venv/bin/python benchmarks/worker_budget.py [--jobs 60000] [--concurrency 500] [--rounds 3]
 
 Each round: a fresh database on the benchmark cluster (`.bench-pg/`, as compare.py), N no-op jobs,
-then one real `jobctl.worker.Worker` process (async no-op handler, its defaults but the concurrency)
-drains them while
-- py-spy samples the worker's Python stacks (1,000 a second); each sample is given to the first stage
-  below that its stack names, and the stages share the process's CPU time a job (`time.process_time`
-  over the drain) in proportion to their samples (samples idle in the selector are not CPU);
+then one real `jobctl.worker.Worker` process (async no-op handler, its defaults but the concurrency,
+on the event loop `jobctl worker` runs on) drains them while
+- py-spy samples the worker's Python stacks (1,000 a second, only while it holds the GIL: not while
+  it waits in epoll); each sample is given to the first stage below that its stack names, and the
+  stages share the process's CPU time a job (`time.process_time` over the drain) in proportion to
+  their samples (uvloop's own loop is C: its samples end in `Runner.run`, in the last stage);
 - the server counts its functions' time (`track_functions = all` for the worker's sessions:
   claim_job, complete_jobs, tick and the rest, pg_stat_user_functions) and a sampler reads the
   worker backends' wait events every millisecond (pg_stat_activity), so that a commit waiting for
@@ -56,6 +57,10 @@ STAGES = [
 DRAIN = """
 import asyncio, json, sys, time
 from jobctl.worker import Worker
+try:
+    from jobctl.worker import run_loop  # the event loop jobctl worker runs on
+except ImportError:  # a tree from before it (measured for the budget's "before")
+    run_loop = asyncio.run
 n, concurrency, dsn = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
 done = 0
 async def handle(job):
@@ -73,7 +78,7 @@ async def main():
     worker.request_stop()
     await task
     print(json.dumps({"jobs_per_s": n / seconds, "cpu_us_per_job": cpu / n * 1e6}))
-asyncio.run(main())
+run_loop(main())
 """
 
 
@@ -129,7 +134,7 @@ def one_round(admin: str, url: str, jobs: int, concurrency: int) -> dict[str, An
         sampler.start()
         try:
             out = subprocess.run(
-                [str(PY_SPY), "record", "-r", "1000", "-f", "raw", "-o", str(raw), "--",
+                [str(PY_SPY), "record", "--gil", "-r", "1000", "-f", "raw", "-o", str(raw), "--",
                  sys.executable, str(script), str(jobs), str(concurrency), url],
                 capture_output=True, text=True, check=True, env={**os.environ, "JOBCTL_LOG_LEVEL": "warning"},
             )  # fmt: skip
@@ -140,10 +145,8 @@ def one_round(admin: str, url: str, jobs: int, concurrency: int) -> dict[str, An
         samples: collections.Counter[str] = collections.Counter()
         for line in raw.read_text().splitlines():
             stack, _, count = line.rpartition(" ")
-            if "Worker.run" not in stack and "run_until_complete" not in stack:
+            if not any(name in stack for name in ("run_loop", "run_until_complete", "Worker.run")):
                 continue  # imports, setup
-            if stack.rsplit(";", 1)[-1].startswith(("EpollSelector.select", "select (")):
-                continue  # idle: waiting for the database
             samples[stage_of(stack)] += int(count)
     total = sum(samples.values()) or 1
     python = {s: round(drain["cpu_us_per_job"] * samples[s] / total, 2) for s, _ in STAGES}
