@@ -60,14 +60,17 @@ class System:
     workloads: tuple[str, ...] | None = None  # the workloads it runs (None: all)
 
 
+JOBCTL_UNFINISHED = (
+    "select (select count(*) from jobctl._ready) + (select count(*) from jobctl._delayed)"
+    " + (select count(*) from jobctl._running)"
+)
 SYSTEMS = {
     s.name: s
     for s in [
         System(
             "jobctl",
             [sys.executable, str(ADAPTERS / "jobctl_adapter.py")],
-            "select (select count(*) from jobctl._ready) + (select count(*) from jobctl._delayed)"
-            " + (select count(*) from jobctl._running)",
+            JOBCTL_UNFINISHED,
             ["jobctl"],
             # one `jobctl worker` a core, as the peers run two processes; concurrency 500 where its
             # default is 10: the handler is a no-op, so a claim fills 500 slots (docs/benchmarks.md)
@@ -78,8 +81,7 @@ SYSTEMS = {
         System(
             "jobctl-sql",
             [sys.executable, str(ADAPTERS / "jobctl_sql_adapter.py")],
-            "select (select count(*) from jobctl._ready) + (select count(*) from jobctl._delayed)"
-            " + (select count(*) from jobctl._running)",
+            JOBCTL_UNFINISHED,
             ["jobctl"],
             {"procs": 2, "max_jobs": 500},
             workloads=("d-drain", "l-pickup"),  # its enqueues are jobctl's own
