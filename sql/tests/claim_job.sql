@@ -373,7 +373,8 @@ select is(
     (select count(*) from jobctl._epoch_guard), 1::bigint, 'the raise leaves one row in the guard'
 );
 select is(
-    current_setting('synchronous_commit'), 'on', 'a claim that raised the epochs commits flushed, though it asked for flush => false'
+    current_setting('synchronous_commit'), 'on',
+    'a claim that raised the epochs commits flushed, though it asked for flush => false'
 );
 select is(
     (select lease_epoch from jobctl.claim_job('tap_claim_e2', array['tap_claim_epoch'], 1, flush => false))
