@@ -111,8 +111,8 @@ def test_notify_scaled_down_thins_hints_and_recovers_a_killed_listener(dsn: str)
 
 def test_xids_per_job_scaled_down(dsn: str) -> None:
     """benchmarks/xids.py --small: three XIDs a job one by one (submit, claim, complete: no
-    subtransaction adds one), three per 100 batched, and no MultiXact (a little slack for the
-    cluster's background work, pg_cron's tick included)."""
+    subtransaction adds one), three per 100 batched, and no MultiXact (each mode runs between pg_cron's
+    runs on the minute; a little slack for the rest of the cluster's background work)."""
     (single, batched), _ = bench(dsn, "xids.py", "--small")
     assert 3.0 <= single["xids_per_job"] <= 3.05, single
     assert 0.03 <= batched["xids_per_job"] <= 0.035, batched
