@@ -69,44 +69,15 @@ begin
     );
     v_linked := v_extra and exists (select from unnest(p_specs) as s where s.after is not null);
 
-    -- One CASE per job finds its first failed condition (no per-job subquery); the message of the
-    -- first failure is formatted once, below.
+    -- One CASE per job (jobctl._spec_fault, inlined) finds its first failed condition; the message of
+    -- the first failure is formatted once, below.
     select x.* into v_bad
     from (
-        select o.*, case
-            when o.tenant_id is null or o.tenant_id = '' then 1
-            when length(o.tenant_id) > 200 then 2
-            when o.queue is null or o.queue = '' then 3
-            when length(o.queue) > 200 then 4
-            when o.payload is null or o.payload = 'null'::jsonb then 5
-            when octet_length(o.payload::text) > 65536 then 6
-            when o.priority is null or o.priority not between -100 and 100 then 7
-            when o.max_attempts not between 1 and 1000 then 8
-            when o.timeout <= interval '0' or o.timeout > interval '30 days' then 9
-            when o.dedup_key = '' or length(o.dedup_key) > 500 then 10
-            when not o.run_at between timestamptz '1970-01-01 00:00:00+00' and v_now + interval '10 years' then 11
-            when o.subject_key = '' or length(o.subject_key) > 500 then 12
-            when o.payload ? '$jobctl_sealed' then 13
-            when o.concurrency_key = '' or length(o.concurrency_key) > 200 then 14
-            when jobctl._too_deep(o.payload) then 15
-            -- names an operator reads in a terminal or a page: no control or bidirectional-override
-            -- characters (docs/security.md, Bounds); one match a job, the field found below
-            when concat(o.tenant_id, o.queue, o.dedup_key, o.subject_key, o.concurrency_key) ~ jobctl._unprintable()
-                then 16
-            when o.traceparent !~ '^[0-9a-f]{2}-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$' then 17
-            -- a workflow's and a scoped key's options: looked at only in a call that has them
-            when v_extra and (cardinality(o.depends_on) > 10000 or array_position(o.depends_on, null) is not null) then 18
-            -- a workflow's edges point at earlier jobs of the call: no cycle can be written
-            when v_extra and exists (select from unnest(o.after) as a (k) where a.k is null or a.k < 1 or a.k >= o.ord) then 19
-            when v_linked and o.dedup_key is not null then 20
-            when v_extra and (o.dedup_states is not null or o.dedup_period is not null or o.dedup_mode is not null)
-                and o.dedup_key is null then 21
-            when v_extra and (cardinality(o.dedup_states) = 0 or not o.dedup_states <@ array[
-                'waiting', 'pending', 'running', 'failed', 'completed', 'dead', 'cancelled'
-            ] or array_position(o.dedup_states, null) is not null) then 22
-            when v_extra and (o.dedup_period < interval '1 second' or o.dedup_period > interval '366 days') then 23
-            when v_extra and o.dedup_mode not in ('keep', 'replace', 'preserve_run_at') then 24
-        end as n
+        select o.*, jobctl._spec_fault(row(
+                o.tenant_id, o.queue, o.payload, o.priority, o.run_at, o.dedup_key, o.max_attempts, o.backoff, o.timeout,
+                o.subject_key, o.concurrency_key, o.traceparent, o.depends_on, o.after, o.cancel_on_failure, o.batch_id,
+                o.callback_of, o.dedup_states, o.dedup_period, o.dedup_mode
+            )::jobctl._job_spec, o.ord, v_now, v_extra, v_linked) as n
         from unnest(p_specs) with ordinality as o (
             tenant_id, queue, payload, priority, run_at, dedup_key, max_attempts, backoff, timeout, subject_key, concurrency_key, traceparent, depends_on, after, cancel_on_failure, batch_id, callback_of, dedup_states, dedup_period, dedup_mode, ord
         )

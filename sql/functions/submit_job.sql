@@ -1,4 +1,8 @@
--- jobctl.submit_job: submit one job. See jobctl._submit for locks and writes.
+-- jobctl.submit_job: submit one job. A plain job is written here, by one statement: no dedup key,
+-- parents or concurrency key, no rule of jobctl._spec_fault broken, a tenant of the caller's that is
+-- registered and has no submit limits, no payload encryption and no move. Every other call, errors
+-- included, goes through jobctl._submit, which raises them; what the plain path saves is in
+-- docs/design.md §6. Writes: job, _stat_delta, _ready or _delayed; see jobctl._submit for the rest.
 create or replace function jobctl.submit_job(
     tenant_id text,
     queue text,
@@ -22,22 +26,69 @@ returns table (job_id bigint, duplicate boolean)
 language plpgsql  -- not sql: a SQL function that is not inlined is planned on every call (docs/design.md §6)
 security definer
 set search_path = pg_catalog, pg_temp
+set plan_cache_mode = force_generic_plan  -- plans made once per session: docs/design.md §6
 as $$
+#variable_conflict use_column
+declare
+    v_spec jobctl._job_spec := row(
+        submit_job.tenant_id, submit_job.queue, submit_job.payload, submit_job.priority,
+        submit_job.run_at, submit_job.dedup_key, submit_job.max_attempts,
+        jobctl._normalize_backoff(submit_job.backoff), submit_job.timeout, submit_job.subject_key,
+        submit_job.concurrency_key, submit_job.traceparent, submit_job.depends_on, null,
+        submit_job.on_parent_failure = 'cancel' or jobctl._parent_policy(submit_job.on_parent_failure), null, null,
+        submit_job.dedup_states, submit_job.dedup_period, submit_job.dedup_mode
+    )::jobctl._job_spec;
+    v_now timestamptz := now();
+    v_due timestamptz := coalesce(submit_job.run_at, v_now);
+    v_tenants text[];
+    v_id bigint;
 begin
-    return query
-    select s.job_id, s.duplicate
-    from jobctl._submit(
-        array[row(
-            submit_job.tenant_id, submit_job.queue, submit_job.payload, submit_job.priority,
-            submit_job.run_at, submit_job.dedup_key, submit_job.max_attempts,
-            jobctl._normalize_backoff(submit_job.backoff), submit_job.timeout, submit_job.subject_key,
-            submit_job.concurrency_key, submit_job.traceparent, submit_job.depends_on, null,
-            submit_job.on_parent_failure = 'cancel' or jobctl._parent_policy(submit_job.on_parent_failure), null, null,
-            submit_job.dedup_states,
-            submit_job.dedup_period, submit_job.dedup_mode
-        )::jobctl._job_spec],
-        false
-    ) as s;
+    if v_spec.dedup_key is null and v_spec.depends_on is null and v_spec.concurrency_key is null
+       and v_spec.dedup_states is null and v_spec.dedup_period is null and v_spec.dedup_mode is null
+       and jobctl._spec_fault(v_spec, 1, v_now, false, false) is null then
+        v_tenants := jobctl._acting_tenants('jobs:submit');
+        if (v_tenants is null or v_spec.tenant_id = any(v_tenants)) and exists (
+            select from jobctl.tenant as t
+            where t.tenant_id = v_spec.tenant_id and t.submit_bucket is null and t.admitted is null
+                and not t.encrypt_payloads and t.moved_to is null
+        ) then
+            -- as in jobctl._submit: the commit waits for a synchronous standby, if one is configured
+            perform set_config('synchronous_commit', 'on', true);
+            with new_job as (
+                insert into jobctl.job (
+                    job_id, created_at, tenant_id, queue, priority, run_at, max_attempts, timeout, backoff,
+                    payload, subject_key, traceparent, state
+                )
+                values (
+                    nextval('jobctl.job_id_seq'), v_now, v_spec.tenant_id, v_spec.queue, v_spec.priority, v_due,
+                    coalesce(v_spec.max_attempts, 3), v_spec.timeout, v_spec.backoff, v_spec.payload,
+                    v_spec.subject_key, v_spec.traceparent, 'pending'
+                )
+                returning job_id
+            ),
+            tally as (
+                insert into jobctl._stat_delta (tenant_id, queue, submitted, pending, delayed, waiting)
+                values (v_spec.tenant_id, v_spec.queue, 1, (v_due <= v_now)::integer, (v_due > v_now)::integer, 0)
+            ),
+            new_ready as (
+                insert into jobctl._ready (queue, tenant_id, priority, run_at, job_id, created_at)
+                select v_spec.queue, v_spec.tenant_id, v_spec.priority, v_due, n.job_id, v_now
+                from new_job as n where v_due <= v_now
+            ),
+            new_delayed as (
+                insert into jobctl._delayed (run_at, job_id, created_at, queue, tenant_id, priority)
+                select v_due, n.job_id, v_now, v_spec.queue, v_spec.tenant_id, v_spec.priority
+                from new_job as n where v_due > v_now
+            )
+            select n.job_id into v_id from new_job as n;
+            if v_due <= v_now then
+                perform jobctl._notify(array[v_spec.queue]);
+            end if;
+            return query select v_id, false;
+            return;
+        end if;
+    end if;
+    return query select s.job_id, s.duplicate from jobctl._submit(array[v_spec], false) as s;
 end
 $$;
 

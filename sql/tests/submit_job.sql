@@ -2,7 +2,7 @@
 -- backoff normalisation, dedup. Tenants tap_submit_*, queues tap_submit_*.
 -- JC006 (dedup_key under REPEATABLE READ) needs its own transaction: submit_job_repeatable_read.sql.
 begin;
-select plan(74);
+select plan(83);
 -- the tests join temp tables that have no statistics: keep JIT from compiling those plans
 set local jit = off;
 \ir helpers.psql
@@ -384,6 +384,133 @@ select is(
     (select c.traceparent from jobctl.claim_job('tap_submit_w', array['tap_submit_tq']) as c),
     '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01', 'claim_job hands the traceparent to the worker'
 );
+
+-- the plain path: submit_job writes a job without dedup key, parents or concurrency key, of a
+-- registered tenant without submit limits or encryption, itself; it writes the rows jobctl._submit
+-- (submit_jobs) writes for the same spec (now() is the transaction's: the times are equal too)
+set local track_functions = 'all';
+create function pg_temp.set_path_calls() returns bigint
+language sql as $$
+    select coalesce(pg_stat_get_xact_function_calls(
+        'jobctl._submit(jobctl._job_spec[], boolean, boolean, boolean, text, timestamptz)'::regprocedure
+    ), 0)
+$$;
+select jobctl.put_tenant('tap_submit_plain');
+select jobctl.put_tenant('tap_submit_set');
+create temp table s_paths (way text, due boolean, job_id bigint, set_path_calls bigint);
+insert into s_paths
+select
+    'plain' as way,
+    true as due,
+    s.job_id,
+    pg_temp.set_path_calls() as set_path_calls
+from jobctl.submit_job(
+    'tap_submit_plain', 'tap_submit_paths', '{"a": [1, 2]}', 5, null, null, 4,
+    '{"strategy": "fixed", "base": "2 seconds"}', interval '1 minute', 'u1', null,
+    '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01'
+) as s;
+insert into s_paths
+select
+    'plain' as way,
+    false as due,
+    s.job_id,
+    pg_temp.set_path_calls() as set_path_calls
+from jobctl.submit_job('tap_submit_plain', 'tap_submit_paths', '{}', run_at => now() + interval '1 hour') as s;
+insert into s_paths
+select
+    'set' as way,
+    s.ord = 1 as due,
+    s.job_id,
+    pg_temp.set_path_calls() as set_path_calls
+from jobctl.submit_jobs(jsonb_build_array(
+    jsonb_build_object(
+        'tenant_id', 'tap_submit_set', 'queue', 'tap_submit_paths', 'payload', '{"a": [1, 2]}'::jsonb, 'priority', 5,
+        'max_attempts', 4, 'backoff', '{"strategy": "fixed", "base": "2 seconds"}'::jsonb, 'timeout', '1 minute',
+        'subject_key', 'u1', 'traceparent', '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01'
+    ),
+    jsonb_build_object(
+        'tenant_id', 'tap_submit_set', 'queue', 'tap_submit_paths', 'payload', '{}'::jsonb,
+        'run_at', now() + interval '1 hour'
+    )
+)) with ordinality as s (job_id, duplicate, ord);
+select is(
+    (
+        select array_agg(p.set_path_calls order by p.job_id) from s_paths as p
+        where p.way = 'plain'
+    ),
+    array[0, 0]::bigint[],
+    'a plain job (due, or delayed) is written by submit_job itself: jobctl._submit is not called'
+);
+select ok(
+    (
+        select max(p.set_path_calls) from s_paths as p
+        where p.way = 'set'
+    ) > 0,
+    'submit_jobs goes through jobctl._submit (the check above can see a call)'
+);
+create function pg_temp.rows_of(p_way text, p_table text) returns jsonb
+language plpgsql as $$
+declare
+    v jsonb;
+begin
+    execute format(
+        'select jsonb_agg(to_jsonb(r) - ''job_id'' - ''tenant_id'' - ''slot'' order by p.due)
+        from s_paths as p inner join %s as r on r.job_id = p.job_id where p.way = $1', p_table
+    ) into v using p_way;
+    return v;
+end
+$$;
+select is(
+    pg_temp.rows_of('plain', 'jobctl.job'), pg_temp.rows_of('set', 'jobctl.job'),
+    'the plain path writes the job rows _submit writes'
+);
+select is(pg_temp.rows_of('plain', 'jobctl._ready'), pg_temp.rows_of('set', 'jobctl._ready'), 'and the same _ready row');
+select is(
+    pg_temp.rows_of('plain', 'jobctl._delayed'), pg_temp.rows_of('set', 'jobctl._delayed'), 'and the same _delayed row'
+);
+select ok(
+    pg_temp.rows_of('plain', 'jobctl._ready') is not null and pg_temp.rows_of('plain', 'jobctl._delayed') is not null,
+    '(one of each)'
+);
+create function pg_temp.counted(p_tenant_id text) returns text
+language sql as $$
+    select row(sum(d.submitted), sum(d.pending), sum(d.delayed), sum(d.waiting))::text
+    from jobctl._stat_delta as d
+    where d.tenant_id = p_tenant_id
+$$;
+select is(
+    pg_temp.counted('tap_submit_plain'), pg_temp.counted('tap_submit_set'),
+    'the counters move alike: submitted, pending, delayed, waiting'
+);
+
+-- everything else goes through jobctl._submit: an unregistered tenant, a dedup key, a concurrency
+-- key, a tenant with a submit rate (one that encrypts its payloads: tests/test_security.py)
+select jobctl.put_tenant('tap_submit_rated', submit_rate => 100);
+create temp table s_set_calls (what text, calls_before bigint, calls_after bigint);
+create function pg_temp.count_set_path(p_what text, p_call text) returns void
+language plpgsql as $$
+declare
+    v_before bigint := pg_temp.set_path_calls();
+begin
+    execute p_call;
+    insert into s_set_calls values (p_what, v_before, pg_temp.set_path_calls());
+end
+$$;
+select pg_temp.count_set_path('new tenant', $$select jobctl.submit_job('tap_submit_unknown', 'q', '{}')$$);
+select pg_temp.count_set_path('dedup key', $$select jobctl.submit_job('tap_submit_plain', 'q', '{}', dedup_key => 'k')$$);
+select pg_temp.count_set_path(
+    'concurrency key', $$select jobctl.submit_job('tap_submit_plain', 'q', '{}', concurrency_key => 'c')$$
+);
+select pg_temp.count_set_path('submit rate', $$select jobctl.submit_job('tap_submit_rated', 'q', '{}')$$);
+select is(
+    (
+        select array_agg(c.what order by c.what) from s_set_calls as c
+        where c.calls_after = c.calls_before + 1
+    ),
+    array['concurrency key', 'dedup key', 'new tenant', 'submit rate'],
+    'a new tenant, a dedup key, a concurrency key and a submit rate each go through jobctl._submit'
+);
+select is(pg_temp.n_tenants('tap_submit_unknown'), 1::bigint, 'the new tenant was registered');
 
 select has_function('jobctl', 'submit_job', 'submit_job is installed');
 select isnt(
