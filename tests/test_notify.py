@@ -4,6 +4,7 @@ setting jobctl.notify is off; a hint names no queue."""
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -115,5 +116,80 @@ def test_a_login_with_no_jobctl_role_hears_no_queue_name(conn: Conn, dsn: str, n
         row = conn.execute("select (jobctl.hint_tags(array[%s]))[1]", (queue,)).fetchone()
         assert row is not None and row[0] in heard
     finally:
+        conn.execute("select pg_terminate_backend(pid) from pg_stat_activity where usename = %s", (role,))
+        conn.execute(f'drop role "{role}"')
+
+
+def test_a_listener_that_stops_reading_costs_submits_nothing(conn: Conn, dsn: str, name: str) -> None:
+    """Issue 33: a login with no jobctl role LISTENs in a transaction it keeps open while another
+    floods notifications of 7,900 bytes; the queue cannot be trimmed, and once it is full every commit
+    that sends a notification fails (54000). Past jobctl._hint_queue_limit() a submit sends no hint:
+    here the limit is set to 0.0001 of the queue for the submitter (the default, half of it, is 4 GB
+    of notifications: benchmarks/hostile.py fills the queue for real). While the flood goes on, the
+    tenant's submits all succeed, send no hint, and their p99 stays within twice what it is with the
+    same flood and the listener reading; jobctl doctor warns."""
+    role, limit = name + "_nobody", 0.0001
+    conn.execute(f'create role "{role}" login')
+    conn.execute("select jobctl.put_tenant(%s)", (name,))
+    stop = threading.Event()
+    flooded = [0]
+
+    def flood() -> None:
+        with psycopg.connect(make_conninfo(dsn, user=role), autocommit=True) as c:
+            while not stop.is_set():
+                c.execute("select pg_notify('y', repeat('x', 7900))")
+                flooded[0] += 1
+                time.sleep(0.002)
+
+    def submits(producer: Conn, n: int) -> list[float]:
+        took = []
+        for _ in range(n):
+            t0 = time.perf_counter()
+            producer.execute(SUBMIT, (name, name))
+            took.append(time.perf_counter() - t0)
+        return sorted(took)
+
+    flooder = threading.Thread(target=flood, daemon=True)
+    try:
+        with (
+            psycopg.connect(dsn, autocommit=True) as listener,
+            psycopg.connect(dsn, autocommit=True) as producer,
+        ):
+            listener.execute("listen jobctl")
+            producer.execute("select set_config('jobctl.hint_queue_limit', %s, false)", (str(limit),))
+            flooder.start()
+            base = submits(producer, 300)
+            assert hints(listener, name) > 0, "with the queue trimmed, submits send hints"
+            with psycopg.connect(make_conninfo(dsn, user=role), autocommit=True) as stuck:
+                stuck.execute("listen x")
+                stuck.execute("begin")  # and this transaction stays open: nothing past it is trimmed
+                stuck.execute("select 1")
+                deadline = time.monotonic() + 60
+                while True:
+                    usage = conn.execute("select pg_notification_queue_usage()").fetchone()
+                    assert usage is not None
+                    if usage[0] > limit:
+                        break
+                    assert time.monotonic() < deadline, (usage, flooded)
+                    time.sleep(0.05)
+                during = submits(producer, 300)  # any error fails the test
+                assert hints(listener, name) == 0, "past the limit no hint is sent"
+                conn.execute("select set_config('jobctl.hint_queue_limit', %s, false)", (str(limit),))
+                doctor = conn.execute(
+                    "select verdict, detail from jobctl.health_checks()"
+                    " where check_name = 'notification queue'"
+                ).fetchone()
+                conn.execute("reset jobctl.hint_queue_limit")
+                assert doctor is not None and doctor[0] == "warn" and "no wake-up hints" in doctor[1], doctor
+                stuck.execute("rollback")
+        p99 = int(len(base) * 0.99)
+        assert during[p99] <= 2 * base[p99], (base[p99], during[p99])
+        row = conn.execute(
+            "select count(*) from jobctl.job where tenant_id = %s and state = 'pending'", (name,)
+        ).fetchone()
+        assert row is not None and row[0] == 600
+    finally:
+        stop.set()
+        flooder.join(timeout=10)
         conn.execute("select pg_terminate_backend(pid) from pg_stat_activity where usename = %s", (role,))
         conn.execute(f'drop role "{role}"')

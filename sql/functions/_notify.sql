@@ -15,6 +15,11 @@
 -- again every 50 ms for half a second (HINT_WINDOW in python/jobctl/worker/runner.py), and after a
 -- claim that found work 10 ms later (a skipped submit may commit just after that claim). A bare
 -- listener finds it at its next poll.
+-- Sends nothing while the NOTIFY queue is fuller than jobctl._hint_queue_limit() (half, unless set):
+-- a listener that stopped reading (any login may LISTEN and hold a transaction open) keeps the queue
+-- from being trimmed, and once it is full every commit that sends a notification fails; a submit
+-- must not fail for its hint, so the workers find its job by polling (jobctl doctor warns from
+-- the same point).
 -- Sends nothing when the setting jobctl.notify is off (`alter role ... set jobctl.notify = off`;
 -- false, no and 0 too, as for a boolean setting):
 -- for workers that only poll, such as those behind a transaction-pooling proxy, which cannot LISTEN.
@@ -31,7 +36,8 @@ declare
     v_record boolean := false;  -- the setting changes: a new busy window, or a hint sent in one
     v_queue text;
 begin
-    if lower(current_setting('jobctl.notify', true)) in ('off', 'false', 'no', '0') then
+    if lower(current_setting('jobctl.notify', true)) in ('off', 'false', 'no', '0')
+       or pg_notification_queue_usage() > jobctl._hint_queue_limit() then
         return;
     end if;
     if v_hinted[1] is distinct from v_window then

@@ -206,9 +206,10 @@ begin
 
     check_name := 'notification queue';
     observed := format('%s%% used', round(pg_catalog.pg_notification_queue_usage()::numeric * 100, 1));
-    verdict := case when pg_catalog.pg_notification_queue_usage() > 0.5 then 'warn' else 'ok' end;
+    verdict := case when pg_catalog.pg_notification_queue_usage() > jobctl._hint_queue_limit() then 'warn' else 'ok' end;
     detail := case when verdict <> 'ok'
-        then 'a listener is not reading its notifications (pg_stat_activity: LISTEN sessions idle in transaction)' end;
+        then 'submits send no wake-up hints (workers find jobs by polling) until a listener reads its notifications'
+            || ' (pg_stat_activity: LISTEN sessions idle in transaction; any login may LISTEN)' end;
     return next;
 
     -- what sql/grants.sql makes, still so: a grant by hand, or a function made outside jobctl migrate,
