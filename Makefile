@@ -144,7 +144,7 @@ pooler-test: setup ## PgBouncer 1.18 in transaction pooling mode (.pooler/, port
 shard-move: test-db ## Tenant moves between two shard databases of .test-pg under load (workers on both, a submitter): a 10,000-job backlog moved with a kill -9 of the mover and a rerun, then 3 clean moves back and forth: move time, pause window, lost/duplicated (JOBS=, ROUNDS=; about 6 minutes)
 	@$(TEST_ENV) SHARD_MOVE_JOBS=$${JOBS:-10000} SHARD_MOVE_ROUNDS=$${ROUNDS:-3} $(BIN)/pytest -p no:cacheprovider -q -s -k "load or figures" tests/test_shard_move.py
 
-probe: db ## Issue 19's hostile probe: every hole replayed against the local cluster and its API, held/open per item and a second tenant's claim/submit p99 (about 5 minutes; QUICK=1: about 2)
+probe: db ## The hostile probe (issues 19 and 33): every hole replayed against the local cluster and its API, held/open per item and a second tenant's claim/submit p99; item 16 fills the NOTIFY queue, 8 GB, for about a minute (about 7 minutes; QUICK=1: about 2)
 	@$(BIN)/python benchmarks/hostile.py $${QUICK:+--quick} $${ITEMS:+--items $$ITEMS}
 
 sql-reference: db ## Regenerate docs/sql-reference.md from the database's COMMENT ON texts (tests/test_sql_reference.py checks it is current; seconds)

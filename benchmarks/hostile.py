@@ -6,7 +6,8 @@ Each item is one function that runs the attack and reports "held" or "open" with
 second tenant B in real sessions of its own, threads beside the attack: submits (plain, and with a
 dedup and a concurrency key), get_job and claims (completed at once), while a ticker calls
 jobctl.tick(false) as a worker does; p99 of B's claim and submit just before the attack and during
-it. Item 15 compares another tenant's API GET p50.
+it. Item 15 compares another tenant's API GET p50. Item 16 (issue 33) fills the cluster's NOTIFY
+queue (8 GB of notifications, about a minute; quick: 1 % of it) and empties it at the end.
 
 The probe makes its own login roles, dropped at the end: three tenant logins (members of
 jobctl_writer and jobctl_worker, each granted its tenant with jobctl.grant_tenant) and a login with
@@ -897,6 +898,62 @@ def listen_leak(p: Probe) -> Result:
     return {"outcome": "open" if leaked else "held", "evidence": evidence, "leaked": leaked[:5]}
 
 
+@item(16, "NOTIFY queue filled by nobody")
+def notify_queue_full(p: Probe) -> Result:
+    """Issue 33, item 2: the login with no jobctl role LISTENs in a transaction it keeps open and
+    floods notifications of 7,900 bytes until the cluster's queue is full (its own NOTIFY fails with
+    54000; quick: 1 % of it, with B's login given jobctl.hint_queue_limit 0.005). B's submits, claims
+    and reads meanwhile: no error, submit p99 within twice its baseline. The queue is emptied at the
+    end (the listener is terminated)."""
+    base = p.measure(p.base_s)
+    target = 0.01 if p.quick else 1.0
+    if p.quick:
+        p.admin.execute(f"alter role \"{p.role['b']}\" set jobctl.hint_queue_limit = '0.005'")
+    stuck = p.connect("nobody", timeout_ms=None)
+    flood = p.connect("nobody", timeout_ms=None)
+    full_error, usage = None, 0.0
+    try:
+        stuck.execute("listen hostile_x")
+        stuck.execute("begin")
+        stuck.execute("select 1")  # and the transaction stays open: the queue is not trimmed past it
+        deadline = time.monotonic() + (60 if p.quick else 300)
+        i = 0
+        while usage < target and time.monotonic() < deadline:
+            try:  # 1,000 distinct payloads a transaction (equal ones would be folded into one)
+                flood.execute(
+                    "select count(pg_notify('hostile_y', repeat('x', 7890) || (%s * 1000 + g)))"
+                    " from generate_series(1, 1000) as g",
+                    (i,),
+                )
+            except psycopg.Error as e:
+                full_error = describe(e)
+                break
+            i += 1
+            row = p.admin.execute("select pg_notification_queue_usage()").fetchone()
+            usage = float(row[0]) if row else 0.0
+        with Load(p) as during:
+            time.sleep(p.hold)
+    finally:
+        p.admin.execute(
+            "select pg_terminate_backend(pid) from pg_stat_activity where usename = %s", (p.role["nobody"],)
+        )
+        for c in (stuck, flood):
+            with contextlib.suppress(psycopg.Error):
+                c.close()
+        if p.quick:
+            p.admin.execute(f'alter role "{p.role["b"]}" reset jobctl.hint_queue_limit')
+    fields = latency_fields(base, during)
+    problems = during.failures()
+    if not p.quick and full_error is None:
+        problems.append(f"the queue did not fill (usage {usage:.3f})")
+    base_p99, during_p99 = fields["b_submit_p99_ms"]
+    if base_p99 is not None and during_p99 is not None and during_p99 > 2 * base_p99:
+        problems.append(f"B's submit p99 {base_p99:.1f} -> {during_p99:.1f} ms")
+    note = f"queue {usage:.1%} used" + (f", nobody's NOTIFY: {full_error}" if full_error else "")
+    outcome, evidence = verdict(problems, [note])
+    return {"outcome": outcome, "evidence": evidence, **fields}
+
+
 @item(11, "CLI escapes")
 def cli_escapes(p: Probe) -> Result:
     """A queue named with CSI, OSC and CR, and a schedule named with a newline: `jobctl list` and
@@ -1168,7 +1225,7 @@ def main() -> int:
         "--dsn", help="the database, as a superuser or the schema owner (default: JOBCTL_DSN or .pg/dsn)"
     )
     ap.add_argument("--api", help="URL of a running `jobctl serve` on the same database (default: start one)")
-    ap.add_argument("--items", help="comma-separated item numbers (default: all, 1-15)")
+    ap.add_argument("--items", help="comma-separated item numbers (default: all, 1-16)")
     ap.add_argument("--quick", action="store_true", help="smaller counts and 5 s holds, for CI")
     ap.add_argument("--write", action="store_true", help=f"append JSON lines to {RESULTS.relative_to(ROOT)}")
     ap.add_argument("--strict", action="store_true", help="exit 1 when an item is open or could not run")
