@@ -72,9 +72,15 @@ def test_claim_rate_holds_with_eight_claimers(conn: Conn, dsn: str, name: str) -
             (name,),
         )
     ]
-    # claims are taken under the tenant's advisory lock: no overshoot at all
+    # tokens are taken under the tenant row's lock: no overshoot of the bucket. started_at is stamped
+    # after the tokens were taken (the take and the job update run between), so a claim that the
+    # scheduler held up there lands later than its tokens: 50 ms of such skew let a window of
+    # started_at hold 2.5 more (CI at dd04d9f: 61 in a second); eight claimers sharing tokens would
+    # put hundreds over
+    skew = 0.05
     for window in (1.0, 2.0):
-        assert worst_window(started, window) <= rate * window + burst, (window, worst_window(started, window))
+        worst = worst_window(started, window)
+        assert worst <= rate * (window + skew) + burst, (window, worst)
     assert len(started) >= 0.8 * (rate * seconds + burst), f"only {len(started)} claims in {seconds} s"
 
 
