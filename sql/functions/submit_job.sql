@@ -2,7 +2,7 @@
 -- parents or concurrency key, no rule of jobctl._spec_fault broken, a tenant of the caller's that is
 -- registered and has no submit limits, no payload encryption and no move. Every other call, errors
 -- included, goes through jobctl._submit, which raises them; what the plain path saves is in
--- docs/design.md §6. Writes: job, _stat_delta, _ready or _delayed; see jobctl._submit for the rest.
+-- docs/design.md §5. Writes: job, _stat_delta, _ready or _delayed; see jobctl._submit for the rest.
 create or replace function jobctl.submit_job(
     tenant_id text,
     queue text,

@@ -2,7 +2,7 @@
 -- backoff normalisation, dedup. Tenants tap_submit_*, queues tap_submit_*.
 -- JC006 (dedup_key under REPEATABLE READ) needs its own transaction: submit_job_repeatable_read.sql.
 begin;
-select plan(83);
+select plan(87);
 -- the tests join temp tables that have no statistics: keep JIT from compiling those plans
 set local jit = off;
 \ir helpers.psql
@@ -511,6 +511,31 @@ select is(
     'a new tenant, a dedup key, a concurrency key and a submit rate each go through jobctl._submit'
 );
 select is(pg_temp.n_tenants('tap_submit_unknown'), 1::bigint, 'the new tenant was registered');
+
+-- rule 19 (a workflow's edges point at earlier jobs of the call) is a backstop behind _job_specs'
+-- own check (workflows.sql): its helper, and the rule through jobctl._spec_fault, directly
+select ok(jobctl._points_back(array[1, 2], 3), 'after: places before the spec point back');
+select ok(
+    not jobctl._points_back(array[3], 3) and not jobctl._points_back(array[0], 2)
+    and not jobctl._points_back(array[null]::integer[], 2),
+    'after: the spec itself, 0 or NULL do not'
+);
+select is(
+    jobctl._spec_fault(
+        row('t', 'q', '{}', 0, null, null, null, null, null, null, null, null, null, array[2], null, null, null, null, null, null)
+        ::jobctl._job_spec,
+        2, now(), true, true
+    ),
+    19, 'a spec whose after names itself breaks rule 19'
+);
+select is(
+    jobctl._spec_fault(
+        row('t', 'q', '{}', 0, null, null, null, null, null, null, null, null, null, array[1], null, null, null, null, null, null)
+        ::jobctl._job_spec,
+        2, now(), true, true
+    ),
+    null, 'and one whose after names an earlier spec none'
+);
 
 select has_function('jobctl', 'submit_job', 'submit_job is installed');
 select isnt(
