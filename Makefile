@@ -8,7 +8,7 @@ TEST_ENV := JOBCTL_PGNAME=.test-pg JOBCTL_PG_DB=jobctl_test JOBCTL_PG_PORT=55442
 TEST_DSN = $$(cat .test-pg/dsn)
 
 .DEFAULT_GOAL := help
-.PHONY: help setup db db-stop db-destroy migrate validate demo demo-stop test test-db test-quick lint sqlfluff pgtap pytest bench-setup bench bench-quick bench-budget bench-claim bench-tenants bench-retention bench-held bench-xids bench-notify bench-bloat bench-sealing bench-access bench-limits bench-dashboard bench-counters bench-metrics bench-progress bench-overhead bench-workflows bench-waiters bench-archive chaos ha-drill shards pooler-test shard-move probe sql-reference psql clean
+.PHONY: help setup db db-stop db-destroy clean-db migrate validate demo demo-stop test test-db test-quick lint sqlfluff pgtap pytest bench-setup bench bench-quick bench-budget bench-claim bench-tenants bench-retention bench-held bench-xids bench-notify bench-bloat bench-sealing bench-access bench-limits bench-dashboard bench-counters bench-metrics bench-progress bench-overhead bench-workflows bench-waiters bench-archive chaos ha-drill shards pooler-test shard-move probe sql-reference psql clean
 
 help: ## List the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -24,6 +24,10 @@ db-stop: ## Stop the private cluster
 
 db-destroy: ## Stop the private cluster and delete .pg/
 	@bin/db destroy
+
+clean-db: ## Stop every cluster of this checkout and delete its data, wherever it lives (.pg, .test-pg, .bench-pg, and what a drill left in .ha, .shards, .pooler; seconds)
+	@for c in .pg .test-pg .bench-pg; do [ ! -e $$c ] || JOBCTL_PGNAME=$$c bin/db destroy; done
+	@bin/clean-drills
 
 migrate: setup ## Apply pending migrations and re-apply the SQL functions
 	@$(BIN)/jobctl migrate

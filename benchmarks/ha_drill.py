@@ -73,6 +73,7 @@ from chaos import (
 )
 from clusters import as_pg, pg_bin, port_free, reachable_by_postgres
 from psycopg.conninfo import make_conninfo
+from psycopg.types.json import Jsonb
 
 SIZES: dict[str, dict[str, Any]] = {
     # warm / after: least seconds of load before the event and after the promotion
@@ -437,6 +438,89 @@ def in_flight(sql: Sql, event_at: float) -> dict[str, Any]:
     }
 
 
+ZOMBIES = 64  # claims the old primary makes and never streams: more than a sequence logs ahead (32)
+
+
+def zombie_claims(leader: Node, standby: Node, queue: str) -> dict[str, Any]:
+    """Issue 33, item 4: claims the old primary hands out and never streams. ZOMBIES jobs are submitted
+    (a submit waits for the synchronous standby) and seen on the standby; then the leader's WAL senders
+    are stopped (SIGSTOP) and one claim takes every job: its epochs reach no standby, and the standby's
+    sequence stays behind them. The workers holding them are the zombies: after the promotion their
+    epochs must be fenced (zombies_fenced). The caller kills the leader, then the stopped senders."""
+    with psycopg.connect(leader.dsn(), autocommit=True) as c:
+        c.execute(
+            "select jobctl.submit_jobs(%s)",
+            (Jsonb([{"tenant_id": "zombie", "queue": queue, "payload": {}}] * ZOMBIES),),
+        )
+        senders = [int(pid) for (pid,) in c.execute("select pid from pg_stat_replication").fetchall()]
+
+    def replayed() -> bool:
+        with psycopg.connect(standby.dsn(connect_timeout="2"), autocommit=True) as c:
+            row = c.execute("select count(*) from jobctl.job where queue = %s", (queue,)).fetchone()
+        return row == (ZOMBIES,)
+
+    wait_for(replayed, 30, "the zombies' jobs did not reach the standby", standby)
+    for pid in senders:
+        os.kill(pid, signal.SIGSTOP)
+    claims: list[tuple[int, int]] = []
+    with psycopg.connect(leader.dsn(), autocommit=True) as c:
+        deadline = time.monotonic() + 10
+        while len(claims) < ZOMBIES and time.monotonic() < deadline:
+            claims += c.execute(
+                "select job_id, lease_epoch from jobctl.claim_job('zombie', %s, %s)",
+                ([queue], ZOMBIES - len(claims)),
+            ).fetchall()
+    with psycopg.connect(standby.dsn(connect_timeout="2"), autocommit=True) as c:
+        row = c.execute("select last_value from jobctl.lease_epoch_seq").fetchone()
+    assert row is not None
+    return {"claims": [(int(j), int(e)) for j, e in claims], "senders": senders, "standby_seq": int(row[0])}
+
+
+def zombies_fenced(node: Node, queue: str, zombies: dict[str, Any]) -> dict[str, Any]:
+    """On the new primary, as soon as it takes writes: its claims of the zombies' jobs get epochs above
+    every epoch the old primary handed out, and each zombie's heartbeat and complete with its old
+    epoch are refused (lost, false), however they race the new claims; then the new claims complete."""
+    old = dict(zombies["claims"])
+    with psycopg.connect(node.dsn(), autocommit=True) as c:
+        new: dict[int, int] = {}
+        deadline = time.monotonic() + 30
+        while len(new) < len(old) and time.monotonic() < deadline:
+            for job, epoch in c.execute(
+                "select job_id, lease_epoch from jobctl.claim_job('after', %s, %s)", ([queue], ZOMBIES)
+            ).fetchall():
+                new[int(job)] = int(epoch)
+            time.sleep(0.05)
+        heartbeat, complete = "select jobctl.heartbeat(%s, %s)", "select jobctl.complete_job(%s, %s)"
+        heard = [c.execute(heartbeat, (j, e)).fetchone() for j, e in old.items()]
+        done = [c.execute(complete, (j, e)).fetchone() for j, e in old.items()]
+        completed = [c.execute(complete, (j, e)).fetchone() for j, e in new.items()]
+    return {
+        "zombies": len(old),
+        "streamed_seq": zombies["standby_seq"],  # the standby's sequence when the leader was killed
+        "old_epochs": [min(old.values()), max(old.values())] if old else None,
+        "new_epochs": [min(new.values()), max(new.values())] if new else None,
+        "reclaimed": len(new),
+        "zombie_heartbeats_lost": sum(1 for h in heard if h == ("lost",)),
+        "zombie_completes_refused": sum(1 for d in done if d == (False,)),
+        "new_completes": sum(1 for d in completed if d == (True,)),
+    }
+
+
+def zombie_problems(z: dict[str, Any]) -> list[str]:
+    """What breaks the fence (or the injection: a claim that was streamed after all tests nothing)."""
+    n, old, new = z["zombies"], z["old_epochs"], z["new_epochs"]
+    out = []
+    if old is None or old[1] <= z["streamed_seq"]:
+        out.append(f"the zombies' epochs {old} were streamed (standby sequence {z['streamed_seq']})")
+    if z["reclaimed"] != n or new is None or old is None or new[0] <= old[1]:
+        out.append(f"reclaimed {z['reclaimed']} of {n}, new epochs {new} not above the old {old}")
+    if z["zombie_heartbeats_lost"] != n or z["zombie_completes_refused"] != n:
+        out.append(f"zombies not fenced: {z}")
+    if z["new_completes"] != z["reclaimed"]:
+        out.append(f"{z['new_completes']} of {z['reclaimed']} new claims completed")
+    return out
+
+
 def switchover(leader: Node, candidate: Node, errors: list[str]) -> None:
     try:
         r = httpx.post(
@@ -469,11 +553,20 @@ def event(ha: Ha, kind: str, size: dict[str, Any], base: Path, n: int) -> dict[s
         producers = start_producers(run, base_url, token, size["rate"])
         time.sleep(size["warm"])
         event_at = time.time()
+        zombies: dict[str, Any] | None = None
         if kind == "kill":
+            zombies = zombie_claims(leader, other, run.queue + "_zombie")
+            event_at = time.time()
             pid = leader.postmaster_pid()
             assert pid is not None, "the leader has no postmaster.pid"
             os.kill(pid, signal.SIGKILL)
-            log(f"round {n}: SIGKILL to {leader.name}'s postmaster ({pid})")
+            for sender in zombies["senders"]:  # stopped, they send nothing more; now they go
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(sender, signal.SIGKILL)
+            log(
+                f"round {n}: {len(zombies['claims'])} claims never streamed (standby sequence at"
+                f" {zombies['standby_seq']}), then SIGKILL to {leader.name}'s postmaster ({pid})"
+            )
             requester = None
         elif kind == "host":
             killed = leader.crash()
@@ -484,6 +577,7 @@ def event(ha: Ha, kind: str, size: dict[str, Any], base: Path, n: int) -> dict[s
             requester.start()
             log(f"round {n}: switchover {leader.name} -> {other.name} requested")
         promoted_at = wait_for(other.writable, 120, f"{other.name} did not take writes", other, every=0.05)
+        fenced = zombies_fenced(other, run.queue + "_zombie", zombies) if zombies else None
         epoch_at = wait_for(lambda: epoch_moved(other), 60, "the epoch did not move", every=0.05)
         log(f"round {n}: {other.name} takes writes {promoted_at - event_at:.2f} s after the {kind}")
         if requester is not None:
@@ -540,6 +634,8 @@ def event(ha: Ha, kind: str, size: dict[str, Any], base: Path, n: int) -> dict[s
             "unchanged": sum(1 for line in lines if "unchanged" in line),
             "failed": sum(1 for line in lines if "NOT moved" in line),
         },
+        "zombie": fenced,
+        "zombie_problems": zombie_problems(fenced) if fenced else [],
         "cron_ticks_after_promotion": ticks,
         "standby_maintenance": maintenance,
         "acks": {k: len(v) for k, v in sorted(run.ack_times.items())},

@@ -60,7 +60,10 @@ SLOW_MS = 1000.0  # the acceptance bar: each of B's calls under attack answers w
 B_TIMEOUT_MS = 3000  # B's sessions' statement_timeout: a blocked call fails instead of hanging
 PACE = 0.02  # seconds between the rounds of B's calls
 DEPTH_BOUND = 100  # the JSON depth the fixes bound payloads and results to
-GET_P50_BAR_MS = 100.0  # item 15: B's API GET p50 beside A's 16 lists (the issue saw 8 -> 424 ms)
+# item 15: B's API GET p50 beside A's 16 lists, against its own p50 just before in the same run (the
+# issue saw 8 -> 424 ms, 53x): at most 5x, or 25 ms more where the baseline is a few ms. A ratio, not a
+# fixed 100 ms: on a busy machine the baseline itself moves (issue 33, item 16)
+GET_P50_RATIO, GET_P50_SLACK_MS = 5.0, 25.0
 
 Result = dict[str, Any]
 
@@ -175,6 +178,9 @@ class Probe:
             a.execute("select jobctl.grant_tenant(%s, %s)", (self.role[k], self.tenant[k]))
         a.execute("select jobctl.grant_tenant(%s, %s)", (self.role["a"], self.tenant["m"]))
         a.execute(f'create role "{self.role["nobody"]}" login')
+        # jobctl grants CONNECT to its roles only (sql/grants.sql): nobody gets it by name, as a DBA
+        # might give it to a monitoring login, so that its attacks reach the database
+        a.execute(f'grant connect on database "{a.info.dbname}" to "{self.role["nobody"]}"')
         if need_api:
             for k in ("a", "b"):
                 row = a.execute(
@@ -211,7 +217,14 @@ class Probe:
 
     def cleanup(self) -> None:
         self.admin.close()
-        admin = psycopg.connect(self.dsn, autocommit=True)  # afresh: the probe's may have been cut off
+        for attempt in range(20):  # afresh: the probe's may have been cut off (or the lock table full)
+            try:
+                admin = psycopg.connect(self.dsn, autocommit=True)
+                break
+            except psycopg.OperationalError:
+                if attempt == 19:
+                    raise
+                time.sleep(0.5)
 
         def step(what: str, sql: str, params: Any = None) -> None:
             try:
@@ -247,6 +260,7 @@ class Probe:
         step("queue", "delete from jobctl.queue where queue = %s", (self.queue_b,))
         for role in roles:
             step("grants", "delete from jobctl._role_tenant where role_oid = %s::regrole", (role,))
+            step("connect", f'revoke all on database "{admin.info.dbname}" from "{role}"')
             step("role", f'drop role if exists "{role}"')
         admin.close()
 
@@ -954,6 +968,60 @@ def notify_queue_full(p: Probe) -> Result:
     return {"outcome": outcome, "evidence": evidence, **fields}
 
 
+@item(17, "lock table filled by nobody")
+def lock_table_full(p: Probe) -> Result:
+    """Issue 33, item 1: `select count(pg_advisory_lock(x)) from generate_series(1, 1000000) x` as a
+    login with no jobctl role failed with 53200 but kept the locks it had taken, and until it
+    disconnected every tenant's submit failed with 53200. A login with no grant must not connect to
+    this database or to the cluster's postgres database; nobody (CONNECT granted by name) runs that
+    and three more (shared locks, try-locks, a temporary table, then transaction locks in a transaction
+    it keeps open). B's calls meanwhile: no error, submit p99 within twice its baseline."""
+    base = p.measure(p.base_s)
+    problems, notes = [], []
+    bare = f"hostile_{p.tag}_bare"
+    p.admin.execute(f'create role "{bare}" login')
+    try:
+        for dbname in (p.admin.info.dbname, "postgres"):
+            try:
+                psycopg.connect(make_conninfo(p.dsn, user=bare, dbname=dbname), connect_timeout=5).close()
+                problems.append(f"a login with no grant connects to {dbname}")
+            except psycopg.OperationalError as e:
+                notes.append(f"{dbname}: {str(e).strip().splitlines()[-1][:60]}")
+    finally:
+        p.admin.execute(f'drop role "{bare}"')
+    nobody = p.connect("nobody", timeout_ms=None)
+    outcomes = []
+    try:
+        for attack in (
+            "select count(pg_advisory_lock(x)) from generate_series(1, 1000000) as x",
+            "select count(pg_advisory_lock_shared(x, x)) from generate_series(1, 1000000) as x",
+            "select count(pg_try_advisory_lock(x)) from generate_series(1, 1000000) as x",
+            "create temporary table hostile_t (x int)",
+            "begin",  # and the session stays in a transaction it keeps open
+            "select count(pg_advisory_xact_lock(x)) from generate_series(1, 1000000) as x",
+        ):
+            try:
+                nobody.execute(attack)
+                if attack != "begin":
+                    outcomes.append("done")
+            except psycopg.Error as e:
+                outcomes.append(e.sqlstate or "?")
+                if e.sqlstate != "42501":
+                    problems.append(f"{attack.split(' from ')[0]}: {describe(e)}")
+        with Load(p) as during:
+            time.sleep(p.hold)
+    finally:
+        nobody.close()
+    notes.append(f"nobody's attacks: {', '.join(outcomes)}")
+    fields = latency_fields(base, during)
+    problems += during.failures()
+    base_p99, during_p99 = fields["b_submit_p99_ms"]
+    if base_p99 is not None and during_p99 is not None and during_p99 > 2 * base_p99:
+        problems.append(f"B's submit p99 {base_p99:.1f} -> {during_p99:.1f} ms")
+    outcome, evidence = verdict(problems, notes)
+    return {"outcome": outcome, "evidence": evidence, **fields}
+
+
 @item(11, "CLI escapes")
 def cli_escapes(p: Probe) -> Result:
     """A queue named with CSI, OSC and CR, and a schedule named with a newline: `jobctl list` and
@@ -1136,8 +1204,8 @@ def get_p50(p: Probe, job: int, seconds: float, h: httpx.Client) -> tuple[float 
 @item(15, "API: slowloris, lists, backoff")
 def api_smaller(p: Probe) -> Result:
     """Slowloris sockets (90 % must be closed within the wait); 16 concurrent filtered lists of one
-    tenant beside another tenant's GET (each answered 200, p50 under GET_P50_BAR_MS); the error of a
-    single submit's bad backoff (SQL and API) names backoff.base, not jobs[0]."""
+    tenant beside another tenant's GET (each answered 200, p50 within GET_P50_RATIO of its baseline);
+    the error of a single submit's bad backoff (SQL and API) names backoff.base, not jobs[0]."""
     problems: list[str] = []
     notes: list[str] = []
     extra: dict[str, Any] = {}
@@ -1180,7 +1248,8 @@ def api_smaller(p: Probe) -> Result:
         b_get = f"B's GET p50 {base or 0:.1f} -> {during or 0:.1f} ms" + (
             f", non-200: {bad[:5]}" if bad else ""
         )
-        too_slow = during is None or during > GET_P50_BAR_MS
+        bar = None if base is None else max(GET_P50_RATIO * base, base + GET_P50_SLACK_MS)
+        too_slow = during is None or bar is None or during > bar
         (problems if too_slow or bad else notes).append(f"{b_get} ({lists})")
         extra["b_get_p50_ms"] = [base, during]
         r = h.post(

@@ -35,6 +35,28 @@ begin
     grant jobctl_writer to jobctl_api;
     grant jobctl_writer, jobctl_worker to jobctl_admin;
 
+    -- The database: a login outside jobctl's roles neither connects nor, if a DBA grants it CONNECT
+    -- by name (a monitoring login), takes advisory locks or makes temporary tables. Each of those
+    -- fills the cluster's shared lock table, after which every tenant's submit fails with 53200
+    -- (docs/security.md, Hostile neighbours). The database's owner and superusers (the schema owner,
+    -- which runs pg_cron's jobs and pg_partman's maintenance, is one) keep all three. Only a
+    -- superuser may change the built-in functions' privileges: a migrate by another role leaves all
+    -- of it, and doctor's 'database access' check fails until a superuser runs jobctl migrate.
+    if (select r.rolsuper from pg_catalog.pg_roles as r where r.rolname = current_user) then
+        execute format('revoke connect, temporary on database %I from public', current_database());
+        execute format('grant connect on database %I to jobctl_reader, jobctl_worker, jobctl_api, jobctl_admin',
+            current_database());
+        for v_grant in
+            select p.oid::regprocedure as fn
+            from pg_catalog.pg_proc as p
+            where p.pronamespace = 'pg_catalog'::regnamespace
+                and p.proname ~ '^pg_(try_)?advisory_(xact_)?lock(_shared)?$'
+            order by p.oid
+        loop
+            execute format('revoke execute on function %s from public', v_grant.fn);
+        end loop;
+    end if;
+
     -- nothing in the schema is callable by PUBLIC or left over from an earlier run; then each public
     -- function goes to its role (functions are SECURITY DEFINER: the roles hold no privilege on the
     -- tables behind them)

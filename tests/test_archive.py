@@ -360,6 +360,61 @@ def test_an_exporter_killed_mid_run_loses_and_doubles_nothing(scratch_dsn: str, 
         assert any("/late-" in f["url"] for f in archive.manifest(conn))
 
 
+def test_no_other_login_can_stop_the_exporter(scratch_dsn: str, tmp_path: Path) -> None:
+    """Issue 33, item 5: `select pg_advisory_lock(hashtext('jobctl archive'))`, run by any login, made
+    every `jobctl archive run` exit 1. One run at a time is now a lease (migration 0034) that only the
+    schema owner can see or take: with that key held, a run exports its day; a login granted CONNECT
+    by name and a tenant's writer can neither read nor take the lease; a run in progress makes a second
+    exit 1 with one line, and once the first run's backend is gone, the next run takes the lease."""
+    url = tmp_path / "archive"
+    with fresh(scratch_dsn) as conn:
+        ids = finished_jobs(conn, "t1", 3)
+        to_archive(conn, ids, 3, str(url))
+        old_key = psycopg.connect(scratch_dsn, autocommit=True)  # a superuser: nobody else may now
+        old_key.execute("select pg_advisory_lock(hashtext('jobctl archive'))")
+        roles = {"nobody": "archive_nobody", "writer": "archive_writer"}
+        conn.execute("create role archive_nobody login")
+        conn.execute(f'grant connect on database "{conn.info.dbname}" to archive_nobody')
+        conn.execute("create role archive_writer login in role jobctl_writer")
+        conn.execute("select jobctl.grant_tenant('archive_writer', 't1')")
+        try:
+            for role in roles.values():
+                with psycopg.connect(make_conninfo(scratch_dsn, user=role), autocommit=True) as other:
+                    for attempt in (
+                        "select * from jobctl._archive_lease",
+                        "update jobctl._archive_lease set holder = gen_random_uuid()",
+                        "select jobctl._archive_lease(gen_random_uuid(), 3600)",
+                        "select pg_try_advisory_lock(hashtext('jobctl archive'))",
+                    ):
+                        with pytest.raises(psycopg.errors.InsufficientPrivilege):
+                            other.execute(attempt)
+            done = cli(scratch_dsn, "archive", "run", "--json", "--lock-wait", "2")
+            assert done.returncode == 0, done.stderr
+            assert in_database(conn, ids) == 0 and len(archived_rows(conn)) == len(ids)
+
+            with psycopg.connect(scratch_dsn, autocommit=True) as running:  # a run in progress
+                row = running.execute("select jobctl._archive_lease(gen_random_uuid(), 600)").fetchone()
+                assert row == (True,)
+                busy = cli(scratch_dsn, "archive", "run", "--lock-wait", "1")
+                assert busy.returncode == 1, busy
+                held = "another `jobctl archive run` holds the archive's lease"
+                assert busy.stderr.strip() == held, busy.stderr
+            for _ in range(20):  # its backend gone (a run killed with its connection), the lease is free
+                again = cli(scratch_dsn, "archive", "run", "--lock-wait", "1")
+                if again.returncode == 0:
+                    break
+            assert again.returncode == 0, again.stderr
+            assert conn.execute("select holder from jobctl._archive_lease").fetchone() == (None,)
+        finally:
+            old_key.close()
+            for role in roles.values():
+                kill = "select pg_terminate_backend(pid) from pg_stat_activity where usename = %s"
+                conn.execute(kill, (role,))
+                conn.execute("delete from jobctl._role_tenant where role_oid = %s::regrole", (role,))
+                conn.execute(f'revoke all on database "{conn.info.dbname}" from {role}')
+                conn.execute(f"drop role {role}")
+
+
 def test_forget_subject_during_an_export_neither_deadlocks_nor_leaves_the_subject(
     scratch_dsn: str, tmp_path: Path
 ) -> None:

@@ -1,7 +1,8 @@
 """High availability on Patroni. The drill scaled down (benchmarks/ha_drill.py --small, about a minute):
 etcd and two PostgreSQL nodes under Patroni of their own (under .ha/, ports 25520-25526, not the test
 cluster), synchronous mode; real workers, the API and a SQL producer on a multi-host DSN; SIGKILL of
-the leader's postmaster under load, then a switchover through Patroni's REST API. `make ha-drill` runs
+the leader's postmaster under load (after 64 claims it never streamed: their workers are zombies,
+fenced after the promotion), then a switchover through Patroni's REST API. `make ha-drill` runs
 the full drill (30 s leases, three rounds). And the on_role_change callback itself, on a scratch
 database: it moves the epoch once per timeline, and only for the primary's role."""
 
@@ -58,6 +59,15 @@ def test_failover_and_switchover_lose_nothing_and_the_callback_moves_the_epoch()
             "expand_schedules": 0,
         }, context
     assert timelines[0] < timelines[1], context
+    # issue 33, item 4: 64 claims the killed leader never streamed (their epochs above the standby's
+    # sequence); on the new primary, claimed again at once, every new epoch is above them, and each
+    # zombie's heartbeat and complete with its old epoch is refused
+    zombie = events[0]["zombie"]
+    assert zombie["zombies"] == 64 and events[0]["zombie_problems"] == [], context
+    assert zombie["old_epochs"][1] > zombie["streamed_seq"], context
+    assert zombie["new_epochs"][0] > zombie["old_epochs"][1], context
+    assert zombie["zombie_completes_refused"] == 64 and zombie["new_completes"] == 64, context
+    assert events[1]["zombie"] is None, context
 
 
 def callback(dsn: str, role: str) -> subprocess.CompletedProcess[str]:

@@ -1,7 +1,8 @@
 """Issue 19's acceptance with real logins, each in a session of its own: a login with no jobctl role
-holding every advisory lock jobctl ever used (as session locks and in an open transaction) and a
-worker holding a claim in an open transaction do not hold up another tenant's calls; and the probe
-benchmarks/hostile.py runs and reports each item."""
+trying every advisory lock jobctl ever used (as session locks and in an open transaction) and a
+worker holding a claim in an open transaction do not hold up another tenant's calls; issue 33's: a
+login with no jobctl role cannot fill the lock table; and the probe benchmarks/hostile.py runs and
+reports each item."""
 
 from __future__ import annotations
 
@@ -49,6 +50,8 @@ def logins(dsn: str, name: str) -> Iterator[dict[str, str]]:
         c.execute("select jobctl.put_tenant(%s, max_running => 100000)", (f"{name}b",))
         c.execute("select jobctl.put_queue(%s, max_running => 100000)", (f"{name}qb",))
         c.execute(f'create role "{roles["nobody"]}" login')
+        # CONNECT granted by name, as a DBA might for a monitoring login (jobctl grants it to its roles only)
+        c.execute(f'grant connect on database "{c.info.dbname}" to "{roles["nobody"]}"')
         c.execute(f'create role "{roles["worker"]}" login in role jobctl_worker')
         c.execute(f'create role "{roles["b"]}" login in role jobctl_writer, jobctl_worker')
         c.execute("select jobctl.grant_tenant(%s, %s)", (roles["worker"], f"{name}a"))
@@ -58,6 +61,7 @@ def logins(dsn: str, name: str) -> Iterator[dict[str, str]]:
         for role in roles.values():
             c.execute("select pg_terminate_backend(pid) from pg_stat_activity where usename = %s", (role,))
             c.execute("delete from jobctl._role_tenant where role_oid = %s::regrole", (role,))
+            c.execute(f'revoke all on database "{c.info.dbname}" from "{role}"')
             c.execute(f'drop role "{role}"')
         c.execute("delete from jobctl.queue where queue = %s", (f"{name}qb",))
 
@@ -213,3 +217,62 @@ def test_the_probe_reports_each_item_it_runs(dsn: str) -> None:
     rows = {int(m[1]): m[2] for m in re.finditer(r"^\s*(\d+)  .{31}  (\w+) ", run.stdout, re.MULTILINE)}
     assert sorted(rows) == items, run.stdout
     assert set(rows.values()) == {"held"}, run.stdout
+
+
+def test_a_login_outside_jobctls_roles_cannot_fill_the_lock_table(
+    dsn: str, logins: dict[str, str], name: str
+) -> None:
+    """Issue 33, item 1: a login with no jobctl role ran `select count(pg_advisory_lock(x)) from
+    generate_series(1, 1000000) x`; the call failed with 53200 but the session kept the locks it had
+    taken, and until it disconnected every tenant's submit failed with 53200. jobctl migrate takes
+    CONNECT and TEMPORARY on the database, and the advisory lock functions, from PUBLIC (sql/grants.sql),
+    and bin/db closes the cluster's other databases. Such a login cannot connect; granted CONNECT by name,
+    its attack is refused, and while its session stays open tenant b's 300 submits meet no error and
+    their p99 stays within twice the p99 of the 300 before."""
+    b = f"{name}b"
+    with psycopg.connect(dsn, autocommit=True) as c:
+        bare = f"{name}_bare"  # a login with no jobctl role and no grant
+        c.execute(f'create role "{bare}" login')
+        try:
+            for dbname in (c.info.dbname, "postgres"):
+                with pytest.raises(psycopg.OperationalError, match="permission denied for database"):
+                    psycopg.connect(make_conninfo(dsn, user=bare, dbname=dbname)).close()
+        finally:
+            c.execute(f'drop role "{bare}"')
+
+    def submits(producer: psycopg.Connection[Any], n: int) -> list[float]:
+        took = []
+        for _ in range(n):
+            t0 = time.perf_counter()
+            producer.execute("select jobctl.submit_job(%s, %s, '{}')", (b, f"{name}qb"))
+            took.append(time.perf_counter() - t0)
+        return sorted(took)
+
+    refused: list[str] = []
+    with (
+        psycopg.connect(logins["b"], autocommit=True) as producer,
+        psycopg.connect(logins["nobody"], autocommit=True) as attacker,
+    ):
+        base = submits(producer, 300)
+        for attack in (
+            "select count(pg_advisory_lock(x)) from generate_series(1, 1000000) as x",
+            "select count(pg_advisory_lock_shared(x, x)) from generate_series(1, 1000000) as x",
+            "select count(pg_try_advisory_lock(x)) from generate_series(1, 1000000) as x",
+            "create temporary table t (x int)",
+            "begin",  # and the session stays, in an open transaction
+            "select count(pg_advisory_xact_lock(x)) from generate_series(1, 1000000) as x",
+        ):
+            try:
+                attacker.execute(attack)
+            except psycopg.Error as e:
+                refused.append(str(e.sqlstate))
+        during = submits(producer, 300)  # any error fails the test
+        attacker.rollback()
+        with pytest.raises(psycopg.errors.InsufficientPrivilege):
+            producer.execute("select pg_try_advisory_lock(1)")  # a tenant's login cannot either
+    assert refused == ["42501"] * 5, refused
+    p99 = int(len(base) * 0.99)
+    assert during[p99] <= 2 * base[p99], (base[p99], during[p99])
+    with psycopg.connect(dsn) as c:
+        row = c.execute("select count(*) from jobctl.job where tenant_id = %s", (b,)).fetchone()
+    assert row is not None and row[0] == 600

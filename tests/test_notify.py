@@ -104,6 +104,7 @@ def test_a_login_with_no_jobctl_role_hears_no_queue_name(conn: Conn, dsn: str, n
     ask for tags."""
     role, queue = name + "_nobody", name + "_payroll-layoffs"
     conn.execute(f'create role "{role}" login')
+    conn.execute(f'grant connect on database "{conn.info.dbname}" to "{role}"')  # as for a monitoring login
     try:
         with psycopg.connect(make_conninfo(dsn, user=role), autocommit=True) as nobody:
             nobody.execute("listen jobctl")
@@ -117,6 +118,7 @@ def test_a_login_with_no_jobctl_role_hears_no_queue_name(conn: Conn, dsn: str, n
         assert row is not None and row[0] in heard
     finally:
         conn.execute("select pg_terminate_backend(pid) from pg_stat_activity where usename = %s", (role,))
+        conn.execute(f'revoke all on database "{conn.info.dbname}" from "{role}"')
         conn.execute(f'drop role "{role}"')
 
 
@@ -130,6 +132,7 @@ def test_a_listener_that_stops_reading_costs_submits_nothing(conn: Conn, dsn: st
     same flood and the listener reading; jobctl doctor warns."""
     role, limit = name + "_nobody", 0.0001
     conn.execute(f'create role "{role}" login')
+    conn.execute(f'grant connect on database "{conn.info.dbname}" to "{role}"')  # as for a monitoring login
     conn.execute("select jobctl.put_tenant(%s)", (name,))
     stop = threading.Event()
     flooded = [0]
@@ -192,4 +195,5 @@ def test_a_listener_that_stops_reading_costs_submits_nothing(conn: Conn, dsn: st
         stop.set()
         flooder.join(timeout=10)
         conn.execute("select pg_terminate_backend(pid) from pg_stat_activity where usename = %s", (role,))
+        conn.execute(f'revoke all on database "{conn.info.dbname}" from "{role}"')
         conn.execute(f'drop role "{role}"')

@@ -38,6 +38,7 @@ def login(dsn: str, name: str) -> Iterator[Login]:
         for role in made:
             c.execute("select pg_terminate_backend(pid) from pg_stat_activity where usename = %s", (role,))
             c.execute("delete from jobctl._role_tenant where role_oid = %s::regrole", (role,))
+            c.execute(f'revoke all on database "{c.info.dbname}" from "{role}"')
             c.execute(f'drop role "{role}"')
 
 
@@ -160,7 +161,13 @@ def test_a_reader_sees_its_tenants_rows_through_row_level_security(
         assert every.execute(
             "select count(*) from jobctl.job where tenant_id like %s", (name + "%",)
         ).fetchone() == (5,)
-    with psycopg.connect(login(None, mine), autocommit=True) as nobody:
+    # a login granted a tenant but no jobctl role: CONNECT is for jobctl's roles (sql/grants.sql), and
+    # granted CONNECT by name, it still may call nothing
+    roleless = login(None, mine)
+    with pytest.raises(psycopg.OperationalError, match="permission denied for database"):
+        psycopg.connect(roleless).close()
+    conn.execute(f'grant connect on database "{conn.info.dbname}" to "{conninfo_to_dict(roleless)["user"]}"')
+    with psycopg.connect(roleless, autocommit=True) as nobody:
         assert sqlstate_of(nobody, "select * from jobctl.get_job(1)") == "42501"
 
 

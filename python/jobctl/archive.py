@@ -40,6 +40,7 @@ import json
 import os
 import time
 import urllib.parse
+import uuid
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import date, datetime
@@ -54,6 +55,7 @@ from jobctl import errors, queries
 Conn = psycopg.Connection[Any]
 Row = dict[str, Any]
 
+LEASE_S = 600  # the exporter's lease (jobctl._archive_lease), renewed at each file and each commit
 CHUNK_ROWS = 50_000  # rows read a statement, and written a row group
 # a lookup by id reads the one row group whose job_id statistics hold it: at 1,000 rows about 5x faster
 # than at 10,000, for about 17 % more bytes
@@ -389,7 +391,35 @@ def _export_tenant(
     return Written(tenant_id, day, url, rows, len(data), first, last, digest)
 
 
+@dataclass
+class _Lease:
+    """This run's hold on the exporter's lease (migration 0034): one run at a time, and a run that lost
+    it (stopped past its expiry while another took over) commits nothing more."""
+
+    holder: str = field(default_factory=lambda: str(uuid.uuid4()))
+
+    def take(self, conn: Conn, wait: float) -> None:
+        deadline = time.monotonic() + wait
+        while not self.held(conn):
+            if time.monotonic() >= deadline:
+                raise errors.TryAgain("another `jobctl archive run` holds the archive's lease")
+            time.sleep(0.25)
+
+    def held(self, conn: Conn) -> bool:
+        row = conn.execute(queries.ARCHIVE_LEASE, {"holder": self.holder, "seconds": LEASE_S}).fetchone()
+        return bool(row and row[0])
+
+    def keep(self, conn: Conn) -> None:
+        """Renew it: in a unit's transaction, its row lock holds another run off until the commit."""
+        if not self.held(conn):
+            raise errors.TryAgain("another `jobctl archive run` took over the archive's lease")
+
+    def release(self, conn: Conn) -> None:
+        conn.execute(queries.ARCHIVE_RELEASE, {"holder": self.holder})
+
+
 def _export(
+    lease: _Lease,
     conn: Conn,
     side: Conn,
     libs: tuple[Any, Any, Any],
@@ -412,11 +442,13 @@ def _export(
         ).fetchall()
         for tenant_id, day, rows in groups:
             report.day = report.day or day
+            lease.keep(side)
             report.files.append(
                 _export_tenant(
                     conn, side, libs, typed, select, ident, base, tenant_id, day, rows, before, late, ids
                 )
             )
+        lease.keep(conn)  # held until the commit: no other run can take over in between
         for w in report.files:
             conn.execute(queries.ARCHIVE_RECORD, w.__dict__)
         conn.execute(queries.ARCHIVE_WRITTEN, {"urls": [w.url for w in report.files]})
@@ -459,7 +491,7 @@ def _lock_parents(conn: Conn) -> None:
             time.sleep(0.1 * attempt)
 
 
-def _erase(conn: Conn, side: Conn, libs: tuple[Any, Any, Any], report: RunReport) -> None:
+def _erase(lease: _Lease, conn: Conn, side: Conn, libs: tuple[Any, Any, Any], report: RunReport) -> None:
     """forget_subject's requests applied to the files: each file of the tenant that holds a subject's
     rows written again without them (beside it, then moved over it), the manifest updated."""
     pa, pq, _ = libs
@@ -490,8 +522,10 @@ def _erase(conn: Conn, side: Conn, libs: tuple[Any, Any, Any], report: RunReport
                 continue
             new, rows, _, _ = _parquet(pa, pq, table.schema, iter([kept]))
             _put_checked(side, url + ".tmp", new, rows)
+            lease.keep(side)
             fs.mv(path + ".tmp", path)
             with conn.transaction():
+                lease.keep(conn)
                 _record_rewrite(conn, file_id, new, kept)
                 conn.execute(queries.ARCHIVE_WRITTEN, {"urls": [url + ".tmp"]})
         conn.execute(queries.ARCHIVE_ERASED, {"tenant_id": tenant_id, "last_id": last_id})
@@ -524,7 +558,7 @@ def _record_rewrite(conn: Conn, file_id: int, data: bytes, table: Any) -> None:
 def run(dsn: str, *, lock_wait: float = 10.0, max_days: int | None = None) -> RunReport:
     """`jobctl archive run`: every day past retention.archive exported and dropped (oldest first), then
     the late jobs, then forget_subject's erasures. Nothing when no archive_url is set. As the schema
-    owner; one run at a time (a session advisory lock, waited for up to lock_wait seconds)."""
+    owner; one run at a time (the exporter's lease, waited for up to lock_wait seconds)."""
     with psycopg.connect(dsn, autocommit=True) as conn:
         url, keep = conn.execute(queries.ARCHIVE_SETTINGS).fetchone() or (None, None)
         report = RunReport(url)
@@ -532,26 +566,22 @@ def run(dsn: str, *, lock_wait: float = 10.0, max_days: int | None = None) -> Ru
             return report
         libs = _libraries()
         filesystem(url)  # an unknown protocol, a missing s3fs: before any work
-        conn.execute("select set_config('lock_timeout', %s, false)", (f"{int(lock_wait * 1000)}ms",))
-        try:
-            conn.execute(queries.ARCHIVE_LOCK)
-        except psycopg.errors.LockNotAvailable:
-            raise errors.TryAgain("another `jobctl archive run` holds the archive's lock") from None
-        conn.execute("set lock_timeout = 0")
+        lease = _Lease()
+        lease.take(conn, lock_wait)
         try:
             with psycopg.connect(dsn, autocommit=True) as side:
                 _clean_up(conn)
                 days = conn.execute(queries.ARCHIVE_DUE_DAYS, {"archive": keep}).fetchall()
                 for part, events, _lower, upper in days[:max_days]:
-                    report.add(_export, conn, side, libs, url, part, events, upper, late=False)
+                    report.add(_export, lease, conn, side, libs, url, part, events, upper, late=False)
                 cutoff = conn.execute("select now() - %s::interval", (keep,)).fetchone()
                 assert cutoff is not None
                 default = "jobctl.job_archive_default"
-                report.add(_export, conn, side, libs, url, default, None, cutoff[0], late=True)
-                _erase(conn, side, libs, report)
+                report.add(_export, lease, conn, side, libs, url, default, None, cutoff[0], late=True)
+                _erase(lease, conn, side, libs, report)
         finally:
             if not conn.closed:
-                conn.execute(queries.ARCHIVE_UNLOCK)
+                lease.release(conn)
     return report
 
 

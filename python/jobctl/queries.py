@@ -310,10 +310,10 @@ ARCHIVED_JOB = "select url, tenant_id, day, bytes, forgotten from jobctl.archive
 OPEN_ARCHIVED_PAYLOAD = """
 select jobctl.open_archived_payload(%(tenant_id)s::text, %(payload)s::jsonb)::text as payload
 """
-ARCHIVE_LOCK = (
-    "select pg_advisory_lock(hashtext('jobctl archive'))"  # one exporter at a time (a session lock)
-)
-ARCHIVE_UNLOCK = "select pg_advisory_unlock(hashtext('jobctl archive'))"
+# one exporter at a time: a lease only the schema owner can take (migration 0034), taken and renewed
+# (true: held) and given up at the end
+ARCHIVE_LEASE = "select jobctl._archive_lease(%(holder)s::uuid, %(seconds)s::integer) as held"
+ARCHIVE_RELEASE = "select jobctl._archive_release(%(holder)s::uuid) as released"
 ARCHIVE_SETTINGS = "select archive_url, archive from jobctl.retention"
 # the columns of jobctl.job in table order, with their types (the files' schema follows them)
 ARCHIVE_JOB_COLUMNS = """

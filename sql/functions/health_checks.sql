@@ -232,14 +232,40 @@ begin
         when v_stale > 0 then 'delete from jobctl._role_tenant where role_oid not in (select oid from pg_roles)'
     end;
     return next;
+
+    -- what sql/grants.sql makes of the database (a superuser's migrate): any login that connects and
+    -- may take advisory locks or make temporary tables can fill the cluster's shared lock table, and
+    -- then every submit fails with 53200; the lock table and the connection slots are the cluster's,
+    -- so a database of the same cluster open to PUBLIC is a way in too
+    check_name := 'database access';
+    select
+        (select count(*) from unnest(array['CONNECT', 'TEMPORARY']) as x (priv)
+         where pg_catalog.has_database_privilege('public', current_database(), x.priv)),
+        (select count(*) from pg_catalog.pg_proc as p
+         where p.pronamespace = 'pg_catalog'::regnamespace and p.proname ~ '^pg_(try_)?advisory_(xact_)?lock(_shared)?$'
+             and pg_catalog.has_function_privilege('public', p.oid, 'EXECUTE')),
+        (select string_agg(d.datname, ', ' order by d.datname) from pg_catalog.pg_database as d
+         where d.datallowconn and d.datname <> current_database()
+             and pg_catalog.has_database_privilege('public', d.oid, 'CONNECT'))
+    into v_public, v_n, v_parent;
+    observed := format('PUBLIC may %s here, %s advisory lock functions executable by PUBLIC, other databases open to PUBLIC: %s',
+        case when v_public > 0 then 'connect or make temporary tables' else 'not connect' end, v_n, coalesce(v_parent, 'none'));
+    verdict := case when v_public + v_n > 0 then 'fail' when v_parent is not null then 'warn' else 'ok' end;
+    detail := case
+        when v_public + v_n > 0 then 'run jobctl migrate as a superuser: it revokes CONNECT, TEMPORARY and the advisory lock'
+            || ' functions from PUBLIC (a login outside jobctl''s roles could fill the lock table: every submit fails)'
+        when v_parent is not null then format('any login can fill the cluster''s shared lock table and connection slots'
+            || ' from there: revoke connect on database %s from public', v_parent)
+    end;
+    return next;
 end
 $$;
 
 comment on function jobctl.health_checks() is
 'Health of the scheduler, one row per check with verdict ok, warn or fail: extensions, pg_cron
 jobs and their last run, reaper lag, dead tuples and bloat (estimated) of the queue tables, transaction-ID age, the
-oldest snapshot, partitions made ahead, rows in the default partition, the NOTIFY queue, privileges
-(docs/security.md). What jobctl doctor prints. Only for callers acting for every tenant (an API token needs
+oldest snapshot, partitions made ahead, rows in the default partition, the NOTIFY queue, privileges,
+database access (docs/security.md). What jobctl doctor prints. Only for callers acting for every tenant (an API token needs
 tenants:read).
 Errors: 42501 the caller does not act for every tenant.
 Example:

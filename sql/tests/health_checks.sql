@@ -2,7 +2,7 @@
 -- fail). The reaper-lag check moves a tap lease into the past (inside this transaction); the
 -- default-partition check gets a row from 2100. Tenant tap_health_t, queue tap_health_q.
 begin;
-select plan(21);
+select plan(25);
 -- the tests join temp tables that have no statistics: keep JIT from compiling those plans
 set local jit = off;
 
@@ -34,7 +34,7 @@ select results_eq(
             'bloat _delayed', 'dead tuples _lane_cache', 'bloat _lane_cache', 'dead tuples _ready', 'bloat _ready',
             'dead tuples _running', 'bloat _running', 'transaction ID age',
             'oldest snapshot', 'partitions ahead jobctl.job', 'partitions ahead jobctl._event',
-            'default partition rows', 'notification queue', 'privileges'
+            'default partition rows', 'notification queue', 'privileges', 'database access'
         ]) with ordinality as x (name, ord)
       where x.name !~ '^(pg_cron launcher|cron job )' or exists (select from pg_extension where extname = 'pg_cron')
       order by x.ord$$,
@@ -133,6 +133,37 @@ select results_eq(
     $$select verdict, detail ~ 'jobctl migrate' from jobctl.health_checks() where check_name = 'privileges'$$,
     $$values ('fail', true)$$,
     'a function opened to PUBLIC by hand fails the privileges check'
+);
+
+-- database access: what a superuser's migrate makes (sql/grants.sql); the cluster's other databases
+-- may be open to PUBLIC (a test's scratch database): that only warns, naming them
+select results_eq(
+    $$select verdict <> 'fail', observed ~ '^PUBLIC may not connect here, 0 advisory lock functions executable by PUBLIC, '
+        from h0 where check_name = 'database access'$$,
+    $$values (true, true)$$,
+    'database access: closed to PUBLIC, as sql/grants.sql made it'
+);
+grant connect on database template1 to public;
+select results_eq(
+    $$select verdict, observed ~ 'other databases open to PUBLIC: .*template1', detail ~ 'revoke connect on database .*template1'
+        from jobctl.health_checks() where check_name = 'database access'$$,
+    $$values ('warn', true, true)$$,
+    'another database of the cluster open to PUBLIC warns, naming it'
+);
+grant execute on function pg_catalog.pg_advisory_lock(bigint) to public;
+select results_eq(
+    $$select verdict, observed ~ ', 1 advisory lock functions executable by PUBLIC', detail ~ 'run jobctl migrate as a superuser'
+        from jobctl.health_checks() where check_name = 'database access'$$,
+    $$values ('fail', true, true)$$,
+    'an advisory lock function opened to PUBLIC fails the check'
+);
+revoke execute on function pg_catalog.pg_advisory_lock(bigint) from public;
+do $$ begin execute format('grant temporary on database %I to public', current_database()); end $$;
+select results_eq(
+    $$select verdict, observed ~ '^PUBLIC may connect or make temporary tables here'
+        from jobctl.health_checks() where check_name = 'database access'$$,
+    $$values ('fail', true)$$,
+    'the database opened to PUBLIC fails the check'
 );
 
 select is_empty(

@@ -2,7 +2,7 @@
 -- SECURITY DEFINER with a pinned search_path, nothing for PUBLIC, row-level security on every
 -- table with tenant rows. What the roles can do with it: tests/test_security.py.
 begin;
-select plan(14);
+select plan(18);
 
 select set_eq(
     $$select r.rolname::text from pg_catalog.pg_roles as r
@@ -128,6 +128,40 @@ select is_empty(
     $$select c.oid::regclass::text from pg_catalog.pg_class as c, aclexplode(coalesce(c.relacl, acldefault('r', c.relowner))) as a
       where c.relnamespace in ('jobctl'::regnamespace, 'jobctl_archive'::regnamespace) and a.grantee = 0$$,
     'no table in jobctl or jobctl_archive grants anything to PUBLIC'
+);
+
+-- issue 33, item 1: a login outside jobctl's roles could fill the shared lock table (advisory locks,
+-- temporary tables) and stop every submit with 53200 (tests/test_hostile.py runs the attack)
+select is_empty(
+    $$select x.priv from unnest(array['CONNECT', 'TEMPORARY']) as x (priv)
+      where has_database_privilege('public', current_database(), x.priv)$$,
+    'PUBLIC may neither connect to the database nor make temporary tables in it'
+);
+
+select set_eq(
+    $$select r.rolname::text from pg_catalog.pg_roles as r
+      where r.rolname like 'jobctl\_%' and not r.rolcanlogin and r.rolname not in ('jobctl_owner', 'jobctl_crypto')
+        and has_database_privilege(r.oid, current_database(), 'CONNECT')
+        and not has_database_privilege(r.oid, current_database(), 'TEMPORARY')$$,
+    array['jobctl_reader', 'jobctl_writer', 'jobctl_worker', 'jobctl_api', 'jobctl_admin'],
+    'each of the five roles (and so each login in one) may connect, and none makes temporary tables'
+);
+
+select is(
+    (
+        select count(*)::integer from pg_catalog.pg_proc as p
+        where p.pronamespace = 'pg_catalog'::regnamespace and p.proname ~ '^pg_(try_)?advisory_(xact_)?lock(_shared)?$'
+    ),
+    16,
+    'the advisory lock functions: eight kinds, each for one bigint or two integers'
+);
+
+select is_empty(
+    $$select p.oid::regprocedure::text from pg_catalog.pg_proc as p
+      where p.pronamespace = 'pg_catalog'::regnamespace and p.proname ~ '^pg_(try_)?advisory_(xact_)?lock(_shared)?$'
+        and (has_function_privilege('public', p.oid, 'EXECUTE')
+             or has_function_privilege('jobctl_admin', p.oid, 'EXECUTE'))$$,
+    'neither PUBLIC nor any jobctl role may take an advisory lock'
 );
 
 select * from finish();
