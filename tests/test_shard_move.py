@@ -1,9 +1,10 @@
 """Moving a tenant between shards (jobctl.shard_move, sql/functions/_move_*.sql).
 
 The shards are databases of the test cluster, migrated and made shards 0 and 1 as the sharding
-contract says (ids step by 64, id % 64 = shard); the router database holds the jobctl_router tables
-as the contract defines them. The PL/Proxy functions are not needed here: workers claim on the shards
-directly, and the submitter routes by placement itself, as the router does. Effects: each job's
+contract says (ids step by 64, id % 64 = shard); the router database is the real PL/Proxy router
+(sql/router/, jobctl.shards.install_router). Workers claim on the shards directly; the submitter
+routes by placement itself, as the router does, and the key resender goes through the router's
+jobctl.submit_job and straight to the source shard. Effects: each job's
 handler writes a ledger row in the transaction that completes it (tests/worker_handlers.py), on the
 shard it ran on; the ledgers of both shards together must hold every job exactly once.
 
@@ -13,6 +14,9 @@ shard it ran on; the ledgers of both shards together must hold every job exactly
   jobs (SHARD_MOVE_JOBS: 2,000 in `make test`, 10,000 in `make shard-move`) plus delayed, retrying,
   running, keyed and dedup-keyed ones, and a kill -9 of the mover in the middle of its copy, then a
   rerun: 0 lost, 0 duplicated;
+- repeats of held dedup keys sent throughout a move (from the first page to after the flip and the
+  move's end) through the router and directly to the source: one job per key, answered as
+  duplicates (issue 33, item 3); the tenant's role grants and API tokens come along;
 - SHARD_MOVE_ROUNDS=n (`make shard-move`): n clean moves of a 10,000-job backlog back and forth
   under the same load, with the median move time and pause window.
 """
@@ -35,27 +39,13 @@ from typing import Any
 import psycopg
 import pytest
 from jobctl import migrate as mig
-from jobctl import shard_move
+from jobctl import shard_move, shards
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from psycopg.types.json import Jsonb
 from test_worker import LEDGER_DDL, WorkerProcess
 
 Conn = psycopg.Connection[tuple[Any, ...]]
 
-ROUTER_DDL = """
-create schema jobctl_router;
-create table jobctl_router.shard (shard integer primary key, connstr text not null);
-create table jobctl_router.placement (
-    tenant_id text primary key,
-    shard integer not null references jobctl_router.shard,
-    moving_to integer null references jobctl_router.shard,
-    updated_at timestamptz not null default now()
-);
-create table jobctl_router.job_route (
-    job_id bigint primary key,
-    shard integer not null references jobctl_router.shard
-);
-"""
 QUICK_RETRY = {"strategy": "fixed", "base": "0.5 seconds", "max": "0.5 seconds", "jitter": False}
 JOBS = int(os.environ.get("SHARD_MOVE_JOBS", "2000"))
 ROUNDS = int(os.environ.get("SHARD_MOVE_ROUNDS", "0"))
@@ -98,9 +88,7 @@ def shard_set() -> Iterator[dict[str, str]]:
                     c.execute(f"alter sequence {seq} increment by 64 minvalue 0 restart with {64 + shard}")
                 c.execute(LEDGER_DDL)
         with psycopg.connect(dsns["router"], autocommit=True) as c:
-            c.execute(ROUTER_DDL)
-            for shard in (0, 1):
-                c.execute("insert into jobctl_router.shard values (%s, %s)", (shard, dsns[str(shard)]))
+            shards.install_router(c, {0: dsns["0"], 1: dsns["1"]})
         yield dsns
     finally:
         with psycopg.connect(dsn, autocommit=True) as c:
@@ -129,7 +117,7 @@ class Cluster:
     def submit(self, jobs: list[dict[str, Any]]) -> list[int]:
         """Submit as the router does: on the tenant's placed shard; again when that shard says the
         tenant moved (JC011: the placement flipped between the lookup and the submit)."""
-        for _ in range(50):
+        for _ in range(200):
             placed = self.placement(jobs[0]["tenant_id"])
             assert placed is not None
             try:
@@ -138,6 +126,7 @@ class Cluster:
             except psycopg.Error as e:
                 if e.sqlstate != "JC011":
                     raise
+                time.sleep(0.01)  # fenced before the flip: the router's placement changes in a moment
         pytest.fail("the submit kept meeting a moved tenant")
 
     def one(self, shard: int, sql: str, params: Any = None) -> Any:
@@ -223,6 +212,198 @@ class Submitter(threading.Thread):
         return self.ids
 
 
+REPEAT = "select job_id, duplicate from jobctl.submit_job(%s, %s, %s::jsonb, dedup_key => %s)"
+
+
+class Resender(threading.Thread):
+    """Repeats of dedup keys, round and round until stopped, on one connection: the router's
+    jobctl.submit_job (PL/Proxy: the tenant's placed shard) or a shard's own. Each answer is kept as
+    (key, job_id, duplicate, the move's step at the time); a JC011 (the tenant moved: sent by a
+    placement that has just flipped, or straight to a fenced source) is counted, and the router's
+    is sent again, as the router's callers do."""
+
+    def __init__(self, dsn: str, tenant: str, queue: str, keys: list[str], phase: list[str]) -> None:
+        super().__init__()
+        self.dsn, self.tenant, self.queue, self.keys, self.phase = dsn, tenant, queue, keys, phase
+        self.answers: list[tuple[str, int, bool, str]] = []
+        self.refused = 0
+        self.rounds = 0
+        self.errors: list[BaseException] = []
+        self.halt = threading.Event()
+
+    def run(self) -> None:
+        try:
+            with psycopg.connect(self.dsn, autocommit=True) as c:
+                while not self.halt.is_set():
+                    for key in self.keys:
+                        step = self.phase[-1]
+                        try:
+                            row = c.execute(
+                                REPEAT, (self.tenant, self.queue, '{"again": true}', key)
+                            ).fetchone()
+                        except psycopg.Error as e:
+                            if e.sqlstate != "JC011":
+                                raise
+                            self.refused += 1
+                            continue
+                        assert row is not None
+                        self.answers.append((key, int(row[0]), bool(row[1]), step))
+                    self.rounds += 1
+                    time.sleep(0.002)
+        except BaseException as e:  # noqa: BLE001 (the test reports it)
+            self.errors.append(e)
+
+    def stop(self) -> None:
+        self.halt.set()
+        self.join(10)
+        assert not self.errors, self.errors
+
+
+def jobs_with_key(cl: Cluster, tenant: str) -> Counter[str]:
+    """How many jobs of the tenant hold each dedup key, on both shards together."""
+    held: Counter[str] = Counter()
+    for n in (0, 1):
+        sql = "select dedup_key from jobctl.job where tenant_id = %s and dedup_key is not null"
+        held.update(r[0] for r in cl.shards[n].execute(sql, (tenant,)))
+    return held
+
+
+def hold_keys(cl: Cluster, tenant: str, queue: str, tag: str, n: int = 50) -> dict[str, int]:
+    """n dedup keys held throughout a move (jobs due in an hour: moved, never run); key -> job id."""
+    due = cl.router.execute("select (now() + interval '1 hour')::text").fetchone()
+    assert due is not None
+    keys = [f"{tag}-{i}" for i in range(n)]
+    jobs = [
+        {"tenant_id": tenant, "queue": queue, "payload": {}, "dedup_key": k, "run_at": due[0]} for k in keys
+    ]
+    return dict(zip(keys, cl.submit(jobs), strict=True))
+
+
+def repeats_seen(
+    cl: Cluster, tenant: str, held: dict[str, int], resenders: list[Resender]
+) -> tuple[int, int, int]:
+    """Stop the resenders and cancel the held keys' jobs; returns (repeats answered, answers naming
+    another job or not a duplicate, held keys with other than one job on the two shards)."""
+    for r in resenders:
+        r.stop()
+    answers = [a for r in resenders for a in r.answers]
+    wrong = sum(1 for key, job_id, dup, _ in answers if (job_id, dup) != (held[key], True))
+    per_key = jobs_with_key(cl, tenant)
+    for job_id in held.values():
+        cl.router.execute("select jobctl.cancel_job(%s)", (job_id,))
+    return len(answers), wrong, sum(1 for k in held if per_key[k] != 1)
+
+
+def test_repeats_of_held_keys_during_a_move_make_one_job_per_key(cluster: Cluster) -> None:
+    """Issue 33, item 3: a key held by a job on the source is repeated throughout the move, through
+    the real PL/Proxy router and straight to the source: during the copy (the holder already on the
+    target), at the fence and the flip, in the drain (holders still running on the source, or failed
+    there and copied by the drain) and after the move. Every repeat answers the key's one job. The
+    tenant's role grant and API token come along."""
+    cl = cluster
+    tenant = "keys-" + uuid.uuid4().hex[:6]
+    queue, q_run = "q-" + tenant, "qr-" + tenant
+    cl.router.execute("insert into jobctl_router.placement (tenant_id, shard) values (%s, 0)", (tenant,))
+    src = cl.shards[0]
+    role = "mv_role_" + uuid.uuid4().hex[:6]
+    src.execute(f'create role "{role}"')
+    try:
+        _repeat_held_keys_during_a_move(cl, tenant, queue, q_run, role)
+    finally:
+        for n in (0, 1):
+            cl.shards[n].execute(f'drop owned by "{role}"')
+        src.execute(f'drop role "{role}"')
+
+
+def _repeat_held_keys_during_a_move(cl: Cluster, tenant: str, queue: str, q_run: str, role: str) -> None:
+    src = cl.shards[0]
+    src.execute("select jobctl.grant_tenant(%s, %s)", (role, tenant))
+    token = cl.one(0, "select jobctl.create_api_token(%s, array['jobs:submit'], 'mv')", (tenant,))
+
+    def job(q: str, key: str | None = None, **extra: Any) -> dict[str, Any]:
+        return {"tenant_id": tenant, "queue": q, "payload": {"k": key}, "dedup_key": key, **extra}
+
+    # pending holders among a backlog of several pages; holders running at the flip; one whose
+    # attempt failed and waits out its retry (moved as failed)
+    held = [f"h-{i}" for i in range(40)]
+    first = dict(zip(held, cl.submit([job(queue, k) for k in held]), strict=True))
+    cl.submit([job(queue) for _ in range(1500)])
+    running = [f"r-{i}" for i in range(6)]
+    first |= dict(zip(running, cl.submit([job(q_run, k) for k in running]), strict=True))
+    claim = "select job_id, lease_epoch from jobctl.claim_job('w', %s, %s)"
+    claimed = src.execute(claim, ([q_run], 10)).fetchall()
+    assert len(claimed) == 6
+    first["f-0"] = cl.submit([job(q_run, "f-0", backoff={"strategy": "fixed", "base": "1 hour"})])[0]
+    src.execute(
+        "select jobctl.fail_job(job_id, lease_epoch, 'boom') from jobctl.claim_job('w', %s, 1)", ([q_run],)
+    )
+    keys = [*held, *running, "f-0"]
+
+    phase = ["before"]
+    resenders = [
+        Resender(cl.dsns["router"], tenant, queue, keys, phase),
+        Resender(cl.dsns["0"], tenant, queue, keys, phase),
+    ]
+    for r in resenders:
+        r.start()
+    time.sleep(0.2)
+
+    def step(name: str) -> None:
+        phase.append(name)
+        if name == "flip":  # the holders running on the source end there, in the drain
+            time.sleep(0.2)
+            for job_id, epoch in claimed[:3]:
+                assert cl.one(0, "select jobctl.complete_job(%s, %s)", (job_id, epoch)) is True
+            for job_id, epoch in claimed[3:]:  # a retry, pending on the paused source: the drain copies it
+                src.execute("select jobctl.fail_job(%s, %s, 'again')", (job_id, epoch))
+        if name == "finish":  # before the target forgets the source's keys: the holders that ended on
+            # the source are finished history there, which the target does not see (docs/operations.md)
+            for r in resenders:
+                r.keys, seen = [k for k in keys if k not in running[:3]], r.rounds
+                while r.rounds < seen + 2 and r.is_alive():
+                    time.sleep(0.01)
+        time.sleep(0.05)
+
+    try:
+        report = shard_move.move_tenant(cl.router, tenant, 1, page=150, drain_timeout=30, after_step=step)
+        phase.append("moved")
+        time.sleep(0.3)
+    finally:
+        for r in resenders:
+            r.stop()
+
+    answers = [a for r in resenders for a in r.answers]
+    wrong = [a for a in answers if (a[1], a[2]) != (first[a[0]], True)]
+    steps = Counter(a[3] for a in answers)
+    per_key = jobs_with_key(cl, tenant)
+    print(
+        f"\nkey repeats during a move: {len(answers)} answered ({resenders[0].refused} JC011 sent again"
+        f" through the router, {resenders[1].refused} JC011 straight to the fenced source); by step"
+        f" {dict(steps)}; answers naming another job or not a duplicate: {len(wrong)};"
+        f" keys with more than one job: {sum(1 for n in per_key.values() if n > 1)}; {report.line()}"
+    )
+    assert not wrong, wrong[:10]
+    assert per_key == Counter(keys), {k: n for k, n in per_key.items() if n != 1}
+    for name in ("take", "import", "copy", "flip", "finish", "moved"):
+        assert steps[name] > 0, (name, steps)
+    assert resenders[1].refused > 0  # the source refuses once it is fenced
+    assert {a[3] for a in resenders[1].answers} >= {"take", "import"}  # and answered repeats before
+    # each job on one shard: the finished on the source, the rest on the target; no key left behind
+    of_tenant = "select job_id from jobctl.job where tenant_id = %s"
+    ids = {n: {r[0] for r in cl.shards[n].execute(of_tenant, (tenant,))} for n in (0, 1)}
+    assert not ids[0] & ids[1]
+    ended = {first[k] for k in running[:3]}
+    assert ended <= ids[0] and set(first.values()) - ended <= ids[1]
+    for n in (0, 1):
+        assert cl.one(n, "select count(*) from jobctl._move_key where tenant_id = %s", (tenant,)) == 0
+    # after the move a repeat of a key whose holder moved is a duplicate on the target
+    assert cl.router.execute(REPEAT, (tenant, queue, "{}", "h-0")).fetchone() == (first["h-0"], True)
+    # the tenant's role grant and API token came along
+    granted = "select count(*) from jobctl.list_tenant_grants() where tenant_id = %s and role_name = %s"
+    assert cl.one(1, granted, (tenant, role)) == 1
+    assert cl.one(1, "select tenant_id from jobctl.authenticate(%s, 'jobs:submit')", (token,)) == tenant
+
+
 def start_workers(dsns: dict[str, str], tmp: Path, queue: str) -> list[WorkerProcess]:
     args = [
         "--handler",
@@ -244,7 +425,9 @@ class Crash(Exception):
     pass
 
 
-@pytest.mark.parametrize("at", ["begin", "mark", "take", "route", "import", "copy", "flip", "fence"])
+@pytest.mark.parametrize(
+    "at", ["begin", "mark", "take", "route", "import", "copy", "fence", "keys", "resume", "flip"]
+)
 def test_a_crash_after_any_step_and_a_rerun_converge(cluster: Cluster, at: str) -> None:
     tenant = f"crash-{at}-" + uuid.uuid4().hex[:6]
     queue = "q-" + tenant
@@ -352,8 +535,11 @@ def test_move_under_load_with_a_killed_mover(cluster: Cluster, tmp_path: Path) -
     tenant, queue = "load-" + uuid.uuid4().hex[:6], "q-" + uuid.uuid4().hex[:6]
     cl.router.execute("insert into jobctl_router.placement (tenant_id, shard) values (%s, 0)", (tenant,))
     submitted = backlog(cl, tenant, queue, JOBS)
+    held = hold_keys(cl, tenant, queue, "held")
     workers = start_workers(cl.dsns, tmp_path, queue)
     feeder = Submitter(cl.dsns, tenant, queue)
+    step = ["move"]
+    resenders = [Resender(cl.dsns[d], tenant, queue, list(held), step) for d in ("router", "0")]
     routed = "select count(*) from jobctl_router.job_route where job_id = any(%s)"
     try:
         deadline = time.monotonic() + 20  # the slow jobs run on the source when the move starts
@@ -361,6 +547,8 @@ def test_move_under_load_with_a_killed_mover(cluster: Cluster, tmp_path: Path) -
             assert time.monotonic() < deadline, workers[0].log[-2000:]
             time.sleep(0.02)
         feeder.start()
+        for r in resenders:
+            r.start()
 
         first = mover(cl.dsns["router"], tmp_path, tenant, 1, page=250)
         deadline = time.monotonic() + 30
@@ -377,11 +565,14 @@ def test_move_under_load_with_a_killed_mover(cluster: Cluster, tmp_path: Path) -
         assert rerun.wait(90) == 0
         time.sleep(0.5)
         during = feeder.stop()
+        repeats, wrong, keys_off = repeats_seen(cl, tenant, held, resenders)
         wait_all_finished(cl, tenant, workers)
     finally:
         if feeder.is_alive():
             feeder.halt.set()
             feeder.join(10)
+        for r in resenders:
+            r.halt.set()
         for w in workers:
             w.stop()
     line = sorted(tmp_path.glob("mover*.out"))[-1].read_text().strip()
@@ -393,8 +584,13 @@ def test_move_under_load_with_a_killed_mover(cluster: Cluster, tmp_path: Path) -
         f"\nshard move under load: {len(all_ids)} jobs ({JOBS} pending, {len(during)} submitted"
         f" during the move);"
         f" mover killed -9 after {routed_at_kill[0] if routed_at_kill else 0} routed; rerun: {line};"
-        f" lost {len(lost)}, duplicated {len(duplicated)}"
+        f" lost {len(lost)}, duplicated {len(duplicated)}; {repeats} repeats of {len(held)} held keys"
+        f" ({resenders[0].refused} JC011 sent again through the router, {resenders[1].refused} refused"
+        f" straight to the fenced source): {wrong} answered another job or not as a duplicate,"
+        f" {keys_off} keys with other than one job"
     )
+    assert wrong == 0 and keys_off == 0
+    assert resenders[1].refused > 0
     assert not duplicated, list(duplicated.items())[:10]
     assert not lost, sorted(lost)[:10]
     assert set(seen) == all_ids
@@ -418,17 +614,32 @@ def test_move_figures(cluster: Cluster, tmp_path: Path) -> None:
     workers = start_workers(cl.dsns, tmp_path, queue)
     reports: list[shard_move.MoveReport] = []
     all_ids: set[int] = set()
+    repeats = wrong = keys_off = refused = 0
     try:
         for r in range(ROUNDS):
             placed = cl.placement(tenant)
             assert placed is not None
             all_ids |= set(backlog(cl, tenant, queue, JOBS))
+            held = hold_keys(cl, tenant, queue, f"held{r}")
             feeder = Submitter(cl.dsns, tenant, queue)
             feeder.start()
+            step = ["move"]
+            resenders = [
+                Resender(cl.dsns[d], tenant, queue, list(held), step) for d in ("router", str(placed[0]))
+            ]
+            for s in resenders:
+                s.start()
             time.sleep(0.5)
             reports.append(shard_move.move_tenant(cl.router, tenant, 1 - placed[0], drain_timeout=60))
+            time.sleep(0.3)
             all_ids |= set(feeder.stop())
-            print(f"\nround {r + 1}: {reports[-1].line()}")
+            n, bad, off = repeats_seen(cl, tenant, held, resenders)
+            repeats, wrong, keys_off = repeats + n, wrong + bad, keys_off + off
+            refused += resenders[1].refused
+            print(
+                f"\nround {r + 1}: {reports[-1].line()}; {n} repeats of {len(held)} held keys, {bad} answered"
+                f" another job or not as a duplicate, {off} keys with other than one job"
+            )
             wait_all_finished(cl, tenant, workers)
     finally:
         for w in workers:
@@ -445,6 +656,9 @@ def test_move_figures(cluster: Cluster, tmp_path: Path) -> None:
         f" (min {min(total):.2f}, max {max(total):.2f});"
         f" tenant paused median {statistics.median(pause):.2f} s"
         f" (min {min(pause):.2f}, max {max(pause):.2f}); {len(all_ids)} jobs, lost {lost},"
-        f" duplicated {duplicated}"
+        f" duplicated {duplicated}; {repeats} repeats of held keys through the router and straight to"
+        f" the source ({refused} refused there once fenced): {wrong} answered another job or not as a"
+        f" duplicate, {keys_off} keys with other than one job"
     )
     assert lost == 0 and duplicated == 0
+    assert wrong == 0 and keys_off == 0

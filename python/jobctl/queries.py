@@ -300,6 +300,10 @@ MOVE_OUT_FINISH = "select jobctl._move_out_finish(%(tenant_id)s::text) as status
 MOVE_IN_BEGIN = "select jobctl._move_in_begin(%(config)s::jsonb)"
 MOVE_IN_JOBS = "select jobctl._move_in_jobs(%(page)s::jsonb) as inserted"
 MOVE_IN_FINISH = "select jobctl._move_in_finish(%(tenant_id)s::text, %(paused)s::boolean)"
+# the keys as text: the target's parameter, never decoded here
+MOVE_OUT_KEYS = "select jobctl._move_out_keys(%(tenant_id)s::text)::text as keys"
+MOVE_IN_KEYS = "select jobctl._move_in_keys(%(tenant_id)s::text, %(keys)s::jsonb) as recorded"
+MOVE_IN_END = "select jobctl._move_in_end(%(tenant_id)s::text) as forgotten"
 
 # --- the object archive (jobctl.archive, migration 0030). ARCHIVED_JOB is the clients' fallback of
 # get_job and job_history (a function of the contract, with the tenant rule); the rest is the

@@ -9,15 +9,18 @@ run again: a crash anywhere (kill -9 of the mover included) and a rerun converge
 
     begin   source: record the move, pause the tenant's claims (its running jobs drain)
             router: placement.moving_to = target (submits still go to the source)
-            target: the tenant with the source's settings, paused
+            target: the tenant with the source's settings, grants and API tokens, paused
     copy    page by page: source takes the jobs' queue rows (unclaimable from then on) -> router
             routes their ids to the target -> target inserts them under the same ids -> source
-            deletes them
-    flip    router: placement.shard = target -> target: the tenant resumes (unless it was paused)
-            -> source: fences the tenant's submits (JC011)
+            deletes them, keeping their dedup keys (a repeat sent there answers the moved job)
+    flip    source: fences the tenant's submits (JC011; the router's callers send them again) ->
+            source: the dedup keys its jobs still hold -> target: records them (a repeat sent there
+            answers the job on the source) -> target: the tenant resumes (unless it was paused) ->
+            router: placement.shard = target
     drain   copy again until the source has no job of the tenant running, pending or failed and no
             transaction older than the fence: jobs running at the flip finish on the source (their
             by-id calls route there by id % 64), their retries move with the next page
+    end     target: forgets the source's keys
 
 A job is claimable on at most one shard at a time: on the source only while it has a queue row
 there and the tenant is not paused there, on the target only once it has been copied (after its
@@ -147,14 +150,15 @@ def move_tenant(
                 if c.execute(queries.MOVE_OUT_OPEN, {"tenant_id": tenant_id}).fetchone() is not None:
                     report.source, report.resumed = number, True
                     break
-        if report.source is None:
+        if report.source is None:  # finished on the source: the target's last step, again
+            with opener(shards[to]) as tgt:
+                _one(tgt, queries.MOVE_IN_END, {"tenant_id": tenant_id})
             report.total_s = time.monotonic() - started
             return report
     assert report.source is not None
     with opener(shards[report.source]) as src, opener(shards[to]) as tgt:
         open_move = src.execute(queries.MOVE_OUT_OPEN, {"tenant_id": tenant_id}).fetchone()
         report.resumed = report.resumed or open_move is not None
-        fenced = open_move is not None and bool(open_move[1])
         paused_at = time.monotonic()
         config = _one(src, queries.MOVE_OUT_BEGIN, {"tenant_id": tenant_id, "to": to})
         step("begin")
@@ -165,15 +169,17 @@ def move_tenant(
             step("mark")
             report.moved += _copy(router, src, tgt, report, page, step)
             step("copy")
-            router.execute(queries.MOVE_FLIP, {"tenant_id": tenant_id, "to": to, "source": report.source})
-            step("flip")
-        if not fenced:
-            tgt.execute(queries.MOVE_IN_FINISH, {"tenant_id": tenant_id, "paused": was_paused})
-            if not flipped:
-                report.pause_s = time.monotonic() - paused_at
             while not _one(src, queries.MOVE_OUT_FENCE, {"tenant_id": tenant_id}):
                 pass  # the second call records the time after the fence committed
             step("fence")
+            keys = _one(src, queries.MOVE_OUT_KEYS, {"tenant_id": tenant_id})
+            _one(tgt, queries.MOVE_IN_KEYS, {"tenant_id": tenant_id, "keys": keys})
+            step("keys")
+            tgt.execute(queries.MOVE_IN_FINISH, {"tenant_id": tenant_id, "paused": was_paused})
+            report.pause_s = time.monotonic() - paused_at
+            step("resume")
+            router.execute(queries.MOVE_FLIP, {"tenant_id": tenant_id, "to": to, "source": report.source})
+            step("flip")
         drain_started = time.monotonic()
         deadline = drain_started + drain_timeout
         while True:
@@ -191,5 +197,7 @@ def move_tenant(
             time.sleep(poll)
         report.drain_s = time.monotonic() - drain_started
         step("finish")
+        _one(tgt, queries.MOVE_IN_END, {"tenant_id": tenant_id})
+        step("end")
     report.total_s = time.monotonic() - started
     return report

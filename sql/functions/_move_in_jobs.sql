@@ -3,8 +3,10 @@
 -- their attempts, run_at, priority, keys and payloads as they were, and their events. Each job gets
 -- its queue row here: _delayed when run_at is ahead (a retry as retrying), _held when due with a
 -- concurrency key (jobctl._admit), else _ready. Jobs already here are skipped, so a page imported
--- twice (a crash, a rerun) gives one copy. Returns how many jobs it inserted.
--- Writes: job, _event, _ready, _held, _delayed, _stat_delta; a NOTIFY when the tenant claims here.
+-- twice (a crash, a rerun) gives one copy. A job the drain brings holds its own key here: its
+-- jobctl._move_key row (jobctl._move_in_keys) goes. Returns how many jobs it inserted.
+-- Writes: job, _event, _ready, _held, _delayed, _stat_delta, _move_key (delete); a NOTIFY when the
+-- tenant claims here.
 create or replace function jobctl._move_in_jobs(p_page jsonb)
 returns integer
 language plpgsql
@@ -53,6 +55,9 @@ begin
         insert into jobctl._event
         select e.* from jsonb_populate_recordset(null::jobctl._event, p_page -> 'events') as e
         where e.job_id in (select f.job_id from fresh as f)
+    ),
+    keys as (
+        delete from jobctl._move_key as k where k.job_id in (select f.job_id from fresh as f where f.dedup_key is not null)
     )
     select count(*),
         array_agg(f.tenant_id) filter (where f.run_at <= v_now and f.concurrency_key is not null),

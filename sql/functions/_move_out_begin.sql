@@ -4,9 +4,12 @@
 -- claims here and empties the shared lane lists, so that its running jobs drain and nothing new of
 -- it starts here; submits still land here until the router flips (they move with the rest). Refuses
 -- what a move does not carry: waiting jobs (dependencies, batch callbacks), open batches and
--- schedules. Again for the same move it changes nothing. Returns the tenant's settings and key
--- limits for jobctl._move_in_begin on the target, with was_paused and started_at.
--- Locks: the tenant row. Writes: _tenant_move, tenant (paused), _lane_cache (delete), audit_log.
+-- schedules. Again for the same move it changes nothing. Returns the tenant's settings, key limits,
+-- role grants (by role name: the target may be another cluster) and API tokens (their hashes) for
+-- jobctl._move_in_begin on the target, with was_paused and started_at; the grants and tokens stay
+-- here too, for the finished history that stays. A new move forgets the keys an earlier move left
+-- here (jobctl._move_key: one whose last step, jobctl._move_in_end, did not run).
+-- Locks: the tenant row. Writes: _tenant_move, tenant (paused), _lane_cache, _move_key (delete), audit_log.
 create or replace function jobctl._move_out_begin(p_tenant_id text, p_to_shard integer)
 returns jsonb
 language plpgsql
@@ -62,12 +65,22 @@ begin
         update jobctl.tenant as t set paused = true, updated_at = now()
         where t.tenant_id = p_tenant_id and not t.paused;
         delete from jobctl._lane_cache;
+        delete from jobctl._move_key as k where k.tenant_id = p_tenant_id;
         perform jobctl._audit('move_tenant_out', p_tenant_id, jsonb_build_object('to_shard', p_to_shard));
     end if;
     return jsonb_build_object(
         'tenant', to_jsonb(v_tenant) - array['submit_bucket', 'claim_bucket', 'admitted', 'finished', 'pending_offset'],
         'limits', coalesce((
             select jsonb_agg(to_jsonb(c)) from jobctl.concurrency_limit as c where c.tenant_id = p_tenant_id
+        ), '[]'),
+        'grants', coalesce((
+            select jsonb_agg(jsonb_build_object('role', r.rolname, 'granted_at', g.granted_at, 'granted_by', g.granted_by))
+            from jobctl._role_tenant as g
+            inner join pg_catalog.pg_roles as r on r.oid = g.role_oid
+            where g.tenant_id = p_tenant_id
+        ), '[]'),
+        'tokens', coalesce((
+            select jsonb_agg(to_jsonb(a) - 'token_id') from jobctl._api_token as a where a.tenant_id = p_tenant_id
         ), '[]'),
         'was_paused', v_move.was_paused,
         'started_at', v_move.started_at

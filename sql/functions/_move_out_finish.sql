@@ -3,9 +3,10 @@
 -- before the fence has ended (one of them could still add a job), no job of the tenant runs here (a
 -- running job finishes here: its by-id calls route here by its id; a retry it leaves is moved by the
 -- next page), and none is pending or failed. Returns {"running", "unfinished", "settled",
--- "finished"}. The tenant's finished history stays here (by-id lookups route here by id % 64).
+-- "finished"}. The tenant's finished history stays here (by-id lookups route here by id % 64); the
+-- keys of the jobs the move took away (jobctl._move_key) go: the fence refuses every submit here.
 -- Reads pg_stat_activity (the mover runs as a superuser or the schema owner with pg_read_all_stats).
--- Writes: _tenant_move (finished_at).
+-- Writes: _tenant_move (finished_at), _move_key (delete).
 create or replace function jobctl._move_out_finish(p_tenant_id text)
 returns jsonb
 language plpgsql
@@ -32,6 +33,7 @@ begin
     if v_move.finished_at is null and v_running = 0 and not v_unfinished and v_settled then
         update jobctl._tenant_move as m set finished_at = clock_timestamp() where m.tenant_id = p_tenant_id
         returning * into v_move;
+        delete from jobctl._move_key as k where k.tenant_id = p_tenant_id;
         perform jobctl._audit('move_tenant_out_finished', p_tenant_id, jsonb_build_object('to_shard', v_move.to_shard));
     end if;
     return jsonb_build_object(

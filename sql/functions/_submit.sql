@@ -7,7 +7,8 @@
 -- registers unknown tenants, serialises submits that share a dedup key, inserts the new jobs and
 -- their queue rows, and returns (job_id, duplicate) in input order. Commits synchronously.
 -- A due job with a concurrency key goes to _held, and jobctl._admit lets it in while its key has
--- room. Locks: the dedup lock on the batch's dedup keys (jobctl._wait_lock), through _admit on keys.
+-- room. A key's holder may be a job on the other shard of the tenant's move (jobctl._move_key).
+-- Locks: the dedup lock on the batch's dedup keys (jobctl._wait_lock), through _admit on keys.
 -- Writes: tenant, job, _ready, _held, _delayed.
 -- p_schedule, p_fire_time: the schedule whose run every job of the call is, and its fire time
 -- (expand_schedules, run_schedule), recorded on the jobs (jobctl.schedule_runs).
@@ -45,7 +46,6 @@ declare
     v_children bigint[];
     v_debounce record;
     v_moved text;  -- a tenant of the call that moved to another shard (jobctl._move_out_fence)
-    v_moved_to integer;
 begin
     if p_specs is null or cardinality(p_specs) = 0 then
         return;
@@ -174,12 +174,7 @@ begin
     into v_limited, v_has_keys, v_sealing, v_moved
     from known as k;
     if v_moved is not null then
-        select t.moved_to into v_moved_to from jobctl.tenant as t where t.tenant_id = v_moved;
-        -- the router sent the call by a placement that has just flipped: nothing may land here now
-        raise exception using errcode = 'JC011',
-            message = format('tenant %s has moved to shard %s', v_moved, v_moved_to),
-            detail = E'field: tenant_id\nretry_after: 1',
-            hint = 'Nothing was submitted; submit again through the router, which sends it to the tenant''s shard.';
+        perform jobctl._refuse_moved(v_moved);
     end if;
 
     if v_sealing then
@@ -228,6 +223,13 @@ begin
         -- into 256 buckets, locked in order: two batches cannot deadlock.
         perform jobctl._wait_lock('dedup',
             array(select s.tenant_id from unnest(p_specs) as s), array(select s.dedup_key from unnest(p_specs) as s));
+        -- a move's fence may have committed while this call waited: the keys the target was handed
+        -- (jobctl._move_out_keys, under these locks) do not include this call's
+        select min(t.tenant_id) into v_moved from jobctl.tenant as t
+        where t.tenant_id in (select s.tenant_id from unnest(p_specs) as s) and t.moved_to is not null;
+        if v_moved is not null then
+            perform jobctl._refuse_moved(v_moved);
+        end if;
     end if;
 
     if v_has_keys then
@@ -255,12 +257,24 @@ begin
                         )
                     ) as s
                     -- the key's holder: its newest job, if in one of dedup_states and created in the
-                    -- current dedup_period (each unset: any)
+                    -- current dedup_period (each unset: any); during a move of the tenant, a job on
+                    -- the move's other shard may hold it (jobctl._move_key: its state when recorded)
                     left join lateral (
                         select l.job_id from (
-                            select j.job_id, j.state, j.created_at from jobctl.job as j
-                            where j.tenant_id = s.tenant_id and j.dedup_key = s.dedup_key
-                            order by j.job_id desc
+                            (
+                                select j.job_id, j.state, j.created_at from jobctl.job as j
+                                where j.tenant_id = s.tenant_id and j.dedup_key = s.dedup_key
+                                order by j.job_id desc
+                                limit 1
+                            )
+                            union all
+                            (
+                                select k.job_id, k.state, k.created_at from jobctl._move_key as k
+                                where k.tenant_id = s.tenant_id and k.dedup_key = s.dedup_key
+                                order by k.created_at desc
+                                limit 1
+                            )
+                            order by 3 desc, 1 desc
                             limit 1
                         ) as l
                         where (s.dedup_states is null or l.state = any(s.dedup_states))

@@ -1,0 +1,51 @@
+-- jobctl._move_out_keys: the dedup keys the tenant's jobs still hold on this (source) shard once its
+-- submits are fenced (jobctl._move_out_fence): the keys of its unfinished jobs here (running, pending,
+-- failed, waiting), for jobctl._move_in_keys on the target before the router flips, so that a repeat
+-- sent there answers the job here. Every dedup bucket of the tenant (jobctl._wait_lock) is locked
+-- first: a keyed submit that passed the fence check before the fence committed has committed its job
+-- by then, and one that comes later finds the fence after its own lock (jobctl._submit) and is
+-- refused (JC011), so no job with a key the target was not given lands here after this call. Refuses
+-- a move that is not fenced yet (JC010). Returns [{job_id, dedup_key, state, created_at}].
+-- Locks: the tenant's 256 dedup rows of _tenant_lock. Writes: _tenant_lock (insert, first use only).
+create or replace function jobctl._move_out_keys(p_tenant_id text)
+returns jsonb
+language plpgsql
+as $$
+begin
+    if not exists (
+        select from jobctl._tenant_move as m
+        where m.tenant_id = p_tenant_id and m.finished_at is null and m.fenced_at is not null
+    ) then
+        raise exception using errcode = 'JC010',
+            message = format('tenant %s has no fenced move off this shard', p_tenant_id),
+            detail = 'field: tenant_id', hint = 'Fence its submits first (jobctl._move_out_fence): run the move again.';
+    end if;
+    insert into jobctl._tenant_lock (tenant_id, name, bucket)
+    select p_tenant_id, 'dedup', b.bucket from generate_series(0, 255) as b (bucket)
+    order by b.bucket
+    on conflict do nothing;
+    perform from jobctl._tenant_lock as l
+    where l.tenant_id = p_tenant_id and l.name = 'dedup'
+    order by l.bucket
+    for update of l;
+    -- unfinished jobs are those with a row in a queue table, _running or _waiting (the copy has taken
+    -- the rest): found from there, not by walking the tenant's finished history
+    return coalesce((
+        select jsonb_agg(jsonb_build_object(
+            'job_id', j.job_id, 'dedup_key', j.dedup_key, 'state', j.state, 'created_at', j.created_at
+        ) order by j.job_id)
+        from jobctl.job as j
+        where j.tenant_id = p_tenant_id and j.dedup_key is not null and j.job_id in (
+            select r.job_id from jobctl._running as r where r.tenant_id = p_tenant_id
+            union all
+            select r.job_id from jobctl._ready as r where r.tenant_id = p_tenant_id
+            union all
+            select h.job_id from jobctl._held as h where h.tenant_id = p_tenant_id
+            union all
+            select d.job_id from jobctl._delayed as d where d.tenant_id = p_tenant_id
+            union all
+            select w.job_id from jobctl._waiting as w where w.tenant_id = p_tenant_id
+        ) and j.state not in ('completed', 'dead', 'cancelled')
+    ), '[]');
+end
+$$;
