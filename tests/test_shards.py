@@ -328,3 +328,44 @@ def test_every_router_function_has_its_shards_signature(databases: Any) -> None:
         on_shard = set(s.execute(sql).fetchall())
     assert len(routed) >= 20, routed  # the router installed its functions
     assert [f for f in routed if tuple(f) not in on_shard] == []
+
+
+def test_no_role_of_the_router_writes_its_tables_or_reads_a_connect_string(databases: Any, name: str) -> None:
+    """Issue 33, item 13: a writer granted one tenant could insert rows into jobctl_router.placement
+    (and so send another tenant's calls to a wrong shard) and read jobctl_router.shard's connect
+    strings. The routing and cluster functions are SECURITY DEFINER now, and no role holds a privilege
+    on the router's tables: the writer's submit through the router still places its tenant; a connect
+    string with a password is refused (any role may call plproxy.get_cluster_partitions)."""
+    [router_dsn] = databases(1, template=None)
+    [shard_dsn] = databases(1)
+    with connect(shard_dsn) as c:
+        shards.init_shard(c, 0)
+    role = f"{name}_writer"
+    with connect(router_dsn) as r:
+        shards.install_router(r, {0: make_conninfo(shard_dsn)})
+        with pytest.raises(psycopg.Error) as refused:
+            shards.install_router(r, {0: make_conninfo(shard_dsn, password="s3cret")})
+        assert refused.value.sqlstate == "JC001" and "password" in str(refused.value), refused.value
+        r.execute(f'create role "{role}" login in role jobctl_writer')
+        try:
+            with connect(make_conninfo(router_dsn, user=role)) as w:
+                for attempt in (
+                    "insert into jobctl_router.placement (tenant_id, shard) values ('victim', 0)",
+                    "select connstr from jobctl_router.shard",
+                    "select tenant_id from jobctl_router.placement",
+                    "update jobctl_router.job_route set shard = 0",
+                    "select nextval('jobctl_router.claim_turn')",
+                    "select jobctl_router.put_shard(0, 'host=elsewhere')",
+                ):
+                    with pytest.raises(psycopg.errors.InsufficientPrivilege):
+                        w.execute(attempt)
+                job = submit(w, f"{name}t")
+            assert job % 64 == 0
+            placed = r.execute(
+                "select shard from jobctl_router.placement where tenant_id = %s", (f"{name}t",)
+            ).fetchall()
+            assert placed == [(0,)]
+        finally:
+            r.execute("select pg_terminate_backend(pid) from pg_stat_activity where usename = %s", (role,))
+            r.execute(f'drop owned by "{role}"')
+            r.execute(f'drop role "{role}"')

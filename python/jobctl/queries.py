@@ -259,10 +259,7 @@ order by j.job_id
 
 # --- shards and the router (jobctl.shards; docs/operations.md, Sharding)
 INIT_SHARD = "select jobctl.init_shard(%(shard)s::int)"
-ROUTER_PUT_SHARD = """
-insert into jobctl_router.shard (shard, connstr) values (%(shard)s::int, %(connstr)s::text)
-on conflict (shard) do update set connstr = excluded.connstr where shard.connstr <> excluded.connstr
-"""
+ROUTER_PUT_SHARD = "select jobctl_router.put_shard(%(shard)s::int, %(connstr)s::text)"
 ROUTER_SHARD_COUNT = "select count(*) from jobctl_router.shard"
 MIGRATE_LOCK = "select pg_advisory_xact_lock(hashtext(%(key)s::text))"
 

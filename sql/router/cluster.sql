@@ -4,6 +4,29 @@
 -- shard points at the lowest shard: a by-id call for an id no shard issued finds nothing there, as
 -- on any shard. Equal connect strings share one connection, and RUN ON ALL runs once per connection.
 
+-- jobctl_router.put_shard: shard p_shard's connect string, as `jobctl shards init-router` sets it
+-- (as the router's owner: granted to no role). A connect string holds no password: PL/Proxy calls
+-- plproxy.get_cluster_partitions as the caller, so any role of the router may read what it returns;
+-- passwords go in the router's server's ~/.pgpass (docs/operations.md, Sharding). Returns true when
+-- it changed. Writes: shard (its trigger: cluster_version).
+create or replace function jobctl_router.put_shard(p_shard integer, p_connstr text)
+returns boolean
+language plpgsql
+as $$
+begin
+    if p_connstr ~* '(^|\s)password\s*=' or p_connstr ~* '^postgres(ql)?://[^/@]*:[^/@]*@' then
+        raise exception using errcode = 'JC001',
+            message = format('shard %s: the connect string holds a password', p_shard),
+            detail = 'field: connstr',
+            hint = 'Any role of the router can read it: put the password in the router''s server''s ~/.pgpass '
+                || '(the OS user postgres) instead.';
+    end if;
+    insert into jobctl_router.shard (shard, connstr) values (p_shard, p_connstr)
+    on conflict (shard) do update set connstr = excluded.connstr where shard.connstr <> excluded.connstr;
+    return found;
+end
+$$;
+
 -- jobctl_router._bump_version: every change of the shard table makes PL/Proxy reload the cluster
 create or replace function jobctl_router._bump_version()
 returns trigger
@@ -23,6 +46,8 @@ create or replace function plproxy.get_cluster_version(cluster_name text)
 returns integer
 language plpgsql
 stable
+security definer
+set search_path = pg_catalog, pg_temp
 as $$
 begin
     if cluster_name = 'jobctl' then
@@ -37,6 +62,8 @@ create or replace function plproxy.get_cluster_partitions(cluster_name text)
 returns setof text
 language plpgsql
 stable
+security definer
+set search_path = pg_catalog, pg_temp
 as $$
 begin
     if cluster_name <> 'jobctl' then
@@ -61,6 +88,8 @@ create or replace function plproxy.get_cluster_config(
 returns setof record
 language sql
 stable
+security definer
+set search_path = pg_catalog, pg_temp
 as $$
     -- a connection older than 30 minutes is opened anew (a shard's restart is noticed sooner: a failed
     -- call drops its connection)

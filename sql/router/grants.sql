@@ -15,6 +15,21 @@ begin
     end loop;
     execute 'grant jobctl_reader to jobctl_writer';
     execute 'grant jobctl_writer, jobctl_worker to jobctl_admin';
+    -- as on the shards (sql/grants.sql): only the roles connect, and no login takes advisory locks
+    -- or makes temporary tables, which fill the cluster's lock table
+    if (select r.rolsuper from pg_catalog.pg_roles as r where r.rolname = current_user) then
+        execute format('revoke connect, temporary on database %I from public', current_database());
+        execute format('grant connect on database %I to jobctl_reader, jobctl_worker, jobctl_admin', current_database());
+        for v_grant in
+            select p.oid::regprocedure as fn
+            from pg_catalog.pg_proc as p
+            where p.pronamespace = 'pg_catalog'::regnamespace
+                and p.proname ~ '^pg_(try_)?advisory_(xact_)?lock(_shared)?$'
+            order by p.oid
+        loop
+            execute format('revoke execute on function %s from public', v_grant.fn);
+        end loop;
+    end if;
     revoke all on all functions in schema jobctl, jobctl_router, plproxy from public;
     for v_grant in
         select p.oid::regprocedure as fn, g.grantee
@@ -47,10 +62,14 @@ begin
             'grant execute on function %s to jobctl_reader, jobctl_writer, jobctl_worker, jobctl_admin', v_grant.fn
         );
     end loop;
-    grant select on jobctl_router.shard, jobctl_router.placement, jobctl_router.job_route,
-        jobctl_router.cluster_version to jobctl_reader, jobctl_writer, jobctl_worker, jobctl_admin;
-    grant insert on jobctl_router.placement to jobctl_writer, jobctl_admin;
-    grant usage on sequence jobctl_router.claim_turn to jobctl_worker, jobctl_admin;
+    -- the routing and cluster functions are SECURITY DEFINER: no role holds a privilege on the
+    -- router's tables (a writer could insert placements, anyone read the shards' connect strings)
+    revoke all on all tables in schema jobctl_router
+    from public, jobctl_reader, jobctl_writer, jobctl_worker, jobctl_admin;
+    revoke all on all sequences in schema jobctl_router
+    from public, jobctl_reader, jobctl_writer, jobctl_worker, jobctl_admin;
+    revoke execute on function jobctl_router.put_shard(integer, text)
+    from public, jobctl_reader, jobctl_writer, jobctl_worker, jobctl_admin;
     grant usage on foreign data wrapper plproxy to jobctl_reader, jobctl_writer, jobctl_worker, jobctl_admin;
 end
 $$;

@@ -1,5 +1,7 @@
 -- Where a call runs: the RUN ON functions of the router's jobctl.* functions. Each returns shard
--- numbers (= PL/Proxy partitions, cluster.sql).
+-- numbers (= PL/Proxy partitions, cluster.sql). SECURITY DEFINER, so that the roles hold no
+-- privilege on the router's tables (sql/router/grants.sql): a caller places a tenant only where its
+-- hash puts it, reads nothing of the shards' connect strings, and writes no route.
 
 -- jobctl_router.tenant_shard: the tenant's shard. A tenant not yet placed gets one from a hash of its
 -- id over the shards, recorded when p_place (calls that write); a read of an unplaced tenant goes
@@ -10,6 +12,8 @@ create or replace function jobctl_router.tenant_shard(p_tenant text, p_place boo
 returns integer
 language plpgsql
 volatile
+security definer
+set search_path = pg_catalog, pg_temp
 as $$
 declare
     v_shard integer;
@@ -40,6 +44,8 @@ create or replace function jobctl_router.tenant_shards(p_tenant text)
 returns setof integer
 language sql
 volatile
+security definer
+set search_path = pg_catalog, pg_temp
 as $$
     select jobctl_router.tenant_shard(p_tenant) where p_tenant is not null
     union all
@@ -52,6 +58,8 @@ create or replace function jobctl_router.job_shard(p_job_id bigint)
 returns integer
 language sql
 stable
+security definer
+set search_path = pg_catalog, pg_temp
 as $$
     select coalesce(
         (select r.shard from jobctl_router.job_route as r where r.job_id = p_job_id),
@@ -65,6 +73,8 @@ create or replace function jobctl_router.jobs_shard(p_jobs jsonb)
 returns integer
 language plpgsql
 volatile
+security definer
+set search_path = pg_catalog, pg_temp
 as $$
 declare
     v_tenants text[];
@@ -89,6 +99,8 @@ create or replace function jobctl_router.claim_shard()
 returns integer
 language sql
 volatile
+security definer
+set search_path = pg_catalog, pg_temp
 as $$
     select s.shard from jobctl_router.shard as s order by s.shard
     offset (nextval('jobctl_router.claim_turn') % greatest((select count(*) from jobctl_router.shard), 1))
