@@ -5,6 +5,7 @@ router and two shard clusters of their own, a shard killed with SIGKILL and rest
 from __future__ import annotations
 
 import json
+import random
 import signal
 import subprocess
 import sys
@@ -17,6 +18,7 @@ import psycopg
 import pytest
 from jobctl import db, migrate, shards
 from jobctl.client import Client, JobSpec
+from jobctl.worker.command import shares
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 Conn = psycopg.Connection[tuple[Any, ...]]
@@ -231,26 +233,27 @@ def test_one_worker_process_serves_every_shard(databases: Any, tmp_path: Any) ->
             assert rows == [("completed", f"multi/{n}", 20)], (rows, log.read_text()[-3000:])
 
 
-def test_a_multi_shard_worker_shares_its_slots_by_claimable_weight(databases: Any, tmp_path: Any) -> None:
-    """Shard 0 holds one tenant, shard 1 three, all of weight 1 with equal backlogs: with 4 slots shared
-    by claimable weight (1 : 3), every tenant runs about as many jobs while all have some left. Equal
-    slots a shard would give the lone tenant three times the others' share."""
+def run_shared(databases: Any, tmp_path: Any, tenants: list[dict[str, int]], slots: int) -> dict[str, int]:
+    """One worker process serving two shards (tenants[n]: shard n's tenants and their weights, 200
+    jobs of 50 ms each) with `slots` slots: the jobs each tenant completed from 2 s in (the first
+    shares, every second, in place) until one tenant had done 150."""
     dsns = databases(2)
-    tenants = [["solo"], ["crowd1", "crowd2", "crowd3"]]
     for n, d in enumerate(dsns):
         with connect(d) as c:
             shards.init_shard(c, n)
-            for t in tenants[n]:
+            for t, weight in tenants[n].items():
+                c.execute("select jobctl.put_tenant(%s, weight => %s)", (t, weight))
                 payload = '{"sleep": 0.05, "ledger": false}'
                 c.execute(MANY.replace("'t' || g", "%s::text", 1), (t, "fq", payload, 200))
     cmd = [sys.executable, "-c", "from jobctl.worker import worker_command; worker_command()",
            "--handler", "worker_handlers:handle", "--queue", "fq", "--poll-interval", "0.2", "--grace", "1",
-           "--concurrency", "4", "--worker-id", "fair", "--dsn", dsns[0], "--dsn", dsns[1]]  # fmt: skip
+           "--concurrency", str(slots), "--worker-id", "fair",
+           "--dsn", dsns[0], "--dsn", dsns[1]]  # fmt: skip
     log = tmp_path / "worker.log"
     with open(log, "wb") as out:
         proc = subprocess.Popen(cmd, cwd=db.ROOT / "tests", stdout=out, stderr=subprocess.STDOUT)
     watch = [connect(d) for d in dsns]
-    done: dict[str, int] = {}
+    names = [t for shard in tenants for t in shard]
     try:
         time.sleep(2)  # the first shares (every second) are in place
         base = {}
@@ -264,7 +267,6 @@ def test_a_multi_shard_worker_shares_its_slots_by_claimable_weight(databases: An
             if max(now.values(), default=0) >= 150:
                 break
             time.sleep(0.2)
-        done = {t: now.get(t, 0) - base.get(t, 0) for t in ["solo", "crowd1", "crowd2", "crowd3"]}
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(30) == 0, log.read_text()[-3000:]
     finally:
@@ -272,9 +274,53 @@ def test_a_multi_shard_worker_shares_its_slots_by_claimable_weight(databases: An
             proc.kill()
         for c in watch:
             c.close()
+    return {t: now.get(t, 0) - base.get(t, 0) for t in names}
+
+
+def test_a_multi_shard_worker_shares_its_slots_by_claimable_weight(databases: Any, tmp_path: Any) -> None:
+    """Shard 0 holds one tenant, shard 1 three, all of weight 1 with equal backlogs: with 4 slots shared
+    by claimable weight (1 : 3), every tenant runs about as many jobs while all have some left. Equal
+    slots a shard would give the lone tenant three times the others' share."""
+    done = run_shared(databases, tmp_path, [{"solo": 1}, {"crowd1": 1, "crowd2": 1, "crowd3": 1}], 4)
     assert min(done.values()) > 0, done
     # equal slots a shard: solo/crowd = 3; shared by weight: about 1
     assert max(done.values()) / min(done.values()) < 1.8, done
+
+
+def test_tenant_weights_hold_across_shards(databases: Any, tmp_path: Any) -> None:
+    """Issue 33, item 9: a tenant of weight 1 alone on shard 0, one of weight 3 alone on shard 1, one
+    worker process with 4 slots: the heavy tenant runs about 3 jobs to the light one's 1 (equal slots
+    a shard would make it 1 : 1)."""
+    done = run_shared(databases, tmp_path, [{"light": 1}, {"heavy": 3}], 4)
+    assert done["light"] > 0, done
+    assert 2.0 <= done["heavy"] / done["light"] <= 4.5, done
+
+
+def test_shares_add_up_to_the_slots() -> None:
+    """The slots a multi-shard worker gives each shard (python/jobctl/worker/command.py `shares`): 1 at
+    least each, never more than the process's --concurrency in all (a shard rounded up to 1 slot made
+    4 slots and weights 1 : 100 into 1 + 4), in proportion to the weights otherwise."""
+    assert shares(4, [1.0, 100.0]) == [1, 3]
+    assert shares(4, [1.0, 3.0]) == [1, 3]
+    assert shares(8, [1.0, 3.0]) == [2, 6]
+    assert shares(3, [0.0, 0.0, 0.0]) == [1, 1, 1]
+    assert shares(5, [None, 2.0]) == [1, 4]
+    rng = random.Random(33)
+    for _ in range(5000):
+        n = rng.randint(1, 8)
+        slots = rng.randint(n, 64)
+        weights = [rng.choice([None, 0.0, rng.random() * 10]) for _ in range(n)]
+        got = shares(slots, weights)
+        assert sum(got) == slots and min(got) >= 1, (slots, weights, got)
+
+
+def test_a_worker_with_fewer_slots_than_shards_is_refused(databases: Any) -> None:
+    a, b = databases(2, template=None)
+    cmd = [sys.executable, "-c", "from jobctl.worker import worker_command; worker_command()",
+           "--handler", "worker_handlers:handle", "--concurrency", "1", "--dsn", a, "--dsn", b]  # fmt: skip
+    run = subprocess.run(cmd, cwd=db.ROOT / "tests", capture_output=True, text=True, timeout=60, check=False)
+    assert run.returncode == 1, run
+    assert run.stderr.strip() == "Error: --concurrency 1 is less than the 2 shards (--dsn): each needs a slot"
 
 
 @pytest.mark.slow

@@ -50,13 +50,21 @@ BALANCE_EVERY = 1.0  # seconds between two shares of the slots among the shards
 
 def shares(slots: int, weights: list[float | None]) -> list[int]:
     """`slots` shared among shards in proportion to their claimable weights, at least 1 each (so none
-    starves: a shard with nothing due yet keeps a slot to claim with). A shard whose weight is unknown
-    (not answering) gets 1; when no shard has anything due, the slots are shared evenly."""
-    known = sum(w for w in weights if w)
-    if not known:
-        even = max(1, -(-slots // len(weights)))
-        return [even if w is not None else 1 for w in weights]
-    return [max(1, round(slots * w / known)) if w else 1 for w in weights]
+    starves: a shard with nothing due yet keeps a slot to claim with; the command refuses fewer slots
+    than shards), adding up to `slots` exactly: each gets the whole part of its proportion (1 at
+    least), then the slots left go by the largest shortfall, or the slots over are taken from the
+    largest shares. A shard whose weight is unknown (not answering) counts as weighing nothing; when
+    no shard has anything due, the slots are shared evenly."""
+    known = [w or 0.0 for w in weights]
+    if not sum(known):
+        known = [1.0] * len(weights)
+    ideal = [slots * w / sum(known) for w in known]
+    out = [max(1, int(x)) for x in ideal]
+    while sum(out) > slots:  # the floor of 1 gave more: take from the shares most above their proportion
+        out[max((i for i in range(len(out)) if out[i] > 1), key=lambda i: out[i] - ideal[i])] -= 1
+    while sum(out) < slots:
+        out[max(range(len(out)), key=lambda i: ideal[i] - out[i])] += 1
+    return out
 
 
 async def balance(workers: list[Worker], slots: int) -> None:
@@ -75,7 +83,7 @@ async def balance(workers: list[Worker], slots: int) -> None:
 async def run_together(workers: list[Worker]) -> None:
     """One worker, or one per database (--dsn A --dsn B ...) in one loop, sharing the process's
     --concurrency slots by the shards' claimable weight (`balance`), at least one each, so no shard
-    starves. A signal stops them all; so does any one ending (a crash: the process exits non-zero and
+    starves, and never more than --concurrency in all. A signal stops them all; so does any one ending (a crash: the process exits non-zero and
     the others give their jobs back)."""
     if len(workers) == 1:
         await workers[0].run()
@@ -203,6 +211,10 @@ def worker_command(
         raise click.ClickException("--metrics-port serves one worker: give it with one --dsn")
     if len(dsns) > 1 and listen_dsn:
         raise click.ClickException("--listen-dsn names one database's listener: give it with one --dsn")
+    if len(dsns) > concurrency:
+        raise click.ClickException(
+            f"--concurrency {concurrency} is less than the {len(dsns)} shards (--dsn): each needs a slot"
+        )
     try:
         handler = load_handler(handler_spec)
         targets = list(dsns) or [db.dsn()]
