@@ -150,7 +150,10 @@ def create_app(
         generate_unique_id_function=lambda route: route.name,  # operationIds: submit_job, get_job, ...
         openapi_tags=[
             {"name": "jobs", "description": "A tenant's jobs. Each endpoint needs a token with its scope."},
-            {"name": "schedules", "description": "A tenant's recurring schedules (cron expressions, UTC)."},
+            {
+                "name": "schedules",
+                "description": "A tenant's recurring schedules (cron read in a time zone, UTC unless set).",
+            },
             {
                 "name": "operations",
                 "description": "For load balancers and monitoring; no token, but the "
