@@ -1022,6 +1022,141 @@ def lock_table_full(p: Probe) -> Result:
     return {"outcome": outcome, "evidence": evidence, **fields}
 
 
+@item(18, "archive stopped by nobody")
+def archive_lease(p: Probe) -> Result:
+    """Issue 33, item 5: `select pg_advisory_lock(hashtext('jobctl archive'))` by any login made every
+    `jobctl archive run` exit 1. Nobody (CONNECT by name) tries that key, the lease table and the lease
+    function, and keeps its session open; meanwhile the exporter's lease (jobctl._archive_lease, what
+    `jobctl archive run` takes first) is taken and given back. No export runs: the probe moves none
+    of this database's days (tests/test_archive.py runs the exporter itself)."""
+    problems, notes = [], []
+    with p.connect("nobody", timeout_ms=None) as nobody:
+        for attempt in (
+            "select pg_try_advisory_lock(hashtext('jobctl archive'))",
+            "select holder from jobctl._archive_lease",
+            "select jobctl._archive_lease(gen_random_uuid(), 3600)",
+        ):
+            try:
+                nobody.execute(attempt)
+                problems.append(f"nobody ran: {attempt}")
+            except psycopg.Error as e:
+                notes.append(e.sqlstate or "?")
+        holder = str(uuid.uuid4())
+        taken = p.admin.execute("select jobctl._archive_lease(%s, 60)", (holder,)).fetchone()
+        if taken == (True,):
+            p.admin.execute("select jobctl._archive_release(%s)", (holder,))
+        else:  # another run holds it now: wait for it, as the exporter would (--lock-wait)
+            problems.append(f"the exporter's lease was not free: {taken}")
+    outcome, evidence = verdict(
+        problems, [f"nobody refused ({', '.join(notes)}); the exporter's lease taken"]
+    )
+    return {"outcome": outcome, "evidence": evidence}
+
+
+@item(19, "replayed hints")
+def replayed_hints(p: Probe) -> Result:
+    """Issue 33, item 11: nobody hears a queue's tag on channel jobctl and NOTIFYs it again, a thousand
+    times a second: an idle worker (`jobctl worker --poll-interval 1` on that queue) claims at most 5x
+    as often as over the same time idle (46x before the fix)."""
+    queue = p.q("replayed")
+    port = free_port()
+    cmd = [*jobctl_cli(), "worker", "--handler", "chaos_handlers:handle", "--queue", queue]
+    cmd += ["--poll-interval", "1", "--metrics-port", str(port)]
+    env = {**os.environ, "JOBCTL_DSN": p.dsn}
+    worker = subprocess.Popen(
+        cmd, cwd=ROOT / "benchmarks", env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+
+    def claims() -> float:
+        text = httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=5).text
+        m = re.search(r"^jobctl_worker_claim_duration_seconds_count (\S+)$", text, re.M)
+        return float(m.group(1)) if m else 0.0
+
+    stop, sent = threading.Event(), [0]
+    row = p.admin.execute("select (jobctl.hint_tags(array[%s]))[1]", (queue,)).fetchone()
+    tag = str(row[0]) if row else ""
+
+    def replay() -> None:
+        with p.connect("nobody", timeout_ms=None) as c:
+            while not stop.is_set():
+                c.execute("select pg_notify('jobctl', %s)", (tag,))
+                sent[0] += 1
+                time.sleep(0.001)
+
+    seconds = 4.0 if p.quick else 10.0
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                claims()
+                break
+            except httpx.TransportError:
+                if worker.poll() is not None or time.monotonic() > deadline:
+                    return {"outcome": "error", "evidence": "the worker did not start"}
+                time.sleep(0.2)
+        time.sleep(1.5)  # its listener is up, its first claims done
+        start = claims()
+        time.sleep(seconds)
+        idle = claims() - start
+        flood = threading.Thread(target=replay, daemon=True)
+        flood.start()
+        time.sleep(0.5)
+        start = claims()
+        time.sleep(seconds)
+        during = claims() - start
+    finally:
+        stop.set()
+        worker.terminate()
+        try:
+            worker.wait(30)
+        except subprocess.TimeoutExpired:
+            worker.kill()
+    ratio = during / max(idle, 1)
+    note = f"{sent[0]} replays in {seconds:.0f} s: the worker's claims {idle:.0f} idle"
+    note += f" -> {during:.0f} ({ratio:.1f}x)"
+    return {"outcome": "open" if ratio > 5 else "held", "evidence": note}
+
+
+@item(20, "router tables of a writer")
+def router_privileges(p: Probe) -> Result:
+    """Issue 33, item 13: on the router, a writer granted one tenant inserted placements and read the
+    shards' connect strings. A router and a shard are made for the item (databases of this cluster,
+    dropped at the end); tenant B's login tries each, and submits through the router."""
+    from jobctl import shards
+
+    names = [f"hostile_{p.tag}_router", f"hostile_{p.tag}_shard"]
+    problems, notes = [], []
+    for n in names:
+        p.admin.execute(f'create database "{n}"')
+    try:
+        router, shard = (make_conninfo(p.dsn, dbname=n) for n in names)
+        with psycopg.connect(shard, autocommit=True) as c:
+            shards.init_shard(c, 0)
+            c.execute("select jobctl.grant_tenant(%s, %s)", (p.role["b"], p.tenant["b"]))
+        with psycopg.connect(router, autocommit=True) as c:
+            shards.install_router(c, {0: shard})
+        with psycopg.connect(make_conninfo(router, user=p.role["b"]), autocommit=True) as w:
+            for attempt in (
+                "insert into jobctl_router.placement (tenant_id, shard) values ('victim', 0)",
+                "select connstr from jobctl_router.shard",
+                "update jobctl_router.job_route set shard = 0",
+            ):
+                try:
+                    w.execute(attempt)
+                    problems.append(f"B ran: {attempt}")
+                except psycopg.Error as e:
+                    notes.append(e.sqlstate or "?")
+            try:
+                w.execute("select jobctl.submit_job(%s, 'q', '{}')", (p.tenant["b"],))
+            except psycopg.Error as e:
+                problems.append(f"B's submit through the router: {describe(e)}")
+    finally:
+        for n in names:
+            p.admin.execute(f'drop database if exists "{n}" with (force)')
+    outcome, evidence = verdict(problems, [f"B refused ({', '.join(notes)}); B's submit routed"])
+    return {"outcome": outcome, "evidence": evidence}
+
+
 @item(11, "CLI escapes")
 def cli_escapes(p: Probe) -> Result:
     """A queue named with CSI, OSC and CR, and a schedule named with a newline: `jobctl list` and

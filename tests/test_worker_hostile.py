@@ -299,7 +299,7 @@ def test_replayed_hints_cost_a_worker_few_claims(
     """Issue 33, item 11: a login that hears a queue's tag on channel jobctl and NOTIFYs it again,
     a thousand times a second, made a worker claim 46 times as often as it does idle. A hint whose
     claim finds nothing quiets hints for HINT_QUIET, 0.5 s (python/jobctl/worker/claiming.py): at most
-    2 claims a second more than the poll's 1 (here 4 idle -> 15 in 4 s; 1,013 before), so over 4 s of
+    2 claims a second more than the poll's 1 (here 4 idle -> 8 in 4 s; 1,013 before), so over 4 s of
     the flood the worker claims at most 5x as often as over 4 s idle, and a job submitted during the
     flood still runs within 2 s."""
     from test_api import free_port

@@ -143,6 +143,7 @@ class Claimer:
             if hinted and not got:  # the hint's jobs are taken, or it was no real hint
                 self._hinted_until = 0.0
                 self._quiet_until = time.monotonic() + HINT_QUIET
+                self._wake.clear()  # and the hints heard while this claim ran are no truer
             if got < asked:
                 wait = SECOND_LOOK if got else self.poll_interval
                 if time.monotonic() < self._hinted_until:
