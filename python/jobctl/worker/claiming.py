@@ -66,9 +66,9 @@ SECOND_LOOK = 0.01
 HINT_LOOK, HINT_WINDOW = 0.05, 0.5
 # Any login that may connect may LISTEN, hear a queue's tag and NOTIFY it again, as often as it likes
 # (issue 33, item 11: replayed tags made a worker claim 46x as often as idle). A hint is believed
-# until a claim it caused finds nothing: then the looking stops, and hints wake nothing for
+# until the claim it wakes finds nothing: then the looking stops, and hints wake nothing for
 # HINT_QUIET (a replayed tag costs at most one empty claim per HINT_QUIET; a real one meanwhile is
-# found by the next hint past it, or the poll)
+# found by the next hint past it, or the poll). The looks after a claim that found work go on.
 HINT_QUIET = 0.5
 
 
@@ -110,6 +110,7 @@ class Claimer:
         self.share: int | None = None  # the slots it may fill (None: all): a multi-shard worker's share
         self._hinted_until = 0.0  # time.monotonic() until which claims look again every HINT_LOOK
         self._quiet_until = 0.0  # time.monotonic() until which hints wake nothing (HINT_QUIET)
+        self._hint_heard = False  # a hint woke the loop since its last claim
 
     async def run(self) -> None:
         """The claim loop, until the stop."""
@@ -123,7 +124,7 @@ class Claimer:
                 continue
             asked = min(free, MAX_BATCH)
             self._wake.clear()
-            hinted = time.monotonic() < self._hinted_until
+            hinted, self._hint_heard = self._hint_heard, False
             try:
                 got = await self._claim(asked)
             except GaveUp:
@@ -140,7 +141,7 @@ class Claimer:
                 await wait_any(self.stopping, timeout=pause)
                 continue
             errors = 0
-            if hinted and not got:  # the hint's jobs are taken, or it was no real hint
+            if hinted and not got:  # the claim a hint caused found nothing: taken, or no real hint
                 self._hinted_until = 0.0
                 self._quiet_until = time.monotonic() + HINT_QUIET
                 self._wake.clear()  # and the hints heard while this claim ran are no truer
@@ -290,5 +291,6 @@ class Claimer:
                 now = time.monotonic()
                 if (tags is None or note.payload in tags) and now >= self._quiet_until:
                     self._hinted_until = now + HINT_WINDOW
+                    self._hint_heard = True
                     self._wake.set()
             await conn.execute(queries.PING)  # an idle connection: prove it is still there
