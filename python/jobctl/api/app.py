@@ -58,7 +58,9 @@ answers a token without it with the first job's `job_id`, `tenant_id` and `state
 `field` (the request field at fault, named as the request sent it, or null) and `sqlstate` (the
 database's code, docs/errors.md; for a request refused before the database saw it, the code the
 database gives the same fault, e.g. JC001; null where no database rule is behind it); request
-validation adds `errors`, a list of `{field, reason}`. 429 and 503 carry `Retry-After`.
+validation adds `errors`, a list of `{field, reason}`. 429 and 503 carry `Retry-After`. A query
+parameter an endpoint does not declare is refused (422, `reason` "unknown field"), as an unknown body
+field is.
 """
 
 
