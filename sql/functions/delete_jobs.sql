@@ -21,9 +21,9 @@ declare
     v_gone bigint[];
 begin
     perform jobctl._bulk_check(max_jobs, after_id);
-    v_tenants := jobctl._acting_tenants('jobs:cancel');
+    v_tenants := jobctl._acting_tenants('jobs:delete');
     if v_filter ? 'tenant_id' then
-        perform jobctl._require_tenant(v_filter ->> 'tenant_id', 'jobs:cancel', 'filter.tenant_id');
+        perform jobctl._require_tenant(v_filter ->> 'tenant_id', 'jobs:delete', 'filter.tenant_id');
     end if;
     v_ids := array(
         select f.id from jobctl._filter_jobs(v_filter, v_tenants, array['completed', 'dead', 'cancelled'], after_id, max_jobs) as f (id)
@@ -66,7 +66,7 @@ in job_id order (archived jobs are left to retention). A job still waiting on a 
 is cancelled: the parent can no longer be retried. Returns acted (deleted), skipped (retried meanwhile), last_id
 (pass it as after_id to the next call) and done (no more to look at); stopped and retry_after are always NULL (the
 shape of retry_jobs). Call it in a loop, one transaction a call; each call is audited with its filter and counts.
-Needs the jobs:cancel scope through the API.
+Needs the jobs:delete scope through the API (jobs:cancel does not allow it).
 Errors: JC001 a bad filter (field filter.<key>), max_jobs or after_id, 42501 filter.tenant_id is another tenant.
 Example:
 select * from jobctl.delete_jobs(''{"tenant_id": "acme", "state": "dead", "finished_before": "2026-12-01T00:00:00Z"}'');';
