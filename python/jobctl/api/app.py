@@ -51,8 +51,8 @@ tenant, for every tenant: an admin token) and only for its scopes: `jobs:read`, 
 `jobs:cancel`, `jobs:retry`, `jobs:delete`, `schedules:read`, `schedules:write`, `queues:read`,
 `queues:write`, `tenants:read`, `tenants:write`, `workers:read`, `audit:read`. Only its SHA-256 is
 stored. No or a bad token: 401; a missing scope: 403. Another tenant's job is invisible: it answers
-404, exactly as an unknown id does. Only `jobs:read` shows a job's contents: a submit that repeats a `dedup_key`
-answers a token without it with the first job's `job_id`, `tenant_id` and `state` only.
+404, exactly as an unknown id does. Only `jobs:read` shows a job's contents: a submit that repeats a
+`dedup_key` answers a token without it with the first job's `job_id`, `tenant_id` and `state` only.
 
 **Errors.** Every 4xx and 5xx has the same JSON body: `error` (a short code), `message` (one line),
 `field` (the request field at fault, named as the request sent it, or null) and `sqlstate` (the
