@@ -294,7 +294,7 @@ def test_token_create_list_revoke(cli: Cli, name: str) -> None:
     assert narrow["scopes"] == ["jobs:read"] and narrow["token"].startswith(f"jct_{narrow['token_id']}_")
 
     listed = ok(cli("token", "list", "--tenant", name))
-    assert "jobs:cancel,jobs:read,jobs:retry,jobs:submit" in listed and " ci " in listed
+    assert "jobs:cancel,jobs:delete,jobs:read,jobs:retry,jobs:submit" in listed and " ci " in listed
 
     assert "invalid or revoked" in failed(cli("token", "revoke", token[:-4] + "0000"))  # a wrong secret
     assert ok(cli("token", "revoke", token)) == f"token {token_id}: revoked\n"

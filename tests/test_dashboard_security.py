@@ -285,3 +285,45 @@ def test_a_sealed_payload_shows_its_envelope_with_a_badge(server: Server, admin_
     c = session(server, str(token[0]))
     page = c.get(f"/jobs/{row[0]}").text  # the server holds no key: the stored envelope comes back
     assert 'class="badge sealed"' in page and "$jobctl_sealed" in page and "4111" not in page
+
+
+def test_a_token_that_may_cancel_may_not_delete(
+    server: Server, tokens: dict[str, str], tenants: tuple[str, str], admin_db: Conn
+) -> None:
+    """Deleting needs jobs:delete (issue 33, item 10): jobs:read with jobs:cancel cancels but has no
+    delete buttons, and its bulk delete is refused by delete_jobs itself, whatever the form says."""
+    mine, _ = tenants
+    row = admin_db.execute(
+        "select jobctl.create_api_token(%s, array['jobs:read', 'jobs:cancel'])", (mine,)
+    ).fetchone()
+    assert row is not None
+    token = str(row[0])
+    try:
+        done = submit(admin_db, mine, "nodel", "{}")
+        admin_db.execute("select jobctl.cancel_job(%s)", (done,))
+        c = session(server, token)
+        listing = c.get(f"/jobs?tenant={mine}&queue=nodel").text
+        assert 'value="cancel-selected"' in listing and 'value="delete-selected"' not in listing
+        csrf = csrf_of(listing)
+        r = c.post("/jobs/bulk", data={"csrf": csrf, "do": "delete-selected", "job_id": str(done)})
+        assert r.status_code == 403, r.text
+        r = c.post(
+            "/jobs/bulk/run", data={"csrf": csrf, "verb": "delete", "filter": f'{{"job_ids": [{done}]}}'}
+        )
+        assert r.status_code == 403, r.text
+        assert admin_db.execute("select state from jobctl.job where job_id = %s", (done,)).fetchone() == (
+            "cancelled",
+        )
+        # the operator's token (every scope) may
+        op = session(server, tokens["operator"])
+        ran = op.post(
+            "/jobs/bulk/run",
+            data={
+                "csrf": csrf_of(op.get("/jobs").text),
+                "verb": "delete",
+                "filter": f'{{"job_ids": [{done}]}}',
+            },
+        )
+        assert ran.status_code == 200 and "Deleted 1 job" in ran.text, ran.text
+    finally:
+        admin_db.execute("select jobctl.revoke_api_token(%s)", (int(token.split("_")[1]),))

@@ -12,6 +12,7 @@ SCOPES = (
     "jobs:submit",
     "jobs:cancel",
     "jobs:retry",
+    "jobs:delete",
     "schedules:read",
     "schedules:write",
     "queues:read",

@@ -26,7 +26,7 @@ begin
     if v_secret <> '' then
         -- a token that may change a tenant's jobs (schedules, settings) may read them back
         v_token := jobctl._token(v_secret, case p_scope
-            when 'jobs:read' then array['jobs:read', 'jobs:submit', 'jobs:cancel', 'jobs:retry']
+            when 'jobs:read' then array['jobs:read', 'jobs:submit', 'jobs:cancel', 'jobs:retry', 'jobs:delete']
             when 'schedules:read' then array['schedules:read', 'schedules:write']
             when 'tenants:read' then array['tenants:read', 'tenants:write']
             else array[p_scope]

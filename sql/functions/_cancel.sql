@@ -8,7 +8,8 @@
 -- that key). Returns the outcome with the job row as read: cancelled;
 -- missing (no such hot job of these tenants: the caller tells unknown from archived); state
 -- (completed, dead or cancelled); busy (it changed state five times while we tried).
--- Writes: _ready/_delayed/_held/_running (delete), job (update), _event, _stat_delta.
+-- The job's last_error becomes 'cancelled: on request' (an earlier attempt's error stays on its
+-- failed event). Writes: _ready/_delayed/_held/_running (delete), job (update), _event, _stat_delta.
 create or replace function jobctl._cancel(
     p_job_id bigint, p_tenants text[], p_admit boolean default true, out outcome text, out job jobctl.job
 )
@@ -44,7 +45,10 @@ begin
             v_owned := jobctl._take_queue_row(v_job);
         end if;
         if v_owned then
-            update jobctl.job as j set state = 'cancelled', finished_at = v_now,
+            -- last_error says why it ended, as every end's does (a completion clears it, a death
+            -- writes its error, a waiting job's cancel its reason); the error of an earlier attempt
+            -- stays in job_history (its failed event)
+            update jobctl.job as j set state = 'cancelled', finished_at = v_now, last_error = 'cancelled: on request',
                 -- a running attempt's last progress, kept by the job (migration 0028)
                 progress = case when v_run.job_id is null then j.progress else v_run.progress end
             where j.job_id = v_job.job_id and j.created_at = v_job.created_at;
@@ -57,9 +61,9 @@ begin
             -- the jobs waiting on this one follow their policy
             perform jobctl._parents_ended(array[v_job.job_id]);
             -- the event names a lease epoch only when the cancel revoked that (running) lease
-            insert into jobctl._event (job_id, job_created_at, at, event, attempt, lease_epoch, worker_id)
+            insert into jobctl._event (job_id, job_created_at, at, event, attempt, lease_epoch, worker_id, detail)
             values (v_job.job_id, v_job.created_at, v_now, 'cancelled', coalesce(v_run.attempt, v_job.attempt),
-                v_run.lease_epoch, v_run.worker_id);
+                v_run.lease_epoch, v_run.worker_id, 'cancelled: on request');
             outcome := 'cancelled';
             return;
         end if;

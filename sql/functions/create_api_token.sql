@@ -41,7 +41,7 @@ $$;
 
 comment on function jobctl.create_api_token(text, text[], text) is
 'Create a bearer token for the HTTP API, scoped to tenant_id (NULL: an admin token for every
-tenant) and to the given scopes (jobs:read, jobs:submit, jobs:cancel, jobs:retry, schedules:read, schedules:write,
+tenant) and to the given scopes (jobs:read, jobs:submit, jobs:cancel, jobs:retry, jobs:delete, schedules:read, schedules:write,
 queues:read, queues:write).
 Returns the token; only its SHA-256 is stored, so it cannot be shown again. Audited.
 Errors: JC001 a bad tenant_id, an empty or unknown scope, or a label over 200 characters.

@@ -4,8 +4,9 @@
 -- The audit record keeps the counts, nothing of the subject key. Submits of the
 -- subject committed after this call began are not seen: stop them first. Files of the object
 -- archive are rewritten without the subject by the next `jobctl archive run` (an archive_erasure
--- row). Writes: job, job_archive, _event, _event_archive, _ready, _delayed, _running (through
--- cancel_job), archive_erasure, audit_log.
+-- row). A job still waiting on an erased one is cancelled (jobctl._parents_erased). Writes: job,
+-- job_archive, _event, _event_archive, _ready, _delayed, _running (through cancel_job),
+-- archive_erasure, audit_log; _edge, _waiting and job through _parents_erased.
 create or replace function jobctl.forget_subject(tenant_id text, subject_key text)
 returns table (cancelled integer, deleted integer)
 language plpgsql
@@ -17,6 +18,7 @@ declare
     v_id bigint;
     v_cancelled integer := 0;
     v_deleted integer;
+    v_gone bigint[];
 begin
     if tenant_id is null or tenant_id = '' or length(tenant_id) > 200 then
         raise exception using errcode = 'JC001', message = 'tenant_id must be a string of 1 to 200 characters',
@@ -69,7 +71,10 @@ begin
     archived_events as (
         delete from jobctl._event_archive as e where e.job_id in (select i.job_id from ids as i)
     )
-    select count(*) into v_deleted from ids;
+    select count(*), array_agg(i.job_id) into v_deleted, v_gone from ids as i;
+    -- children of other subjects still waiting on an erased job (under `wait`): it can no longer be
+    -- retried, so they are cancelled (docs/workflows.md)
+    perform jobctl._parents_erased(v_gone);
 
     -- the object archive's files (migration 0030): their rows go at the next `jobctl archive run`,
     -- and get_job's fallback hides them until then
@@ -86,7 +91,8 @@ $$;
 
 comment on function jobctl.forget_subject(text, text) is
 'Erase every job submitted with this subject_key for tenant_id, in hot and archive storage:
-active ones are cancelled (a worker running one is fenced), then all are deleted with their history. Returns how
+active ones are cancelled (a worker running one is fenced), then all are deleted with their history; a job still
+waiting on one of them (on_parent_failure wait) is cancelled, since it can no longer be retried. Returns how
 many were cancelled and deleted (in the database); audited (the counts only). With an object archive, the
 subject''s rows leave its files at the next `jobctl archive run`, hidden from get_job until then. Only for the
 caller''s tenants.

@@ -15,7 +15,8 @@ as $$
         v.run_at, v.attempt, v.max_attempts, v.dedup_key, v.created_at, v.started_at, v.finished_at,
         v.last_error, v.result, v.worker_id, v.lease_expires_at, v.lease_epoch, v.timeout, v.backoff,
         v.concurrency_key, v.traceparent, v.depends_on, v.workflow_id, v.batch_id,
-        case when v.depends_on is not null then jobctl.parent_results(v.job_id) end,
+        -- NULL past the bound (8 MiB of JSON text together), where parent_results refuses
+        (jobctl._parent_results(v.tenant_id, v.depends_on)).results,
         v.schedule_name, v.fire_time, v.progress
     from jobctl._job_view as v
     where v.job_id = get_job.job_id

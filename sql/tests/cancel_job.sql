@@ -1,7 +1,7 @@
 -- jobctl.cancel_job: pending, delayed, failed and running jobs become cancelled and leave their
 -- queue; finished jobs raise JC010, unknown ids P0002. Tenant tap_cancel_t, queues tap_cancel_*.
 begin;
-select plan(37);
+select plan(42);
 -- the tests join temp tables that have no statistics: keep JIT from compiling those plans
 set local jit = off;
 \ir helpers.psql
@@ -29,6 +29,10 @@ select results_eq(
     $$values ('cancelled', true, 0)$$,
     'the job is cancelled and finished'
 );
+select is(
+    (select j.last_error from s_pending as s cross join pg_temp.job(s.job_id) as j), 'cancelled: on request',
+    'its last_error says it was cancelled on request'
+);
 select is((select pg_temp.queued(job_id) from s_pending), 'nowhere', 'it left jobctl._ready');
 select is_empty(
     $$select * from jobctl.claim_job('tap_cancel_w', array['tap_cancel_pending'])$$, 'a cancelled job is not claimed'
@@ -37,6 +41,14 @@ select results_eq(
     $$select h.event, h.attempt from s_pending as s cross join jobctl.job_history(s.job_id) as h$$,
     $$values ('submitted', 0), ('cancelled', 0)$$,
     'history: submitted, cancelled'
+);
+select is(
+    (
+        select h.detail from s_pending as s cross join jobctl.job_history(s.job_id) as h
+        where h.event = 'cancelled'
+    ),
+    'cancelled: on request',
+    'the cancelled event says so too'
 );
 
 -- pending, delayed
@@ -86,8 +98,42 @@ select is((select jobctl.cancel_job(job_id) from c_failed), 'cancelled', 'cancel
 select is((select pg_temp.queued(job_id) from c_failed), 'nowhere', 'it left jobctl._delayed');
 select results_eq(
     $$select j.state, j.last_error from c_failed as c cross join pg_temp.job(c.job_id) as j$$,
-    $$values ('cancelled', 'boom')$$,
-    'it is cancelled; last_error is kept'
+    $$values ('cancelled', 'cancelled: on request')$$,
+    'it is cancelled; last_error says so (issue 33, item 23: it kept boom)'
+);
+select is(
+    (
+        select string_agg(h.event || ': ' || h.detail, '; ' order by h.at)
+        from c_failed as c cross join jobctl.job_history(c.job_id) as h
+        where h.detail is not null
+    ),
+    'failed: boom; cancelled: cancelled: on request',
+    'the attempt''s error stays in its history'
+);
+
+-- failed, then cancelled in bulk (cancel_jobs runs the same jobctl._cancel)
+create temp table s_bulk as
+select * from jobctl.submit_job(
+    'tap_cancel_t', 'tap_cancel_bulk', '{}', backoff => '{"strategy": "fixed", "base": "1 hour", "jitter": false}'
+);
+select is(
+    (
+        select jobctl.fail_job(c.job_id, c.lease_epoch, 'bulk boom')
+        from jobctl.claim_job('tap_cancel_w', array['tap_cancel_bulk']) as c
+    ),
+    'failed',
+    'another job fails'
+);
+select is(
+    (
+        select j.last_error
+        from s_bulk as s
+        cross join jobctl.cancel_jobs(jsonb_build_object('job_ids', jsonb_build_array(s.job_id))) as b
+        cross join pg_temp.job(s.job_id) as j
+        where b.acted = 1
+    ),
+    'cancelled: on request',
+    'cancel_jobs: its last_error says it was cancelled on request'
 );
 
 -- failed and due at once (no backoff)

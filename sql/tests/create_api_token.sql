@@ -119,8 +119,8 @@ select throws_ok(
     'empty scopes: JC001'
 );
 select throws_ok(
-    $$select jobctl.create_api_token('tap_token_b', array['jobs:read', 'jobs:delete'])$$,
-    'JC001', 'scopes: unknown scope jobs:delete', 'an unknown scope: JC001 naming it'
+    $$select jobctl.create_api_token('tap_token_b', array['jobs:read', 'jobs:purge'])$$,
+    'JC001', 'scopes: unknown scope jobs:purge', 'an unknown scope: JC001 naming it'
 );
 select throws_ok(
     $$select jobctl.create_api_token('tap_token_b', array['JOBS:READ'])$$,
@@ -135,8 +135,8 @@ select throws_ok(
     'JC001', 'scopes: unknown scope *', 'no wildcard scope'
 );
 select is(
-    pg_temp.error_of($$select jobctl.create_api_token('tap_token_b', array['jobs:delete'])$$),
-    'JC001: scopes: unknown scope jobs:delete (field: scopes)',
+    pg_temp.error_of($$select jobctl.create_api_token('tap_token_b', array['jobs:purge'])$$),
+    'JC001: scopes: unknown scope jobs:purge (field: scopes)',
     'its DETAIL names the field'
 );
 select is(
@@ -146,9 +146,9 @@ select is(
 );
 
 select is(
-    pg_temp.hint_of($$select jobctl.create_api_token('tap_token_b', array['jobs:delete'])$$),
-    'Scopes: audit:read, jobs:cancel, jobs:read, jobs:retry, jobs:submit, queues:read, queues:write, schedules:read, '
-    'schedules:write, tenants:read, tenants:write, workers:read.',
+    pg_temp.hint_of($$select jobctl.create_api_token('tap_token_b', array['jobs:purge'])$$),
+    'Scopes: audit:read, jobs:cancel, jobs:delete, jobs:read, jobs:retry, jobs:submit, queues:read, queues:write, '
+    'schedules:read, schedules:write, tenants:read, tenants:write, workers:read.',
     'the HINT of an unknown scope lists the valid ones'
 );
 
@@ -182,6 +182,7 @@ select is(
     array[
         'audit:read',
         'jobs:cancel',
+        'jobs:delete',
         'jobs:read',
         'jobs:retry',
         'jobs:submit',
@@ -193,7 +194,7 @@ select is(
         'tenants:write',
         'workers:read'
     ],
-    'the twelve scopes'
+    'the thirteen scopes (jobs:delete: issue 33, item 10)'
 );
 select isnt(
     obj_description('jobctl.create_api_token(text, text[], text)'::regprocedure), null, 'create_api_token has a comment'

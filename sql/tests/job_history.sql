@@ -93,7 +93,8 @@ create temp table c4 as
 select * from jobctl.claim_job('tap_hist_w1', array['tap_hist_q4']);
 select results_eq(
     $$select h.event, h.attempt, h.detail from s4 cross join jobctl.job_history(s4.job_id) as h$$,
-    $$values ('submitted', 0, null::text), ('cancelled', 0, null), ('retried', 0, 'manual retry of a cancelled job'),
+    $$values ('submitted', 0, null::text), ('cancelled', 0, 'cancelled: on request'),
+        ('retried', 0, 'manual retry of a cancelled job'),
         ('claimed', 1, null)$$,
     'submitted, cancelled, retried, claimed'
 );

@@ -32,9 +32,10 @@ from jobctl.api.models import (
     fields_of,
     tenant_of,
 )
+from jobctl.api.query_names import known_query
 from jobctl.api.routes import TOO_MANY_LISTS, call, error_responses, list_slot, not_found
 
-router = APIRouter(prefix="/api/v1")
+router = APIRouter(prefix="/api/v1", dependencies=[known_query])
 
 TenantId = Annotated[str, Path(alias="tenant", min_length=1, max_length=200, description="The tenant.")]
 # the SQL's tenant_id is the path's (or query's) `tenant`

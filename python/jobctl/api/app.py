@@ -48,17 +48,19 @@ rule.
 **Authentication.** Send `Authorization: Bearer <token>` with a token made by
 `jobctl.create_api_token(tenant_id, scopes)`. A token speaks for one tenant (or, made with a NULL
 tenant, for every tenant: an admin token) and only for its scopes: `jobs:read`, `jobs:submit`,
-`jobs:cancel`, `jobs:retry`, `schedules:read`, `schedules:write`, `queues:read`, `queues:write`,
-`tenants:read`, `tenants:write`, `workers:read`, `audit:read`. Only its SHA-256 is stored. No or
-a bad token: 401; a missing scope: 403. Another tenant's job is invisible: it answers 404, exactly
-as an unknown id does. Only `jobs:read` shows a job's contents: a submit that repeats a `dedup_key`
-answers a token without it with the first job's `job_id`, `tenant_id` and `state` only.
+`jobs:cancel`, `jobs:retry`, `jobs:delete`, `schedules:read`, `schedules:write`, `queues:read`,
+`queues:write`, `tenants:read`, `tenants:write`, `workers:read`, `audit:read`. Only its SHA-256 is
+stored. No or a bad token: 401; a missing scope: 403. Another tenant's job is invisible: it answers
+404, exactly as an unknown id does. Only `jobs:read` shows a job's contents: a submit that repeats a
+`dedup_key` answers a token without it with the first job's `job_id`, `tenant_id` and `state` only.
 
 **Errors.** Every 4xx and 5xx has the same JSON body: `error` (a short code), `message` (one line),
 `field` (the request field at fault, named as the request sent it, or null) and `sqlstate` (the
 database's code, docs/errors.md; for a request refused before the database saw it, the code the
 database gives the same fault, e.g. JC001; null where no database rule is behind it); request
-validation adds `errors`, a list of `{field, reason}`. 429 and 503 carry `Retry-After`.
+validation adds `errors`, a list of `{field, reason}`. 429 and 503 carry `Retry-After`. A query
+parameter an endpoint does not declare is refused (422, `reason` "unknown field"), as an unknown body
+field is.
 """
 
 

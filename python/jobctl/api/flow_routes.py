@@ -24,9 +24,10 @@ from jobctl.api.models import (
     WorkflowOut,
     batch_of,
 )
+from jobctl.api.query_names import known_query
 from jobctl.api.routes import call, error_responses, not_found
 
-router = APIRouter(prefix="/api/v1")
+router = APIRouter(prefix="/api/v1", dependencies=[known_query])
 
 BatchId = Annotated[int, Path(alias="id", ge=1, le=JOB_ID_MAX, description="The batch id.")]
 

@@ -12,11 +12,12 @@ from fastapi import APIRouter, Path, Request
 from jobctl.api import audit
 from jobctl.api.auth import Caller, caller_for
 from jobctl.api.models import QueueIn, QueueList, QueueOut, queue_of
+from jobctl.api.query_names import known_query
 from jobctl.api.routes import TOO_MANY_LISTS, call, error_responses, list_slot, not_found
 
 QueueName = Annotated[str, Path(min_length=1, max_length=200, description="The queue.")]
 
-router = APIRouter(prefix="/api/v1", tags=["queues"])
+router = APIRouter(prefix="/api/v1", dependencies=[known_query], tags=["queues"])
 ADMIN_ONLY = {403: "The token lacks the scope, or is a tenant's: queues are shared, so only an admin token."}
 
 

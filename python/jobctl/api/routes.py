@@ -28,6 +28,7 @@ from typing import Annotated, Any, TypeVar
 
 import psycopg
 from fastapi import APIRouter, Path, Query, Request, Response
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 
 from jobctl import errors, queries
@@ -45,6 +46,7 @@ from jobctl.api.models import (
     JobSubmit,
     Submitted,
 )
+from jobctl.api.query_names import known_query
 from jobctl.contract import STATES
 
 log = logging.getLogger("jobctl.api")
@@ -90,7 +92,7 @@ def error_responses(*statuses: int, notes: dict[int, str] | None = None) -> dict
 
 JobId = Annotated[int, Path(alias="id", ge=1, le=JOB_ID_MAX, description="The job id.")]
 
-router = APIRouter(prefix="/api/v1")
+router = APIRouter(prefix="/api/v1", dependencies=[known_query])
 
 
 def list_slot(request: Request, caller: Caller) -> AbstractContextManager[None]:
@@ -288,9 +290,13 @@ async def list_jobs(
     tenant: Annotated[
         str | None, Query(description="The tenant; defaults to the token's. Required with an admin token.")
     ] = None,
-    status: Annotated[
+    state: Annotated[
         str | None,
         Query(description="Only jobs in this state: " + ", ".join(STATES) + "."),
+    ] = None,
+    status: Annotated[
+        str | None,
+        Query(description="The same as `state` (its first name); give one of the two.", deprecated=True),
     ] = None,
     queue: Annotated[str | None, Query(description="Only jobs of this queue.")] = None,
     before: Annotated[
@@ -301,21 +307,29 @@ async def list_jobs(
 ) -> JobPage:
     """A page of a tenant's jobs, newest first (scope `jobs:read`). Follow `next` (as `before`) until it
     is null."""
+    if state is not None and status is not None and state != status:
+        why = "the same as state: give one of the two"
+        error = {"type": "value_error", "loc": ("query", "status"), "msg": why, "input": status}
+        raise RequestValidationError([error])
+    # an error names the parameter the client sent
+    names = {"tenant_id": "tenant", "before_id": "before", "max_rows": "limit"}
+    if state is None and status is not None:
+        state, names["state"] = status, "status"
     tenant_id = caller.tenant_for(tenant, "tenant")
     with list_slot(request, caller):
         # one row more than the page tells whether another page follows
         params = {
             "tenant_id": tenant_id,
-            "state": status,
+            "state": state,
             "queue": queue,
             "before_id": before,
             "max_rows": limit + 1,
         }
         rows = await call(
-            caller.client.list_jobs(tenant_id, state=status, queue=queue, before_id=before,
+            caller.client.list_jobs(tenant_id, state=state, queue=queue, before_id=before,
                                     max_rows=limit + 1, conn=caller.conn),
             params,
-            {"tenant_id": "tenant", "state": "status", "before_id": "before", "max_rows": "limit"},
+            names,
         )  # fmt: skip
         # at the cap, list_jobs cannot return the extra row: a full page then points on (maybe to an
         # empty one)

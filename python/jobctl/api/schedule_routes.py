@@ -23,6 +23,7 @@ from jobctl.api.models import (
     fields_of,
     schedule_of,
 )
+from jobctl.api.query_names import known_query
 from jobctl.api.routes import LIST_CAP, TOO_MANY_LISTS, call, error_responses, list_slot, not_found
 
 Name = Annotated[str, Path(min_length=1, max_length=200, description="The schedule's name.")]
@@ -30,7 +31,7 @@ Tenant = Annotated[
     str | None, Query(description="The tenant; defaults to the token's. Required with an admin token.")
 ]
 
-router = APIRouter(prefix="/api/v1", tags=["schedules"])
+router = APIRouter(prefix="/api/v1", dependencies=[known_query], tags=["schedules"])
 # list and drop take the tenant as the query parameter `tenant`
 TENANT_AS_SENT = {"tenant_id": "tenant"}
 

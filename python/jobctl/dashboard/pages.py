@@ -217,6 +217,7 @@ SCOPE_WORDS = {
     "jobs:read": "see jobs",
     "jobs:cancel": "cancel jobs",
     "jobs:retry": "retry jobs",
+    "jobs:delete": "delete finished jobs",
     "queues:read": "see the queues (shared by every tenant: an admin token)",
     "queues:write": "change queues (an admin token)",
     "schedules:read": "see schedules",

@@ -485,8 +485,8 @@ async def retry_job(request: Request, job_id: str) -> Response:
 BULK = {"retry-selected": ("retry", True), "retry-all": ("retry", False),
         "cancel-selected": ("cancel", True), "cancel-all": ("cancel", False),
         "delete-selected": ("delete", True), "delete-all": ("delete", False)}  # fmt: skip
-# the scope each bulk action authenticates for (delete_jobs: jobs:cancel, as the API has it)
-BULK_SCOPES = {"retry": "jobs:retry", "cancel": "jobs:cancel", "delete": "jobs:cancel"}
+# the scope each bulk action authenticates for (delete_jobs checks jobs:delete itself)
+BULK_SCOPES = {"retry": "jobs:retry", "cancel": "jobs:cancel", "delete": "jobs:delete"}
 
 
 def _bulk_request(form: dict[str, list[str]]) -> tuple[str, dict[str, Any]]:
