@@ -907,3 +907,33 @@ def test_queues_put_pause_resume_and_list_with_an_admin_token_only(
     assert admin_db.execute("select paused from jobctl.queue where queue = %s", (queue,)).fetchone() == (
         False,
     )
+
+
+def test_names_with_a_slash_reach_their_routes(
+    client: httpx.Client, make_token: MakeToken, admin_db: Conn, name: str
+) -> None:
+    """Issue 33, item 15: a schedule, tenant or queue name holding "/" answered 404 on its path
+    routes. Names are path segments that may hold "/" ({...:path}); the routes with an action after
+    the name are tried first (docs/api.md)."""
+    tenant = f"{name}/eu"
+    admin_db.execute("select jobctl.put_tenant(%s)", (tenant,))
+    token, admin = make_token(tenant), make_token(None)
+    body = {"cron": "@every 15 seconds", "queue": "team/pings", "payload": {}}
+    r = client.put("/api/v1/schedules/team/nightly", json=body, headers=auth(token))
+    assert r.status_code == 200 and r.json()["schedule"]["name"] == "team/nightly", r.text
+    r = client.post("/api/v1/schedules/team/nightly/pause", headers=auth(token))
+    assert r.status_code == 200 and r.json()["schedule"]["paused"] is True, r.text
+    r = client.get("/api/v1/schedules/team/nightly/runs", headers=auth(token))
+    assert r.status_code == 200, r.text
+    r = client.get(f"/api/v1/tenants/{tenant}", headers=auth(token))
+    assert r.status_code == 200 and r.json()["tenant"]["tenant_id"] == tenant, r.text
+    r = client.get(f"/api/v1/tenants/{tenant}/tokens", headers=auth(token))
+    assert r.status_code == 200 and "tokens" in r.json(), r.text
+    r = client.post(f"/api/v1/tenants/{tenant}/pause", headers=auth(token))
+    assert r.status_code == 200 and r.json()["tenant"]["paused"] is True, r.text
+    r = client.put("/api/v1/queues/team/pings", json={"max_running": 5}, headers=auth(admin))
+    assert r.status_code == 200 and r.json()["queue"]["queue"] == "team/pings", r.text
+    r = client.post("/api/v1/queues/team/pings/pause", headers=auth(admin))
+    assert r.status_code == 200 and r.json()["queue"]["paused"] is True, r.text
+    assert client.delete("/api/v1/schedules/team/nightly", headers=auth(token)).json() == {"dropped": True}
+    admin_db.execute("delete from jobctl.queue where queue = 'team/pings'")

@@ -78,7 +78,7 @@ async def list_tenants(request: Request, caller: Annotated[Caller, caller_for("t
 
 
 @router.get(
-    "/tenants/{tenant}",
+    "/tenants/{tenant:path}",
     tags=["tenants"],
     summary="Get a tenant",
     responses=error_responses(404, 422, notes=OTHER_TENANT | {404: "No such tenant."}),
@@ -103,7 +103,7 @@ async def _pause(request: Request, caller: Caller, tenant_id: str, paused: bool)
 
 
 @router.post(
-    "/tenants/{tenant}/pause",
+    "/tenants/{tenant:path}/pause",
     tags=["tenants"],
     summary="Pause a tenant",
     responses=error_responses(404, 422, notes=OTHER_TENANT | {404: "No such tenant."}),
@@ -116,7 +116,7 @@ async def pause_tenant(
 
 
 @router.post(
-    "/tenants/{tenant}/resume",
+    "/tenants/{tenant:path}/resume",
     tags=["tenants"],
     summary="Resume a tenant",
     responses=error_responses(404, 422, notes=OTHER_TENANT | {404: "No such tenant."}),
@@ -129,7 +129,7 @@ async def resume_tenant(
 
 
 @router.get(
-    "/tenants/{tenant}/tokens",
+    "/tenants/{tenant:path}/tokens",
     tags=["tenants"],
     summary="List a tenant's API tokens",
     responses=error_responses(422, notes=OTHER_TENANT),
@@ -147,7 +147,7 @@ async def list_tokens(
 
 
 @router.get(
-    "/tenants/{tenant}/grants",
+    "/tenants/{tenant:path}/grants",
     tags=["tenants"],
     summary="List the roles acting for a tenant",
     responses=error_responses(422, notes=OTHER_TENANT),

@@ -40,7 +40,7 @@ async def list_queues(request: Request, caller: Annotated[Caller, caller_for("qu
 
 
 @router.put(
-    "/queues/{queue}",
+    "/queues/{queue:path}",
     summary="Create or replace a queue's settings",
     responses=error_responses(400, 422, notes=ADMIN_ONLY),
 )
@@ -69,7 +69,7 @@ async def _pause(request: Request, caller: Caller, name: str, paused: bool) -> Q
 
 
 @router.post(
-    "/queues/{queue}/pause", summary="Pause a queue", responses=error_responses(422, notes=ADMIN_ONLY)
+    "/queues/{queue:path}/pause", summary="Pause a queue", responses=error_responses(422, notes=ADMIN_ONLY)
 )
 async def pause_queue(
     request: Request, queue: QueueName, caller: Annotated[Caller, caller_for("queues:write")]
@@ -80,7 +80,7 @@ async def pause_queue(
 
 
 @router.post(
-    "/queues/{queue}/resume", summary="Resume a queue", responses=error_responses(422, notes=ADMIN_ONLY)
+    "/queues/{queue:path}/resume", summary="Resume a queue", responses=error_responses(422, notes=ADMIN_ONLY)
 )
 async def resume_queue(
     request: Request, queue: QueueName, caller: Annotated[Caller, caller_for("queues:write")]

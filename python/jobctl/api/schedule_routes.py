@@ -37,7 +37,7 @@ TENANT_AS_SENT = {"tenant_id": "tenant"}
 
 
 @router.put(
-    "/schedules/{name}",
+    "/schedules/{name:path}",
     summary="Create or replace a schedule",
     response_description="The schedule as saved.",
     responses=error_responses(
@@ -85,7 +85,7 @@ async def list_schedules(
         return ScheduleList(schedules=[schedule_of(r) for r in rows])
 
 
-@router.delete("/schedules/{name}", summary="Drop a schedule", responses=error_responses(404, 422))
+@router.delete("/schedules/{name:path}", summary="Drop a schedule", responses=error_responses(404, 422))
 async def drop_schedule(
     request: Request,
     name: Name,
@@ -132,7 +132,7 @@ async def _pause(
 
 
 @router.post(
-    "/schedules/{name}/pause",
+    "/schedules/{name:path}/pause",
     summary="Pause a schedule",
     responses=error_responses(404, 422, notes={404: "No such schedule."}),
 )
@@ -147,7 +147,7 @@ async def pause_schedule(
 
 
 @router.post(
-    "/schedules/{name}/resume",
+    "/schedules/{name:path}/resume",
     summary="Resume a schedule",
     responses=error_responses(404, 422, notes={404: "No such schedule."}),
 )
@@ -163,7 +163,7 @@ async def resume_schedule(
 
 
 @router.post(
-    "/schedules/{name}/run",
+    "/schedules/{name:path}/run",
     summary="Run a schedule now",
     responses=error_responses(
         404, 422, 429, notes={404: "No such schedule.", 429: "Over the tenant's quota or submit rate."}
@@ -189,7 +189,7 @@ async def run_schedule(
 
 
 @router.get(
-    "/schedules/{name}/runs",
+    "/schedules/{name:path}/runs",
     summary="List a schedule's runs",
     responses=error_responses(
         422,
