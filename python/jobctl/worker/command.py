@@ -83,8 +83,8 @@ async def balance(workers: list[Worker], slots: int) -> None:
 async def run_together(workers: list[Worker]) -> None:
     """One worker, or one per database (--dsn A --dsn B ...) in one loop, sharing the process's
     --concurrency slots by the shards' claimable weight (`balance`), at least one each, so no shard
-    starves, and never more than --concurrency in all. A signal stops them all; so does any one ending (a crash: the process exits non-zero and
-    the others give their jobs back)."""
+    starves, and never more than --concurrency in all. A signal stops them all; so does any one
+    ending (a crash: the process exits non-zero and the others give their jobs back)."""
     if len(workers) == 1:
         await workers[0].run()
         return
