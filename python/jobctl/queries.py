@@ -424,3 +424,8 @@ from jobctl.archive_manifest
 where (%(tenant_id)s::text is null or tenant_id = %(tenant_id)s::text)
 order by job_day, tenant_id, file_id
 """
+
+# --- the dashboard's own reads (issue 33): what the client's calls do not return
+# the jobs a filter names by the counters' gauges: the jobs page's chips for a filter of job ids, keys,
+# times or error text (the counters answer only a tenant and a queue)
+COUNT_JOB_STATES = "select * from jobctl.count_job_states(%(filter)s::jsonb, %(max_count)s::int)"
