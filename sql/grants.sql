@@ -72,7 +72,7 @@ begin
             ('count_jobs', 'jobctl_reader'), ('find_jobs', 'jobctl_reader'), ('job_counts', 'jobctl_reader'), ('job_rates', 'jobctl_reader'),
             ('job_overview', 'jobctl_reader'), ('fairness', 'jobctl_reader'), ('histogram_bounds', 'jobctl_reader'),
             ('histogram_quantile', 'jobctl_reader'), ('schedule_runs', 'jobctl_reader'), ('watch_job', 'jobctl_reader'),
-            ('count_job_states', 'jobctl_reader'),
+            ('count_job_states', 'jobctl_reader'), ('caller_access', 'jobctl_reader'),
             ('_acting_tenants', 'jobctl_reader'),  -- the row-level security policies call it as the reader
             -- workers serve every tenant: list_workers refuses any caller but one acting for every tenant
             ('list_workers', 'jobctl_reader'), ('list_audit', 'jobctl_reader'),

@@ -429,3 +429,5 @@ order by job_day, tenant_id, file_id
 # the jobs a filter names by the counters' gauges: the jobs page's chips for a filter of job ids, keys,
 # times or error text (the counters answer only a tenant and a queue)
 COUNT_JOB_STATES = "select * from jobctl.count_job_states(%(filter)s::jsonb, %(max_count)s::int)"
+# what the caller may see, area by area (the dashboard's tabs): the areas' own checks, in SQL
+CALLER_ACCESS = "select area, scope, every_tenant, allowed, missing from jobctl.caller_access()"

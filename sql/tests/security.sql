@@ -48,7 +48,7 @@ insert into granted values
     'jobctl_reader', '{}', array[
         'get_job', 'list_jobs', 'job_history', 'stats', 'claim_metrics', 'list_schedules', 'list_tenants',
         'cron_next', '_acting_tenants', 'list_concurrency_limits', 'count_jobs', 'find_jobs', 'job_counts', 'job_rates',
-        'count_job_states',
+        'count_job_states', 'caller_access',
         'job_overview', 'fairness', 'histogram_bounds', 'histogram_quantile', 'schedule_runs',
         'list_workers', 'list_audit', 'parent_results', 'get_batch', 'watch_job', 'archived_job',
         'open_archived_payload'

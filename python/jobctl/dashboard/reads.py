@@ -67,3 +67,9 @@ class StateCounts:
 async def count_job_states(caller: Caller, job_filter: dict[str, Any], max_count: int = 10000) -> StateCounts:
     params = {"filter": json.dumps(job_filter), "max_count": max_count}
     return typed(StateCounts, (await rows(caller, queries.COUNT_JOB_STATES, params))[0])
+
+
+async def areas(caller: Caller) -> frozenset[str]:
+    """The areas (jobs, queues, tenants, schedules, workers, audit) the caller may see, as the database
+    answers it (jobctl.caller_access: the areas' own checks, shared ones for every-tenant callers only)."""
+    return frozenset(r["area"] for r in await rows(caller, queries.CALLER_ACCESS, {}) if r["allowed"])

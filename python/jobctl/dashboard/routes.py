@@ -27,7 +27,7 @@ from jobctl.api.auth import Caller
 from jobctl.client import JobInfo
 from jobctl.contract import STATES
 from jobctl.dashboard import charts, reads, web
-from jobctl.dashboard.pages import Me, action, clear_cookie, page, render
+from jobctl.dashboard.pages import Me, action, clear_cookie, me_for, page, render
 from jobctl.dashboard.pages import field as form_field
 from jobctl.dashboard.reads import GridRow, StateCounts
 
@@ -544,7 +544,7 @@ async def bulk_confirm(request: Request) -> Response:
 
     async def act(caller: Caller, form: dict[str, list[str]]) -> Response:
         verb, job_filter = _bulk_request(form)
-        me = Me.of(caller, request)
+        me = await me_for(caller, request)
         now = await caller.client.now(conn=caller.conn)
         if verb in ("retry", "delete"):
             # pinned: a job that dies again while the loop runs is not retried twice (nor a job
