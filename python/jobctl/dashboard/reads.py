@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, fields
-from datetime import timedelta
+from datetime import datetime, timedelta
+from decimal import Decimal
 from typing import Any, TypeVar
 
 import psycopg
@@ -73,3 +74,28 @@ async def areas(caller: Caller) -> frozenset[str]:
     """The areas (jobs, queues, tenants, schedules, workers, audit) the caller may see, as the database
     answers it (jobctl.caller_access: the areas' own checks, shared ones for every-tenant callers only)."""
     return frozenset(r["area"] for r in await rows(caller, queries.CALLER_ACCESS, {}) if r["allowed"])
+
+
+@dataclass(frozen=True)
+class QueueRow:
+    """A row of queue_overview: a queue's settings and its jobs summed over the tenants."""
+
+    queue: str
+    paused: bool
+    max_running: int | None
+    claim_rate: Decimal | None
+    claim_burst: int | None
+    configured: bool
+    pending: int
+    delayed: int
+    retrying: int
+    running: int
+    dead: int
+    waiting: int
+    claims_per_second: float
+    oldest_due_at: datetime | None
+
+
+async def queue_page(caller: Caller, after: str | None, max_rows: int, window: timedelta) -> list[QueueRow]:
+    params = {"after": after, "max_rows": max_rows, "window": window}
+    return [typed(QueueRow, r) for r in await rows(caller, queries.QUEUE_OVERVIEW, params)]

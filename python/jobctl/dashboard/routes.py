@@ -9,7 +9,6 @@ import asyncio
 import json
 import re
 import time
-from collections import defaultdict
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -623,41 +622,19 @@ async def bulk_run(request: Request) -> Response:
 # --- queues
 
 
-@dataclass
-class QueueLine:
-    name: str
-    paused: bool
-    max_running: int | None
-    claim_rate: Decimal | None
-    claim_burst: int | None
-    due: int
-    running: int
-    totals: Totals
-    configured: bool
+QUEUE_PAGE = 100  # queues a page (jobctl.queue_overview, keyset by name: ?after=<last name>)
 
 
 @router.get("/queues")
 async def queues(request: Request) -> Response:
+    after = request.query_params.get("after") or None
+
     async def build(caller: Caller) -> dict[str, Any]:
-        listed, overview_rows = await asyncio.gather(
-            caller.client.list_queues(conn=caller.conn),
-            _beside(request, "jobs:read", lambda c: reads.job_overview(c, WINDOW)),
-        )
-        per_queue: dict[str, Totals] = defaultdict(Totals)
-        for r in overview_rows:
-            per_queue[r.queue].add(r)
-        lines = [
-            QueueLine(q.queue, q.paused, q.max_running, q.claim_rate, q.claim_burst, q.due, q.running,
-                      per_queue.get(q.queue, Totals()), q.updated_at is not None)
-            for q in listed
-        ]  # fmt: skip
-        known = {q.queue for q in listed}
-        lines += [
-            QueueLine(name, False, None, None, None, t.pending, t.running, t, False)
-            for name, t in sorted(per_queue.items())
-            if name not in known
-        ]
-        return {"title": "Queues", "queues": lines, "note": _note(request), "live": True,
+        rows = await reads.queue_page(caller, after, QUEUE_PAGE + 1, WINDOW)
+        more = len(rows) > QUEUE_PAGE
+        rows = rows[:QUEUE_PAGE]
+        return {"title": "Queues", "queues": rows, "note": _note(request), "live": True, "after": after,
+                "next_after": rows[-1].queue if more else None,
                 "now": await caller.client.now(conn=caller.conn)}  # fmt: skip
 
     return await page(request, "queues:read", "queues.html", build, "queues")
