@@ -588,4 +588,5 @@ def test_top_fits_an_80_by_24_terminal(dsn: str, cli: Cli, name: str) -> None:
         ["top", "--tenant", f"{name}-01", "--iterations", "1"],
         env={"JOBCTL_DSN": dsn, "COLUMNS": "200"},
     )
-    assert full.exit_code == 0 and "PENDING  RUNNING  COMPLETED  FAILED  DEAD  CANCELLED" in full.stdout
+    assert full.exit_code == 0
+    assert "PENDING  WAITING  RUNNING  COMPLETED  FAILED  DEAD  CANCELLED" in full.stdout

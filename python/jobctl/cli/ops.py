@@ -75,7 +75,7 @@ FIGURE_COLUMNS = [
     output.Column("TENANT", "TENANT"),
     output.Column("QUEUE", "QUEUE"),
     output.Column("PENDING", "PEND", right=True),
-    output.Column("WAITING", "WAIT", right=True, drop=5),
+    output.Column("WAITING", "WAIT", right=True, drop=1),  # the first to go on a narrow terminal
     output.Column("RUNNING", "RUN", right=True),
     output.Column("COMPLETED", "DONE", right=True, drop=2),
     output.Column("FAILED", "FAIL", right=True),
