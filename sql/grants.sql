@@ -72,6 +72,7 @@ begin
             ('count_jobs', 'jobctl_reader'), ('find_jobs', 'jobctl_reader'), ('job_counts', 'jobctl_reader'), ('job_rates', 'jobctl_reader'),
             ('job_overview', 'jobctl_reader'), ('fairness', 'jobctl_reader'), ('histogram_bounds', 'jobctl_reader'),
             ('histogram_quantile', 'jobctl_reader'), ('schedule_runs', 'jobctl_reader'), ('watch_job', 'jobctl_reader'),
+            ('count_job_states', 'jobctl_reader'), ('caller_access', 'jobctl_reader'), ('job_series', 'jobctl_reader'),
             ('_acting_tenants', 'jobctl_reader'),  -- the row-level security policies call it as the reader
             -- workers serve every tenant: list_workers refuses any caller but one acting for every tenant
             ('list_workers', 'jobctl_reader'), ('list_audit', 'jobctl_reader'),
@@ -96,6 +97,7 @@ begin
             ('put_queue', 'jobctl_admin'), ('pause_queue', 'jobctl_admin'), ('resume_queue', 'jobctl_admin'),
             ('list_queues', 'jobctl_admin'), ('put_queue', 'jobctl_api'), ('pause_queue', 'jobctl_api'),
             ('resume_queue', 'jobctl_api'), ('list_queues', 'jobctl_api'), ('health_checks', 'jobctl_admin'),
+            ('queue_overview', 'jobctl_admin'), ('queue_overview', 'jobctl_api'),
             ('create_api_token', 'jobctl_admin'),
             ('revoke_api_token', 'jobctl_admin'), ('list_api_tokens', 'jobctl_admin'), ('authenticate', 'jobctl_admin'),
             ('grant_tenant', 'jobctl_admin'), ('revoke_tenant', 'jobctl_admin'),

@@ -356,18 +356,36 @@ def test_stats_joins_counts_and_claims(
     assert (rows[q2]["pending"], rows[q2]["claims"], rows[q2]["wait_p50_s"]) == (1, 0, None)
 
     table = ok(cli("stats", "--tenant", name, "--queue", q1)).splitlines()
-    assert table[0].split()[:8] == [
+    assert table[0].split()[:9] == [
         "TENANT",
         "QUEUE",
         "PENDING",
+        "WAITING",
         "RUNNING",
         "COMPLETED",
         "FAILED",
         "DEAD",
         "CANCELLED",
     ]
-    assert table[1].split()[:6] == [name, q1, "2", "1", "0", "0"] and len(table) == 2
+    assert table[1].split()[:7] == [name, q1, "2", "0", "1", "0", "0"] and len(table) == 2
     assert ok(cli("stats", "--tenant", name + "-none")) == "(no jobs)\n"
+
+
+def test_stats_counts_waiting_jobs(cli: Cli, name: str, conn: psycopg.Connection[tuple[object, ...]]) -> None:
+    """Issue 33, item 18: a job waiting for its parents has a column of its own (it was in none)."""
+    row = conn.execute(
+        "select job_id from jobctl.submit_job(%s, 'flow', '{}', run_at => now() + interval '1 hour')", (name,)
+    ).fetchone()
+    assert row is not None
+    for _ in range(3):
+        conn.execute(
+            "select jobctl.submit_job(%s, 'flow', '{}', depends_on => array[%s]::bigint[])", (name, row[0])
+        )
+    (r,) = ok_json(cli("stats", "--tenant", name, "--json"))
+    assert (r["pending"], r["waiting"]) == (1, 3)
+    table = ok(cli("stats", "--tenant", name)).splitlines()
+    header = table[0].split()
+    assert table[1].split()[header.index("WAITING")] == "3"
 
 
 def test_doctor_verdicts(cli: Cli, conn: psycopg.Connection[tuple[object, ...]]) -> None:
@@ -570,4 +588,5 @@ def test_top_fits_an_80_by_24_terminal(dsn: str, cli: Cli, name: str) -> None:
         ["top", "--tenant", f"{name}-01", "--iterations", "1"],
         env={"JOBCTL_DSN": dsn, "COLUMNS": "200"},
     )
-    assert full.exit_code == 0 and "PENDING  RUNNING  COMPLETED  FAILED  DEAD  CANCELLED" in full.stdout
+    assert full.exit_code == 0
+    assert "PENDING  WAITING  RUNNING  COMPLETED  FAILED  DEAD  CANCELLED" in full.stdout

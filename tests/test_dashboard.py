@@ -15,6 +15,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -455,3 +456,37 @@ def test_a_waiting_child_links_its_parent_and_is_released(
     p.goto("/jobs?tenant=acme&queue=etl-later&state=waiting")
     expect(p.locator("table.jobs tbody tr")).to_have_count(1)
     expect(p.locator("table.jobs tbody tr").first).to_contain_text(str(waiting))
+
+
+def tenant_token(db: Conn, tenant: str, scopes: list[str] | None = None) -> str:
+    row = db.execute(
+        "select jobctl.create_api_token(%s, coalesce(%s::text[], jobctl._api_scopes()), 'dashboard')",
+        (tenant, scopes),
+    ).fetchone()
+    assert row is not None
+    return str(row[0])
+
+
+def test_waiting_jobs_are_counted_and_the_chips_follow_an_id_filter(
+    page: tuple[Page, Guard], db: Conn, worker: Any
+) -> None:
+    """Issue 33, item 18: jobs waiting for their parents have a tile, a grid column and a chip of their
+    own (they were in no count); with job ids in the filter the chips count those jobs only."""
+    p, _ = page
+    later = (datetime.now(UTC) + timedelta(hours=1)).isoformat()
+    (root,) = submit(db, "umbrella", "flow", [{"ledger": False}], run_at=later)
+    children = submit(db, "umbrella", "flow", [{"ledger": False}] * 3, depends_on=[root])
+    sign_in(p, tenant_token(db, "umbrella"), "/")
+    expect(p.locator(".tile", has_text="waiting").locator("b")).to_have_text("3")
+    expect(p.locator(".tile", has_text="delayed").locator("b")).to_have_text("1")
+    header = p.locator("table.grid thead th")
+    expect(header.nth(4)).to_have_text("waiting")
+    expect(p.locator("table.grid tbody tr").first.locator("td").nth(4)).to_have_text("3")
+    p.goto("/jobs")
+    chip = p.locator("#counts .chip", has_text="waiting").locator("b")
+    expect(chip).to_have_text("3")
+    p.goto(f"/jobs?job={root},{children[0]}")
+    expect(p.locator("table.jobs tbody tr")).to_have_count(2)
+    expect(chip).to_have_text("1")
+    expect(p.locator("#counts .chip", has_text="delayed").locator("b")).to_have_text("1")
+    expect(p.locator("#counts .chip", has_text="pending").locator("b")).to_have_text("0")

@@ -327,3 +327,51 @@ def test_a_token_that_may_cancel_may_not_delete(
         assert ran.status_code == 200 and "Deleted 1 job" in ran.text, ran.text
     finally:
         admin_db.execute("select jobctl.revoke_api_token(%s)", (int(token.split("_")[1]),))
+
+
+def _tabs(page: str) -> set[str]:
+    nav = re.search(r"<nav>(.*?)</nav>", page, re.S)
+    assert nav is not None, page
+    return set(re.findall(r'<a href="(/[a-z]*)"', nav.group(1)))
+
+
+def test_tabs_follow_what_the_database_lets_the_token_see(
+    server: Server, tokens: dict[str, str], tenants: tuple[str, str], admin_db: Conn
+) -> None:
+    """Issue 33, item 21: a tenant's token, whatever its scopes, has no Queues or Workers tab (they are
+    shared by every tenant: jobctl.caller_access says so); its 403 there names what is missing, acting
+    for every tenant, not queues:read, which it holds. A reader's token has the tabs of its scopes; an
+    admin token every tab."""
+    mine, _ = tenants
+    operator = session(server, tokens["operator"])
+    assert _tabs(operator.get("/jobs").text) == {"/", "/jobs", "/tenants", "/schedules"}
+    for path, what in (("/queues", "the list of queues"), ("/workers", "the list of workers")):
+        r = operator.get(path)
+        assert r.status_code == 403
+        found = re.search(r'<section class="card problem">\s*<h1>[^<]*</h1>\s*<p>([^<]*)</p>', r.text)
+        assert found is not None, r.text
+        text = html.unescape(found.group(1))
+        assert f"{what} is shared by every tenant: only a caller acting for every tenant" in text, text
+        assert (
+            f"acts for tenant {mine} only" in text
+            and "queues:read" not in text
+            and "workers:read" not in text
+        )
+        assert _tabs(r.text) == {"/", "/jobs", "/tenants", "/schedules"}
+    reader = session(server, tokens["reader"])
+    assert _tabs(reader.get("/jobs").text) == {"/", "/jobs", "/schedules"}
+    row = admin_db.execute("select jobctl.create_api_token(null, jobctl._api_scopes())").fetchone()
+    assert row is not None
+    try:
+        admin = session(server, str(row[0]))
+        assert _tabs(admin.get("/jobs").text) == {
+            "/",
+            "/jobs",
+            "/queues",
+            "/tenants",
+            "/schedules",
+            "/workers",
+        }
+        assert admin.get("/queues").status_code == 200
+    finally:
+        admin_db.execute("select jobctl.revoke_api_token(%s)", (int(str(row[0]).split("_")[1]),))

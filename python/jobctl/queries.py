@@ -203,15 +203,17 @@ order by m.minute
 FAIRNESS = "select * from jobctl.fairness(%(window)s::interval)"
 
 # --- Prometheus and the worker registry (issue 21: metrics and tracing). The job series of /metrics:
-# job_counts of the caller's tenants, the oldest due job's age by the database clock; the buckets
-# come per bucket (not cumulative), one more than histogram_bounds
+# job_counts of the caller's tenants, bounded (issue 33: jobctl.job_series, the busiest
+# jobctl.metrics_queues tenant queues and one row, tenant and queue '', summing the rest), the oldest
+# due job's age by the database clock; the buckets come per bucket (not cumulative), one more than
+# histogram_bounds
 METRICS_JOB_COUNTS = """
 select c.tenant_id, c.queue, c.pending, c.delayed, c.retrying, c.running, c.dead, c.completed, c.cancelled,
     coalesce(greatest(extract(epoch from now() - c.oldest_due_at)::float8, 0::float8), 0::float8)
         as oldest_due_age,
     c.submitted, c.claimed, c.succeeded, c.failed, c.died, c.withdrawn, c.retried, c.fenced,
     c.wait_buckets, c.wait_seconds, c.run_buckets, c.run_seconds
-from jobctl.job_counts() as c
+from jobctl.job_series() as c
 """
 HISTOGRAM_BOUNDS = "select jobctl.histogram_bounds() as bounds"
 # the worker's own entry in the registry of workers, every few seconds from its tick loop; gone at exit
@@ -420,4 +422,16 @@ select file_id, tenant_id, job_day as day, url, job_count as rows, bytes, min_jo
 from jobctl.archive_manifest
 where (%(tenant_id)s::text is null or tenant_id = %(tenant_id)s::text)
 order by job_day, tenant_id, file_id
+"""
+
+# --- the dashboard's own reads (issue 33): what the client's calls do not return
+# the jobs a filter names by the counters' gauges: the jobs page's chips for a filter of job ids, keys,
+# times or error text (the counters answer only a tenant and a queue)
+COUNT_JOB_STATES = "select * from jobctl.count_job_states(%(filter)s::jsonb, %(max_count)s::int)"
+# what the caller may see, area by area (the dashboard's tabs): the areas' own checks, in SQL
+CALLER_ACCESS = "select area, scope, every_tenant, allowed, missing from jobctl.caller_access()"
+# a page of the queues (the dashboard's /queues): settings and depth summed over the tenants, in name
+# order after `after`; the next page starts after the last
+QUEUE_OVERVIEW = """
+select * from jobctl.queue_overview(%(after)s::text, %(max_rows)s::int, %(window)s::interval)
 """

@@ -48,6 +48,7 @@ insert into granted values
     'jobctl_reader', '{}', array[
         'get_job', 'list_jobs', 'job_history', 'stats', 'claim_metrics', 'list_schedules', 'list_tenants',
         'cron_next', '_acting_tenants', 'list_concurrency_limits', 'count_jobs', 'find_jobs', 'job_counts', 'job_rates',
+        'count_job_states', 'caller_access', 'job_series',
         'job_overview', 'fairness', 'histogram_bounds', 'histogram_quantile', 'schedule_runs',
         'list_workers', 'list_audit', 'parent_results', 'get_batch', 'watch_job', 'archived_job',
         'open_archived_payload'
@@ -67,14 +68,14 @@ insert into granted values
     ]
 ),
 ('jobctl_api', array['jobctl_writer', 'jobctl_reader'], array[
-    'authenticate', 'put_queue', 'pause_queue', 'resume_queue', 'list_queues',
+    'authenticate', 'put_queue', 'pause_queue', 'resume_queue', 'list_queues', 'queue_overview',
     'pause_tenant', 'list_api_tokens', 'list_tenant_grants', 'health_checks'
 ]),
 (
     'jobctl_admin', array['jobctl_writer', 'jobctl_reader', 'jobctl_worker'], array[
         'put_tenant', 'pause_tenant', 'health_checks', 'create_api_token', 'revoke_api_token', 'list_api_tokens',
         'authenticate', 'grant_tenant', 'revoke_tenant', 'list_tenant_grants', 'put_concurrency_limit',
-        'put_queue', 'pause_queue', 'resume_queue', 'list_queues', 'recount_counters'
+        'put_queue', 'pause_queue', 'resume_queue', 'list_queues', 'recount_counters', 'queue_overview'
     ]
 );
 

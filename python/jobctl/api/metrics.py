@@ -3,7 +3,9 @@ their latency, and the connection pool's gauges (read from pool.get_stats() at s
 label takes a bounded set of values, so no client can grow the series.
 
 With a bearer token that holds jobs:read, /metrics also carries the job series of the token's tenants
-(`JobSeries`: the counters of jobctl.job_counts, per tenant and queue); without a token it carries the
+(`JobSeries`: the counters of jobctl.job_series, per tenant and queue for the busiest
+jobctl.metrics_queues tenant queues, default 200, and one series with tenant="" and queue="" summing
+the others, so the body is bounded whatever the number of queues); without a token it carries the
 process series only, so no login outside jobctl's roles can observe a tenant. The job series are
 rendered as exposition text straight from the rows, one pass per family (a prometheus_client object
 per sample costs seconds at 10,000 tenant-queue pairs), and the body is kept for JOB_SERIES_TTL per

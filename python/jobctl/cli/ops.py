@@ -67,14 +67,15 @@ def figures(
     return now, [rows[k] for k in sorted(rows)]
 
 
-# the states the figures' columns show, in their order (jobctl.stats has no waiting row: the counters
-# count a waiting job as delayed, so a WAITING column would always be 0)
-FIGURE_STATES = ("pending", "running", "completed", "failed", "dead", "cancelled")
+# the states the figures' columns show, in their order (waiting: for parents or a batch, jobctl.stats'
+# row of its own; neither pending nor delayed)
+FIGURE_STATES = ("pending", "waiting", "running", "completed", "failed", "dead", "cancelled")
 # the figures' columns; on a narrow terminal (`top`) short headers, and the least telling go first
 FIGURE_COLUMNS = [
     output.Column("TENANT", "TENANT"),
     output.Column("QUEUE", "QUEUE"),
     output.Column("PENDING", "PEND", right=True),
+    output.Column("WAITING", "WAIT", right=True, drop=1),  # the first to go on a narrow terminal
     output.Column("RUNNING", "RUN", right=True),
     output.Column("COMPLETED", "DONE", right=True, drop=2),
     output.Column("FAILED", "FAIL", right=True),

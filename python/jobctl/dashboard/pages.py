@@ -7,7 +7,7 @@ import json
 import logging
 import math
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
@@ -21,7 +21,7 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response
 from jobctl import errors
 from jobctl.api.auth import Caller
 from jobctl.client import RawJson
-from jobctl.dashboard import charts, cron_words, web
+from jobctl.dashboard import charts, cron_words, reads, web
 
 log = logging.getLogger("jobctl.dashboard")
 
@@ -149,9 +149,16 @@ class Me:
     tenant_id: str | None
     scopes: frozenset[str]
     csrf: str
+    # the areas the database says the token may see (jobctl.caller_access); None: not asked (a live
+    # block, a bulk run's report), every tab shown
+    areas: frozenset[str] | None = None
 
     def may(self, scope: str) -> bool:
         return scope in self.scopes
+
+    def sees(self, area: str) -> bool:
+        """Whether a tab's area is one the token may see (the database's answer, not a rule here)."""
+        return self.areas is None or area in self.areas
 
     @property
     def read_only(self) -> bool:
@@ -165,13 +172,13 @@ class Me:
         )
 
 
-NAV = (
-    ("overview", "/", "Overview"),
-    ("jobs", "/jobs", "Jobs"),
-    ("queues", "/queues", "Queues"),
-    ("tenants", "/tenants", "Tenants"),
-    ("schedules", "/schedules", "Schedules"),
-    ("workers", "/workers", "Workers"),
+NAV = (  # section, path, label, the area of jobctl.caller_access the tab shows
+    ("overview", "/", "Overview", "jobs"),
+    ("jobs", "/jobs", "Jobs", "jobs"),
+    ("queues", "/queues", "Queues", "queues"),
+    ("tenants", "/tenants", "Tenants", "tenants"),
+    ("schedules", "/schedules", "Schedules", "schedules"),
+    ("workers", "/workers", "Workers", "workers"),
 )
 
 
@@ -259,13 +266,22 @@ def problem(
 Build = Callable[[Caller], Awaitable[dict[str, Any]]]
 
 
+async def me_for(caller: Caller, request: Request) -> Me:
+    """Who is signed in, with the areas the database lets the token see (for the tabs; not asked for
+    a live block, which has no tabs)."""
+    me = Me.of(caller, request)
+    if request.headers.get(LIVE_HEADER):
+        return me
+    return replace(me, areas=await reads.areas(caller))
+
+
 async def page(request: Request, scope: str, template: str, build: Build, section: str) -> Response:
     """A page: the session's token authenticated for scope, build's context gathered on its
     connection (one transaction), then rendered after the connection is back in the pool."""
     me: Me | None = None
     try:
         async with web.signed_in(request, scope) as caller:
-            me = Me.of(caller, request)
+            me = await me_for(caller, request)
             context = await build(caller)
     except web.NotSignedIn:
         return to_sign_in(request)
@@ -287,7 +303,7 @@ async def action(request: Request, scope: str, act: Act, section: str) -> Respon
         form = await web.read_form(request)
         web.check_post(request, form, web.session_token(request))
         async with web.signed_in(request, scope) as caller:
-            me = Me.of(caller, request)
+            me = await me_for(caller, request)
             return await act(caller, form)
     except (web.Refused, web.NotSignedIn):
         return render(

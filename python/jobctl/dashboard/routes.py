@@ -9,7 +9,6 @@ import asyncio
 import json
 import re
 import time
-from collections import defaultdict
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -24,11 +23,12 @@ from starlette.responses import RedirectResponse, Response
 from jobctl import errors
 from jobctl.api import auth
 from jobctl.api.auth import Caller
-from jobctl.client import JobInfo, JobOverview
+from jobctl.client import JobInfo
 from jobctl.contract import STATES
-from jobctl.dashboard import charts, web
-from jobctl.dashboard.pages import Me, action, clear_cookie, page, render
+from jobctl.dashboard import charts, reads, web
+from jobctl.dashboard.pages import Me, action, clear_cookie, me_for, page, render
 from jobctl.dashboard.pages import field as form_field
+from jobctl.dashboard.reads import GridRow, StateCounts
 
 router = APIRouter(include_in_schema=False)
 T = TypeVar("T")
@@ -151,6 +151,9 @@ async def sign_out(request: Request) -> Response:
 # --- overview
 
 
+GAUGES = ("pending", "delayed", "retrying", "running", "dead", "completed", "cancelled", "waiting")
+
+
 @dataclass
 class Totals:
     pending: int = 0
@@ -160,14 +163,16 @@ class Totals:
     dead: int = 0
     completed: int = 0
     cancelled: int = 0
+    waiting: int = 0  # for their parents or their batch
     claims_per_second: float = 0.0
     completions_per_second: float = 0.0
     oldest_due_at: datetime | None = None
     rows: int = 0
+    capped: bool = False  # counted by count_job_states, which stopped at its max_count
 
-    def add(self, r: JobOverview) -> None:
+    def add(self, r: GridRow) -> None:
         self.rows += 1
-        for name in ("pending", "delayed", "retrying", "running", "dead", "completed", "cancelled"):
+        for name in GAUGES:
             setattr(self, name, getattr(self, name) + getattr(r, name))
         self.claims_per_second += r.claims_per_second or 0.0
         self.completions_per_second += r.completions_per_second or 0.0
@@ -175,6 +180,10 @@ class Totals:
             self.oldest_due_at is None or r.oldest_due_at < self.oldest_due_at
         ):
             self.oldest_due_at = r.oldest_due_at
+
+    @classmethod
+    def of_states(cls, c: StateCounts) -> Totals:
+        return cls(**{name: getattr(c, name) for name in GAUGES}, capped=c.capped)
 
 
 async def _beside(request: Request, scope: str, fetch: Callable[[Caller], Awaitable[T]]) -> T:
@@ -184,7 +193,7 @@ async def _beside(request: Request, scope: str, fetch: Callable[[Caller], Awaita
         return await fetch(caller)
 
 
-def _backlog(r: JobOverview) -> tuple[int, int]:
+def _backlog(r: GridRow) -> tuple[int, int]:
     return (r.pending + r.running + r.retrying + r.dead, r.pending)
 
 
@@ -211,7 +220,7 @@ async def overview(request: Request) -> Response:
 
         # four statements at once, each on a connection (and a token check) of its own
         rows, rates, fair, (health, health_error) = await asyncio.gather(
-            caller.client.job_overview(WINDOW, conn=caller.conn),
+            reads.job_overview(caller, WINDOW),
             _beside(
                 request, "jobs:read", lambda c: c.client.minute_rates(now - timedelta(hours=1), conn=c.conn)
             ),
@@ -355,8 +364,10 @@ async def _list(caller: Caller, f: JobFilter, before: int | None) -> Listing:
 
 STATE_CHIPS = (  # the counters' gauges, and the job state each lists
     ("pending", "pending"), ("delayed", "pending"), ("retrying", "failed"), ("running", "running"),
-    ("dead", "dead"), ("completed", "completed"), ("cancelled", "cancelled"),
+    ("waiting", "waiting"), ("dead", "dead"), ("completed", "completed"), ("cancelled", "cancelled"),
 )  # fmt: skip
+# filter fields the counters cannot answer: with any of them the chips count the filter's jobs
+NARROWING = ("job", "dedup_key", "subject_key", "concurrency_key", "created_after", "created_before", "error")
 
 
 @router.get("/jobs")
@@ -368,8 +379,17 @@ async def jobs(request: Request) -> Response:
     async def build(caller: Caller) -> dict[str, Any]:
         tenant = f.values.get("tenant") or caller.tenant_id
         totals = Totals()
-        for r in await caller.client.job_overview(WINDOW, tenant, f.values.get("queue"), conn=caller.conn):
-            totals.add(r)
+        if any(k in f.values for k in NARROWING):
+            # job ids, keys, times, error text: the filter's own jobs counted (count_job_states)
+            if not f.problems:
+                try:
+                    async with caller.conn.transaction():  # a savepoint: a refusal leaves the page's
+                        totals = Totals.of_states(await reads.count_job_states(caller, f.bulk()))
+                except errors.InvalidInput:
+                    pass  # the count below says what is wrong with the filter
+        else:
+            for r in await reads.job_overview(caller, WINDOW, tenant, f.values.get("queue")):
+                totals.add(r)
         tenants = (
             []
             if caller.tenant_id
@@ -523,7 +543,7 @@ async def bulk_confirm(request: Request) -> Response:
 
     async def act(caller: Caller, form: dict[str, list[str]]) -> Response:
         verb, job_filter = _bulk_request(form)
-        me = Me.of(caller, request)
+        me = await me_for(caller, request)
         now = await caller.client.now(conn=caller.conn)
         if verb in ("retry", "delete"):
             # pinned: a job that dies again while the loop runs is not retried twice (nor a job
@@ -602,41 +622,19 @@ async def bulk_run(request: Request) -> Response:
 # --- queues
 
 
-@dataclass
-class QueueLine:
-    name: str
-    paused: bool
-    max_running: int | None
-    claim_rate: Decimal | None
-    claim_burst: int | None
-    due: int
-    running: int
-    totals: Totals
-    configured: bool
+QUEUE_PAGE = 100  # queues a page (jobctl.queue_overview, keyset by name: ?after=<last name>)
 
 
 @router.get("/queues")
 async def queues(request: Request) -> Response:
+    after = request.query_params.get("after") or None
+
     async def build(caller: Caller) -> dict[str, Any]:
-        listed, overview_rows = await asyncio.gather(
-            caller.client.list_queues(conn=caller.conn),
-            _beside(request, "jobs:read", lambda c: c.client.job_overview(WINDOW, conn=c.conn)),
-        )
-        per_queue: dict[str, Totals] = defaultdict(Totals)
-        for r in overview_rows:
-            per_queue[r.queue].add(r)
-        lines = [
-            QueueLine(q.queue, q.paused, q.max_running, q.claim_rate, q.claim_burst, q.due, q.running,
-                      per_queue.get(q.queue, Totals()), q.updated_at is not None)
-            for q in listed
-        ]  # fmt: skip
-        known = {q.queue for q in listed}
-        lines += [
-            QueueLine(name, False, None, None, None, t.pending, t.running, t, False)
-            for name, t in sorted(per_queue.items())
-            if name not in known
-        ]
-        return {"title": "Queues", "queues": lines, "note": _note(request), "live": True,
+        rows = await reads.queue_page(caller, after, QUEUE_PAGE + 1, WINDOW)
+        more = len(rows) > QUEUE_PAGE
+        rows = rows[:QUEUE_PAGE]
+        return {"title": "Queues", "queues": rows, "note": _note(request), "live": True, "after": after,
+                "next_after": rows[-1].queue if more else None,
                 "now": await caller.client.now(conn=caller.conn)}  # fmt: skip
 
     return await page(request, "queues:read", "queues.html", build, "queues")

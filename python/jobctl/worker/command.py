@@ -175,6 +175,14 @@ async def run_together(workers: list[Worker]) -> None:
     "--metrics-host", default="127.0.0.1", show_default=True, help="The address --metrics-port listens on."
 )
 @click.option(
+    "--metrics-queues",
+    type=click.IntRange(1, 10000),
+    default=100,
+    show_default=True,
+    help="Queues with a handler histogram of their own on --metrics-port (the others are summed in queue"
+    ' "other"; a queue idle for 10 minutes gives its place up): bounds the metrics whatever the queues.',
+)
+@click.option(
     "--listen-dsn",
     envvar="JOBCTL_LISTEN_DSN",
     default=None,
@@ -200,6 +208,7 @@ def worker_command(
     dsns: tuple[str, ...],
     metrics_port: int,
     metrics_host: str,
+    metrics_queues: int,
     listen_dsn: str | None,
     log_format: str,
     log_level: str,
@@ -237,6 +246,7 @@ def worker_command(
             handle_signals=len(targets) == 1,
             metrics_port=metrics_port,
             metrics_host=metrics_host,
+            metrics_queues=metrics_queues,
             listen_dsn=listen_dsn,
         )
         for n, dsn in enumerate(targets)

@@ -3,6 +3,12 @@ its own served by prometheus_client's start_http_server: jobs in flight, handler
 and outcome, the claim round trip, the counts of `Stats` (read at scrape time), and the process and
 Python collectors. Without a port the worker makes none of this: its hooks are a None check.
 
+The handler histogram's queue label is bounded (issue 33): at most `max_queues` queues (default 100,
+`jobctl worker --metrics-queues`) have series of their own, first come; a queue with no handler
+ending for IDLE_SECONDS gives its place up and its series are removed; the others are summed under
+queue="other" (OTHER_QUEUE). A worker without --queue that ran jobs of 10,000 queues serves about
+100 queues' worth (docs/operations.md, Metrics), not 18 MB.
+
 Handler outcomes: `ok` (returned, or completed by its own transaction), `error` (raised: a retry),
 `permanent` (PermanentError), `fenced` (its transaction's completion was refused), or the reason it
 was stopped: `cancelled`, `lost`, `timed_out`, `shutdown`, `failed` (a worker error).
@@ -10,6 +16,8 @@ was stopped: `cancelled`, `lost`, `timed_out`, `shutdown`, `failed` (a worker er
 
 from __future__ import annotations
 
+import threading
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import fields
 from typing import Any
@@ -26,6 +34,8 @@ from jobctl.worker.outbox import Stats
 # the same bounds as the database's wait and run histograms (jobctl.histogram_bounds)
 HANDLER_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900, 3600)
 CLAIM_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10)
+OTHER_QUEUE = "other"  # the handler histogram's queue label for the queues past max_queues
+IDLE_SECONDS = 600.0  # a queue with no handler ending this long loses its own series
 # Stats fields as counters: jobctl_worker_jobs_<field>_total
 STAT_HELP = {
     "claimed": "Jobs this process claimed.",
@@ -51,9 +61,32 @@ class _StatsCollector(Collector):
                 yield CounterMetricFamily(f"jobctl_worker_jobs_{f.name}", doc, value=count)
 
 
+class _Expiry(Collector):
+    """Yields nothing: at each scrape, first drops the idle queues' handler series."""
+
+    def __init__(self, metrics: WorkerMetrics) -> None:
+        self.metrics = metrics
+
+    def collect(self) -> Iterator[Metric]:
+        self.metrics.expire()
+        return iter(())
+
+
 class WorkerMetrics:
-    def __init__(self, stats: Stats, in_flight: Callable[[], int], concurrency: int, worker_id: str) -> None:
+    def __init__(
+        self,
+        stats: Stats,
+        in_flight: Callable[[], int],
+        concurrency: int,
+        worker_id: str,
+        max_queues: int = 100,
+        idle_seconds: float = IDLE_SECONDS,
+    ) -> None:
+        self.max_queues, self.idle_seconds = max_queues, idle_seconds
+        self._seen: dict[str, tuple[float, set[str]]] = {}  # queue -> (last ending, its outcomes)
+        self._lock = threading.Lock()  # observe: the event loop; collect: the server's thread
         self.registry = CollectorRegistry()
+        self.registry.register(_Expiry(self))  # before the histogram: idle queues go before it is read
         ProcessCollector(registry=self.registry)
         PlatformCollector(registry=self.registry)
         GCCollector(registry=self.registry)
@@ -80,6 +113,35 @@ class WorkerMetrics:
             registry=self.registry,
         )
         self._server: Any = None
+
+    def observe_handler(self, queue: str, outcome: str, seconds: float) -> None:
+        """A handler's time under its queue's own label, or OTHER_QUEUE once max_queues queues have one."""
+        now = time.monotonic()
+        with self._lock:
+            seen = self._seen.get(queue)
+            if seen is None:
+                self._expire(now)
+                if len(self._seen) >= self.max_queues or queue == OTHER_QUEUE:
+                    label = OTHER_QUEUE
+                else:
+                    seen = self._seen[queue] = (now, set())
+            if seen is not None:
+                label = queue
+                seen[1].add(outcome)
+                self._seen[queue] = (now, seen[1])
+            self.handler.labels(label, outcome).observe(seconds)
+
+    def _expire(self, now: float) -> None:
+        """Remove the series of the queues idle for idle_seconds (the lock held)."""
+        for queue, (last, outcomes) in list(self._seen.items()):
+            if now - last >= self.idle_seconds:
+                del self._seen[queue]
+                for o in outcomes:
+                    self.handler.remove(queue, o)
+
+    def expire(self) -> None:
+        with self._lock:
+            self._expire(time.monotonic())
 
     def serve(self, port: int, host: str) -> None:
         """Serve /metrics on host:port from a daemon thread (OSError: the port is taken)."""

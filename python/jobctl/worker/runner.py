@@ -88,6 +88,7 @@ class Worker:
         handle_signals: bool = True,
         metrics_port: int = 0,
         metrics_host: str = "127.0.0.1",
+        metrics_queues: int = 100,
         listen_dsn: str | None = None,
     ) -> None:
         if not 1 <= concurrency <= MAX_BATCH:
@@ -127,7 +128,9 @@ class Worker:
         self.metrics_port, self.metrics_host = metrics_port, metrics_host
         self.metrics: WorkerMetrics | None = None
         if metrics_port:
-            self.metrics = WorkerMetrics(self.stats, lambda: self._running.busy, concurrency, self.worker_id)
+            self.metrics = WorkerMetrics(
+                self.stats, lambda: self._running.busy, concurrency, self.worker_id, metrics_queues
+            )
             self._running.metrics = self.metrics
 
     @property

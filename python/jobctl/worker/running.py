@@ -204,7 +204,7 @@ class Running:
         self.slot_freed.set()
         if self.metrics is not None:
             seconds = asyncio.get_running_loop().time() - slot.started
-            self.metrics.handler.labels(slot.job.queue, outcome(slot.job, error)).observe(seconds)
+            self.metrics.observe_handler(slot.job.queue, outcome(slot.job, error), seconds)
         if slot.job._span is not None:
             tracing.end_run(slot.job._span, outcome(slot.job, error), error)
         if slot.timer is not None:
