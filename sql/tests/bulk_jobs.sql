@@ -251,6 +251,8 @@ create role tap_bulk_role;
 grant jobctl_writer to tap_bulk_role;
 grant select on j to tap_bulk_role;  -- the ids the role's calls name
 select jobctl.grant_tenant('tap_bulk_role', 'tap_bulk_a');
+-- the test keeps what the role finds in a temporary table: PUBLIC may make none (sql/grants.sql)
+do $$ begin execute format('grant temporary on database %I to tap_bulk_role', current_database()); end $$;
 set local session authorization tap_bulk_role;
 create temp table iso as
 select
