@@ -1,5 +1,6 @@
 """Issue 33, item 8: the metrics and the queue list stay bounded whatever the number of queues. One
-submit_jobs into 10,000 queues, in a database of its own (a worker without --queue drains it all):
+submit_jobs into QUEUES queues (2,000; `make cardinality`: 10,000), in a database of its own (a
+worker without --queue drains it all):
 the admin /metrics holds the busiest 200 tenant queues (jobctl.job_series, the setting
 jobctl.metrics_queues) and one series summing the rest, under JOB_SERIES_BOUND bytes; the dashboard's
 /queues serves one page of 100 with a next link; the worker's own metrics hold 100 queues and "other",
@@ -26,7 +27,9 @@ from test_worker import WorkerProcess
 
 pytestmark = pytest.mark.slow
 
-QUEUES = 10_000
+# make test: 2,000 queues (past both bounds, the 200 of /metrics and the 100 of a page); make
+# cardinality: the issue's 10,000
+QUEUES = int(os.environ.get("JOBCTL_CARDINALITY_QUEUES", "2000"))
 JOB_SERIES_BOUND = 1_500_000  # bytes of /metrics at 200 tenant queues (docs/operations.md, Metrics)
 WORKER_BOUND = 300_000  # bytes of a worker's metrics at 100 queues
 Conn = psycopg.Connection[tuple[object, ...]]
@@ -68,7 +71,7 @@ def queue_labels(text: str, family: str) -> set[str]:
     }
 
 
-def test_ten_thousand_queues(own_dsn: str, tmp_path: Path) -> None:
+def test_many_queues(own_dsn: str, tmp_path: Path) -> None:
     with psycopg.connect(own_dsn, autocommit=True) as db:
         made = db.execute("select jobctl.create_api_token(null, jobctl._api_scopes())").fetchone()
         assert made is not None
@@ -90,7 +93,7 @@ def test_ten_thousand_queues(own_dsn: str, tmp_path: Path) -> None:
             print(f"/metrics with {QUEUES} queues pending: {len(r.content):,} bytes in {seconds:.2f} s, "
                   f"{len(own)} queues of their own")  # fmt: skip
             assert len(r.content) < JOB_SERIES_BOUND and len(own) == 200
-            assert 'jobctl_jobs{tenant="",queue="",state="pending"} 9800' in r.text  # the other 9,800
+            assert f'jobctl_jobs{{tenant="",queue="",state="pending"}} {QUEUES - 200}' in r.text  # the others
             # the dashboard's queue list: one page of 100, a next link
             c = httpx.Client(base_url=server.url, timeout=60, headers={"Origin": server.url})
             form = c.get("/sign-in")
@@ -117,7 +120,7 @@ def test_ten_thousand_queues(own_dsn: str, tmp_path: Path) -> None:
                     row = db.execute("select count(*) from jobctl.job where state <> 'completed'").fetchone()
                     return row is not None and row[0] == 0
 
-                wait_for(drained, 600, "the worker to drain 10,000 queues")
+                wait_for(drained, 600, f"the worker to drain {QUEUES:,} queues")
                 started = time.monotonic()
                 m = httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=60)
                 seconds = time.monotonic() - started
@@ -137,7 +140,7 @@ def test_ten_thousand_queues(own_dsn: str, tmp_path: Path) -> None:
             wait_for(only_other, 180, "the drained queues' series to go")
             r = httpx.get(f"{server.url}/metrics", headers=bearer, timeout=60)
             print(f"/metrics drained: {len(r.content):,} bytes")
-            assert 'jobctl_jobs{tenant="",queue="",state="completed"} 10000' in r.text
+            assert f'jobctl_jobs{{tenant="",queue="",state="completed"}} {QUEUES}' in r.text
             assert re.findall(r'<a href="/jobs\?queue=(q\d+)">', c.get("/queues").text) == []
         finally:
             server.stop()
