@@ -215,3 +215,53 @@ def test_cli_wait_exit_statuses(conn: Conn, name: str) -> None:
     assert r.exit_code == 0 and "completed" in r.stdout, r.output
     r = cli("999999999999")
     assert r.exit_code == 1 and "not found" in r.output
+
+
+def test_concurrent_watch_job_calls_never_exceed_a_jobs_100_waiters(conn: Conn, dsn: str, name: str) -> None:
+    """watch_job's bound of 100 waiters a job holds when many sessions call it at once (issue 33, item
+    7): the count and the insert are serialised per job by a row lock only the owner can take. Each
+    round fills a job to 95 waiters, then 12 sessions (threads, each on its own connection) call
+    watch_job at the same instant, 3 times each; before the lock the counts raced past 100."""
+    later = (datetime.now(UTC) + timedelta(hours=1)).isoformat()
+    sessions, calls, rounds = 12, 3, 8
+    jobs = submit(conn, name, f"{name}_q", [{} for _ in range(rounds)], run_at=later)
+    conns = [psycopg.connect(dsn, autocommit=True) for _ in range(sessions)]
+    watch = "select job_id from jobctl.watch_job(%s, %s, '1 minute')"
+    try:
+        peak = 0
+        for job_id in jobs:
+            for _ in range(95):
+                conn.execute(watch, (job_id, waiting.new_channel()))
+            barrier = threading.Barrier(sessions)
+            refused: list[int] = []
+
+            def race(
+                c: Conn,
+                job_id: int = job_id,
+                barrier: threading.Barrier = barrier,
+                refused: list[int] = refused,
+            ) -> None:
+                barrier.wait()
+                for _ in range(calls):
+                    try:
+                        c.execute(watch, (job_id, waiting.new_channel()))
+                    except psycopg.Error as e:
+                        assert e.sqlstate == "JC004", e
+                        refused.append(1)
+
+            threads = [threading.Thread(target=race, args=(c,)) for c in conns]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join(60)
+            row = conn.execute("select count(*) from jobctl._waiter where job_id = %s", (job_id,)).fetchone()
+            assert row is not None
+            count = int(str(row[0]))
+            peak = max(peak, count)
+            assert count + len(refused) == 95 + sessions * calls, "every call either registered or got JC004"
+        print(f"\nwatch_job race: {rounds} rounds, {sessions} x {calls} calls at 95 waiters: peak {peak}")
+        assert peak == 100, f"a job has {peak} waiters: the bound of 100 was raced past"
+    finally:
+        for c in conns:
+            c.close()
+        conn.execute("delete from jobctl._waiter where job_id = any(%s)", (jobs,))
