@@ -19,6 +19,7 @@ from click.testing import CliRunner, Result
 from jobctl import errors, waiting
 from jobctl.cli import main
 from jobctl.client import AsyncClient, Client, JobInfo
+from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from test_worker import LISTENERS, WorkerProcess, spawn, submit, wait_for, worker_args
 
 __all__ = ["spawn"]  # the fixture, used by name
@@ -265,3 +266,80 @@ def test_concurrent_watch_job_calls_never_exceed_a_jobs_100_waiters(conn: Conn, 
         for c in conns:
             c.close()
         conn.execute("delete from jobctl._waiter where job_id = any(%s)", (jobs,))
+
+
+def _connections_of(conn: Conn, role: str) -> int:
+    row = conn.execute("select count(*) from pg_stat_activity where usename = %s", (role,)).fetchone()
+    assert row is not None
+    return int(str(row[0]))
+
+
+def test_a_clients_waits_share_one_listener(conn: Conn, dsn: str, name: str) -> None:
+    """1,000 concurrent AsyncClient.wait calls of one client, and 40 Client.wait calls from threads of
+    another, on jobs that then finish: every waiter gets its result, and neither client ever has more
+    than 3 server connections (its own, the shared listener; issue 33, item 7: a listener a wait
+    opened 174 connections for 1,000 waits, and other logins' connections failed)."""
+    role = f"{name}_c"
+    conn.execute(f'create role "{role}" login in role jobctl_writer')
+    conn.execute("select jobctl.grant_tenant(%s, %s)", (role, name))
+    params = conninfo_to_dict(dsn)
+    params["user"] = role
+    role_dsn = make_conninfo(**params)
+    async_jobs = submit(conn, name, f"{name}_q", [{"n": n} for n in range(1000)])
+    sync_jobs = submit(conn, name, f"{name}_q", [{"n": n} for n in range(40)])
+    peak = 0
+    sampling = threading.Event()
+
+    def sample() -> None:
+        nonlocal peak
+        with psycopg.connect(dsn, autocommit=True) as watcher:
+            while not sampling.is_set():
+                peak = max(peak, _connections_of(watcher, role))
+                time.sleep(0.02)
+
+    def finish_all() -> None:
+        """Claim and complete every job of the test, once their waits are registered (or after 20 s)."""
+        with psycopg.connect(dsn, autocommit=True) as c:
+            wanted = len(async_jobs) + len(sync_jobs)
+            left = "select count(*) from jobctl._waiter where job_id = any(%s)"
+            deadline = time.monotonic() + 20
+            while time.monotonic() < deadline:
+                row = c.execute(left, (async_jobs + sync_jobs,)).fetchone()
+                if row is not None and int(str(row[0])) >= wanted:
+                    break
+                time.sleep(0.05)
+            print(f"\nregistered: {row} after {20 - (deadline - time.monotonic()):.1f} s")
+            while True:
+                claimed = c.execute(
+                    "select job_id, lease_epoch from jobctl.claim_job('w', array[%s], 500)", (f"{name}_q",)
+                ).fetchall()
+                if not claimed:
+                    return
+                for job_id, epoch in claimed:
+                    c.execute(
+                        "select jobctl.complete_job(%s, %s, %s::jsonb)",
+                        (job_id, epoch, f'{{"id": {job_id}}}'),
+                    )
+
+    async def wait_async() -> list[JobInfo]:
+        async with AsyncClient(role_dsn) as aclient:
+            return await asyncio.gather(*(aclient.wait(j, 60) for j in async_jobs))
+
+    sampler = threading.Thread(target=sample)
+    sampler.start()
+    try:
+        with Client(role_dsn) as client:
+            joins = [in_thread(lambda j=j: client.wait(j, 60)) for j in sync_jobs]
+            async_done = in_thread(lambda: asyncio.run(wait_async()))
+            finish = in_thread(finish_all)
+            finish()
+            got = async_done() + [join() for join in joins]
+    finally:
+        sampling.set()
+        sampler.join()
+        conn.execute("delete from jobctl._role_tenant where role_oid = %s::regrole", (role,))
+        conn.execute(f'drop role "{role}"')
+    print(f"\nwaits: {len(got)} returned; peak connections of the waiters' login: {peak}")
+    assert [j.job_id for j in got] == async_jobs + sync_jobs
+    assert all(j.state == "completed" and j.result == {"id": j.job_id} for j in got)
+    assert peak <= 6, f"two clients held {peak} connections at once (at most 3 each)"
