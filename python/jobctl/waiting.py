@@ -17,7 +17,7 @@ a transaction pooler (JOBCTL_POOLER=transaction) with neither, there is none and
 
 Between hints a wait polls with get_job on the client's own connection, 50 ms after the start, then
 doubling up to 1 s, so that a lost hint, or a listener whose connection dropped, costs at most a
-second. A dropped listener reconnects after RECONNECT_FIRST doubling to RECONNECT_MAX (jittered), wakes
+second. A dropped listener reconnects after db.RECONNECT_FIRST doubling to db.RECONNECT_MAX (jittered), wakes
 every wait to look at once, and the waits register again where needed. With `hint=False` a wait only
 polls: no listener, no waiter row.
 """
@@ -52,7 +52,6 @@ MAX_POLL = 1.0  # ...up to this: a lost hint costs at most a second
 MAX_WATCH = 3600.0  # a waiter lives at most an hour (watch_job's bound); a longer wait registers again
 MIN_WATCH = 1.0  # the shortest registration; one with less than half of it left is renewed
 APPLICATION_NAME = "jobctl-wait"
-RECONNECT_FIRST, RECONNECT_MAX = 0.1, 1.0  # the listener's pauses between connection attempts (jittered)
 READY_WAIT = 10.0  # how long a wait waits for the listener's first attempt before it polls without
 STOP_CHECK = 0.25  # the sync listener's thread looks this often whether it should stop
 
@@ -84,10 +83,10 @@ def polls() -> Iterator[float]:
 def reconnect_pauses() -> Iterator[float]:
     """The pauses between a listener's connection attempts: 0.1 s doubling to 1 s, each jittered
     between half and all of it, so that clients that lost the server together do not return together."""
-    pause = RECONNECT_FIRST
+    pause = db.RECONNECT_FIRST
     while True:
         yield random.uniform(pause / 2, pause)
-        pause = min(pause * 2, RECONNECT_MAX)
+        pause = min(pause * 2, db.RECONNECT_MAX)
 
 
 def _outcome(job_id: int, job: JobInfo | None, deadline: float, limit: float) -> JobInfo | None:
