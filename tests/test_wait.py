@@ -19,6 +19,7 @@ from click.testing import CliRunner, Result
 from jobctl import errors, waiting
 from jobctl.cli import main
 from jobctl.client import AsyncClient, Client, JobInfo
+from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from test_worker import LISTENERS, WorkerProcess, spawn, submit, wait_for, worker_args
 
 __all__ = ["spawn"]  # the fixture, used by name
@@ -215,3 +216,130 @@ def test_cli_wait_exit_statuses(conn: Conn, name: str) -> None:
     assert r.exit_code == 0 and "completed" in r.stdout, r.output
     r = cli("999999999999")
     assert r.exit_code == 1 and "not found" in r.output
+
+
+def test_concurrent_watch_job_calls_never_exceed_a_jobs_100_waiters(conn: Conn, dsn: str, name: str) -> None:
+    """watch_job's bound of 100 waiters a job holds when many sessions call it at once (issue 33, item
+    7): the count and the insert are serialised per job by a row lock only the owner can take. Each
+    round fills a job to 95 waiters, then 12 sessions (threads, each on its own connection) call
+    watch_job at the same instant, 3 times each; before the lock the counts raced past 100."""
+    later = (datetime.now(UTC) + timedelta(hours=1)).isoformat()
+    sessions, calls, rounds = 12, 3, 8
+    jobs = submit(conn, name, f"{name}_q", [{} for _ in range(rounds)], run_at=later)
+    conns = [psycopg.connect(dsn, autocommit=True) for _ in range(sessions)]
+    watch = "select job_id from jobctl.watch_job(%s, %s, '1 minute')"
+    try:
+        peak = 0
+        for job_id in jobs:
+            for _ in range(95):
+                conn.execute(watch, (job_id, waiting.new_channel()))
+            barrier = threading.Barrier(sessions)
+            refused: list[int] = []
+
+            def race(
+                c: Conn,
+                job_id: int = job_id,
+                barrier: threading.Barrier = barrier,
+                refused: list[int] = refused,
+            ) -> None:
+                barrier.wait()
+                for _ in range(calls):
+                    try:
+                        c.execute(watch, (job_id, waiting.new_channel()))
+                    except psycopg.Error as e:
+                        assert e.sqlstate == "JC004", e
+                        refused.append(1)
+
+            threads = [threading.Thread(target=race, args=(c,)) for c in conns]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join(60)
+            row = conn.execute("select count(*) from jobctl._waiter where job_id = %s", (job_id,)).fetchone()
+            assert row is not None
+            count = int(str(row[0]))
+            peak = max(peak, count)
+            assert count + len(refused) == 95 + sessions * calls, "every call either registered or got JC004"
+        print(f"\nwatch_job race: {rounds} rounds, {sessions} x {calls} calls at 95 waiters: peak {peak}")
+        assert peak == 100, f"a job has {peak} waiters: the bound of 100 was raced past"
+    finally:
+        for c in conns:
+            c.close()
+        conn.execute("delete from jobctl._waiter where job_id = any(%s)", (jobs,))
+
+
+def _connections_of(conn: Conn, role: str) -> int:
+    row = conn.execute("select count(*) from pg_stat_activity where usename = %s", (role,)).fetchone()
+    assert row is not None
+    return int(str(row[0]))
+
+
+def test_a_clients_waits_share_one_listener(conn: Conn, dsn: str, name: str) -> None:
+    """1,000 concurrent AsyncClient.wait calls of one client, and 40 Client.wait calls from threads of
+    another, on jobs that then finish: every waiter gets its result, and neither client ever has more
+    than 3 server connections (its own, the shared listener; issue 33, item 7: a listener a wait
+    opened 174 connections for 1,000 waits, and other logins' connections failed)."""
+    role = f"{name}_c"
+    conn.execute(f'create role "{role}" login in role jobctl_writer')
+    conn.execute("select jobctl.grant_tenant(%s, %s)", (role, name))
+    params = conninfo_to_dict(dsn)
+    params["user"] = role
+    role_dsn = make_conninfo(**params)
+    async_jobs = submit(conn, name, f"{name}_q", [{"n": n} for n in range(1000)])
+    sync_jobs = submit(conn, name, f"{name}_q", [{"n": n} for n in range(40)])
+    peak = 0
+    sampling = threading.Event()
+
+    def sample() -> None:
+        nonlocal peak
+        with psycopg.connect(dsn, autocommit=True) as watcher:
+            while not sampling.is_set():
+                peak = max(peak, _connections_of(watcher, role))
+                time.sleep(0.02)
+
+    def finish_all() -> None:
+        """Claim and complete every job of the test, once their waits are registered (or after 20 s)."""
+        with psycopg.connect(dsn, autocommit=True) as c:
+            wanted = len(async_jobs) + len(sync_jobs)
+            left = "select count(*) from jobctl._waiter where job_id = any(%s)"
+            deadline = time.monotonic() + 20
+            while time.monotonic() < deadline:
+                row = c.execute(left, (async_jobs + sync_jobs,)).fetchone()
+                if row is not None and int(str(row[0])) >= wanted:
+                    break
+                time.sleep(0.05)
+            print(f"\nregistered: {row} after {20 - (deadline - time.monotonic()):.1f} s")
+            while True:
+                claimed = c.execute(
+                    "select job_id, lease_epoch from jobctl.claim_job('w', array[%s], 500)", (f"{name}_q",)
+                ).fetchall()
+                if not claimed:
+                    return
+                for job_id, epoch in claimed:
+                    c.execute(
+                        "select jobctl.complete_job(%s, %s, %s::jsonb)",
+                        (job_id, epoch, f'{{"id": {job_id}}}'),
+                    )
+
+    async def wait_async() -> list[JobInfo]:
+        async with AsyncClient(role_dsn) as aclient:
+            return await asyncio.gather(*(aclient.wait(j, 60) for j in async_jobs))
+
+    sampler = threading.Thread(target=sample)
+    sampler.start()
+    try:
+        with Client(role_dsn) as client:
+            joins = [in_thread(lambda j=j: client.wait(j, 60)) for j in sync_jobs]
+            async_done = in_thread(lambda: asyncio.run(wait_async()))
+            finish = in_thread(finish_all)
+            finish()
+            got = async_done() + [join() for join in joins]
+    finally:
+        sampling.set()
+        sampler.join()
+        conn.execute("delete from jobctl._role_tenant where role_oid = %s::regrole", (role,))
+        conn.execute(f'drop role "{role}"')
+    print(f"\nwaits: {len(got)} returned; peak connections of the waiters' login: {peak}")
+    assert [j.job_id for j in got] == async_jobs + sync_jobs
+    assert all(j.state == "completed" and j.result == {"id": j.job_id} for j in got)
+    assert peak <= 6, f"two clients held {peak} connections at once (at most 3 each)"

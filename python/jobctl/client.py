@@ -737,6 +737,7 @@ class Client:
         self.listen_dsn = listen_dsn
         self._conn: Conn | None = None
         self._lock = threading.Lock()
+        self._listener = waiting.Listener()  # the waits' one LISTEN connection, open while any runs
 
     def __enter__(self) -> Self:
         return self
@@ -747,7 +748,8 @@ class Client:
         self.close()
 
     def close(self) -> None:
-        """Close the client's own connection (a later call opens a new one)."""
+        """Close the client's own connection and the waits' listener (a later call opens them again)."""
+        self._listener.close()
         with self._lock:
             if self._conn is not None:
                 self._conn.close()
@@ -846,10 +848,10 @@ class Client:
 
     def wait(self, job_id: int, timeout: timedelta | float = 60.0, *, hint: bool = True) -> JobInfo:
         """The job once it is finished (completed, dead or cancelled), waiting up to `timeout` (seconds,
-        or a timedelta) for it: woken by its completion hint on a connection of the wait's own, and
-        polling as well (jobctl.waiting; hint=False: polling only). Raises `WaitTimeout` (a
-        TimeoutError; `.job` is the job as last read) when the time runs out, NotFound for an unknown
-        id or another tenant's job."""
+        or a timedelta) for it: woken by its completion hint on the client's one listening connection
+        (its waits share it), and polling as well (jobctl.waiting; hint=False: polling only). Raises
+        `WaitTimeout` (a TimeoutError; `.job` is the job as last read) when the time runs out,
+        NotFound for an unknown id or another tenant's job."""
         return waiting.wait(self, check_id(job_id), waiting.seconds(timeout), hint)
 
     def watch_job(
@@ -1332,6 +1334,7 @@ class AsyncClient:
         self.listen_dsn = listen_dsn
         self._conn: AsyncConn | None = None
         self._lock = asyncio.Lock()
+        self._listener = waiting.AsyncListener()  # the waits' one LISTEN connection, open while any runs
 
     async def __aenter__(self) -> Self:
         return self
@@ -1342,6 +1345,7 @@ class AsyncClient:
         await self.close()
 
     async def close(self) -> None:
+        await self._listener.close()
         async with self._lock:
             if self._conn is not None:
                 await self._conn.close()

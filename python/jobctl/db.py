@@ -8,10 +8,14 @@ from __future__ import annotations
 
 import json
 import os
+import random
 from pathlib import Path
 from typing import Any
 
 import psycopg
+import psycopg_pool.base
+import psycopg_pool.pool
+import psycopg_pool.pool_async
 from psycopg.conninfo import conninfo_to_dict
 from psycopg.rows import dict_row
 
@@ -55,6 +59,35 @@ def listen_dsn(conninfo: str, given: str | None = None) -> str | None:
     if value:
         return value
     return None if pooled() else conninfo
+
+
+# The longest pause between a pool's connection attempts, and between the checks of connections a
+# restart broke (psycopg_pool: 1 s doubling, to minutes; the worker and the API then stayed idle ~10 s
+# after a 1 s restart). Jittered: each pause is drawn between half and all of it.
+RECONNECT_FIRST, RECONNECT_MAX = 0.1, 1.0
+
+
+class _CappedAttempt(psycopg_pool.base.AttemptWithBackoff):
+    """psycopg_pool's backoff, from RECONNECT_FIRST doubling to at most RECONNECT_MAX, jittered."""
+
+    INITIAL_DELAY = RECONNECT_FIRST
+
+    def update_delay(self, now: float) -> None:
+        super().update_delay(now)
+        cap = random.uniform(RECONNECT_MAX / 2, RECONNECT_MAX)
+        self.delay = min(self.delay, cap)
+
+
+def cap_pool_backoff() -> None:
+    """Cap the reconnect backoff of psycopg_pool's pools in this process (the worker's, the API's):
+    they look up `AttemptWithBackoff` in their module at each use, so the capped class replaces it
+    there. Idempotent."""
+    for module in (psycopg_pool.pool, psycopg_pool.pool_async):
+        if getattr(module, "AttemptWithBackoff", None) is None:
+            raise RuntimeError(
+                f"{module.__name__} has no AttemptWithBackoff: update jobctl.db.cap_pool_backoff"
+            )
+        setattr(module, "AttemptWithBackoff", _CappedAttempt)  # noqa: B010
 
 
 def pooler_kwargs() -> dict[str, Any]:

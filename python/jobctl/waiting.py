@@ -1,28 +1,38 @@
 """Waiting for a job to finish (`Client.wait`, `AsyncClient.wait`; docs/client.md, Waiting for a
 result): woken by a completion hint, with polling behind it.
 
-A wait opens a connection of its own (application_name `jobctl-wait`), LISTENs there on a random
-channel (`jobctl_wait_` and 32 hex digits: no other login can guess it, so none hears the hint) and
-registers the channel with `jobctl.watch_job`, which returns the job. When the job completes, dies or
-is cancelled, the finishing transaction sends `NOTIFY <channel>` (jobctl._hint_finished) and the wait
-reads the job at once. The listening connection goes to `Client(listen_dsn=...)`, JOBCTL_LISTEN_DSN, or
-the client's DSN; behind a transaction pooler (JOBCTL_POOLER=transaction) with neither, there is none
-and the wait polls only (docs/operations.md, Connection pooling).
+A client's waits share one listener (`Listener`, as the API's long polls share `api.long_poll.Hints`):
+one connection (application_name `jobctl-wait`), opened by the first wait and closed when the last one
+returns, that LISTENs on one random channel (`jobctl_wait_` and 32 hex digits: no other login can
+guess it, so none hears the hint) and hands each hint (its payload is the job id) to the waits for
+that job. A wait registers the channel for its job with `jobctl.watch_job` on the client's own
+connection, which returns the job; waits for a job the channel is registered for already (and for at
+least another half second) read it with get_job instead, so a client's thousand waits on one job are one
+waiter row, not a thousand (watch_job allows 100 a job). When the job completes, dies or is cancelled,
+the finishing transaction sends `NOTIFY <channel>, '<job id>'` (jobctl._hint_finished) and the waits
+read the job at once. A client thus holds two connections however many waits it runs: its own and the
+listener. The listener goes to `Client(listen_dsn=...)`, JOBCTL_LISTEN_DSN, or the client's DSN; behind
+a transaction pooler (JOBCTL_POOLER=transaction) with neither, there is none and the waits poll only
+(docs/operations.md, Connection pooling).
 
-Between hints it polls with get_job on the client's own connection, 50 ms after the start, then
-doubling up to 1 s, so that a lost hint, or a listener whose connection dropped (the wait then goes
-on polling only), costs at most a second. With `hint=False` it only polls: no second connection, no
-waiter row.
+Between hints a wait polls with get_job on the client's own connection, 50 ms after the start, then
+doubling up to 1 s, so that a lost hint, or a listener whose connection dropped, costs at most a
+second. A dropped listener reconnects after db.RECONNECT_FIRST doubling to db.RECONNECT_MAX (jittered), wakes
+every wait to look at once, and the waits register again where needed. With `hint=False` a wait only
+polls: no listener, no waiter row.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import math
+import random
 import secrets
+import threading
 import time
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -40,7 +50,10 @@ FINISHED = frozenset({"completed", "dead", "cancelled"})
 FIRST_POLL = 0.05  # seconds: the first look after the start, doubling...
 MAX_POLL = 1.0  # ...up to this: a lost hint costs at most a second
 MAX_WATCH = 3600.0  # a waiter lives at most an hour (watch_job's bound); a longer wait registers again
+MIN_WATCH = 1.0  # the shortest registration; one with less than half of it left is renewed
 APPLICATION_NAME = "jobctl-wait"
+READY_WAIT = 10.0  # how long a wait waits for the listener's first attempt before it polls without
+STOP_CHECK = 0.25  # the sync listener's thread looks this often whether it should stop
 
 
 def seconds(timeout: timedelta | float) -> float:
@@ -67,6 +80,15 @@ def polls() -> Iterator[float]:
         pause = min(pause * 2, MAX_POLL)
 
 
+def reconnect_pauses() -> Iterator[float]:
+    """The pauses between a listener's connection attempts: 0.1 s doubling to 1 s, each jittered
+    between half and all of it, so that clients that lost the server together do not return together."""
+    pause = db.RECONNECT_FIRST
+    while True:
+        yield random.uniform(pause / 2, pause)
+        pause = min(pause * 2, db.RECONNECT_MAX)
+
+
 def _outcome(job_id: int, job: JobInfo | None, deadline: float, limit: float) -> JobInfo | None:
     """The finished job to return, or None to go on waiting; raises when there is no job to wait for or
     the time is up."""
@@ -91,7 +113,7 @@ _said_polling = False  # the log line that waits only poll behind the pooler: on
 
 
 def _listen_target(client: Client | AsyncClient, hint: bool) -> str | None:
-    """Where the wait LISTENs (None: it only polls)."""
+    """Where the waits LISTEN (None: they only poll)."""
     global _said_polling
     if not hint:
         return None
@@ -102,107 +124,276 @@ def _listen_target(client: Client | AsyncClient, hint: bool) -> str | None:
     return target
 
 
+class _Registry:
+    """What a client's listener knows, whether its thread or its task runs it: the channel, which
+    jobs it is registered for (watch_job) until when, and who to wake for a job's hint."""
+
+    def __init__(self) -> None:
+        self.channel = new_channel()
+        self.listening = False  # connected and LISTENing now
+        self.watched: dict[int, float] = {}  # job id -> time.monotonic() its waiter row expires
+
+    def live(self, job_id: int) -> bool:
+        """Registered for the job for at least another MIN_WATCH / 2 seconds."""
+        return self.watched.get(job_id, 0.0) > time.monotonic() + MIN_WATCH / 2
+
+    def to_watch(self, job_id: int, deadline: float) -> float | None:
+        """Seconds to register the job for (the wait's rest, at least MIN_WATCH, at most MAX_WATCH),
+        when this wait should call watch_job now; None when the listener is not listening or the
+        channel is registered for the job already."""
+        if not self.listening or self.live(job_id):
+            return None
+        return min(max(deadline - time.monotonic(), MIN_WATCH), MAX_WATCH)
+
+    def watching(self, job_id: int, wait: float) -> None:
+        self.watched[job_id] = max(self.watched.get(job_id, 0.0), time.monotonic() + wait)
+        if len(self.watched) > 1000:  # forget the expired ones now and then
+            now = time.monotonic()
+            self.watched = {j: t for j, t in self.watched.items() if t > now}
+
+    def hinted(self, payload: str) -> int | None:
+        """The job id a hint names (its waiter row is gone: the finish deleted it)."""
+        try:
+            job_id = int(payload)
+        except ValueError:
+            return None
+        self.watched.pop(job_id, None)
+        return job_id
+
+
+class Listener(_Registry):
+    """A Client's shared listener: a thread holding one connection while the client has waits."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._lock = threading.Lock()
+        self._waits = 0
+        self._events: dict[int, set[threading.Event]] = {}
+        self._stop: threading.Event | None = None  # the running thread's
+        self._ready = threading.Event()  # its first attempt is over, listening or not
+        self._thread: threading.Thread | None = None
+
+    @contextlib.contextmanager
+    def waiting(self, target: str, job_id: int) -> Iterator[threading.Event]:
+        """An event set by a hint for job_id (or when the listener reconnects), while the with block
+        lasts; the listener runs while any wait is in such a block."""
+        event = threading.Event()
+        with self._lock:
+            self._waits += 1
+            self._events.setdefault(job_id, set()).add(event)
+            if self._stop is None:
+                self._start(target)
+            ready = self._ready
+        try:
+            ready.wait(READY_WAIT)
+            yield event
+        finally:
+            with self._lock:
+                events = self._events[job_id]
+                events.discard(event)
+                if not events:
+                    del self._events[job_id]
+                self._waits -= 1
+                if self._waits == 0 and self._stop is not None:
+                    self._stop.set()  # the thread closes the connection and ends on its own
+                    self._stop, self.listening = None, False
+
+    def close(self) -> None:
+        """Stop the listener now (Client.close): the waits still running poll only."""
+        with self._lock:
+            if self._stop is not None:
+                self._stop.set()
+                self._stop = None
+            self.listening = False
+            thread = self._thread
+        if thread is not None:
+            thread.join(STOP_CHECK * 4)
+
+    def _start(self, target: str) -> None:
+        stop = threading.Event()
+        self._stop, self._ready = stop, threading.Event()
+        self.listening = False
+        self._thread = threading.Thread(
+            target=self._run, args=(target, stop, self._ready), name="jobctl-wait", daemon=True
+        )
+        self._thread.start()
+
+    def _run(self, target: str, stop: threading.Event, ready: threading.Event) -> None:
+        pauses = reconnect_pauses()
+        while not stop.is_set():
+            try:
+                with psycopg.connect(target, **_connect_kwargs(target)) as conn:
+                    conn.execute(_listen_sql(self.channel))
+                    pauses = reconnect_pauses()
+                    self._listening(stop, True)
+                    ready.set()
+                    self._wake_all()  # hints may have been missed while it was away: look now
+                    while not stop.is_set():
+                        for hint in conn.notifies(timeout=STOP_CHECK):
+                            self._wake(hint.payload)
+            except psycopg.Error as e:
+                log.info("the waits' listener broke (%s): polling until it is back", str(e).strip())
+            self._listening(stop, False)
+            ready.set()
+            stop.wait(next(pauses))
+
+    def _listening(self, stop: threading.Event, listening: bool) -> None:
+        """Say whether the listener listens, unless this thread was told to stop (a later one may run)."""
+        with self._lock:
+            if not stop.is_set():
+                self.listening = listening
+
+    def _wake(self, payload: str) -> None:
+        job_id = self.hinted(payload)
+        with self._lock:
+            for event in self._events.get(job_id, ()) if job_id is not None else ():
+                event.set()
+
+    def _wake_all(self) -> None:
+        with self._lock:
+            for events in self._events.values():
+                for event in events:
+                    event.set()
+
+
 def wait(client: Client, job_id: int, limit: float, hint: bool) -> JobInfo:
     deadline = time.monotonic() + limit
-    channel = new_channel()
-    listener: psycopg.Connection[Any] | None = None
-    watched_until = math.inf  # when the waiter registered expires
     target = _listen_target(client, hint)
-    try:
-        job: JobInfo | None = None
-        if target is not None:
-            try:
-                listener = psycopg.connect(target, **_connect_kwargs(target))
-                listener.execute(_listen_sql(channel))
-                watched_until = time.monotonic() + min(limit, MAX_WATCH)
-                job = client.watch_job(job_id, channel, min(limit, MAX_WATCH), conn=listener)
-            except psycopg.OperationalError as e:  # the listener broke before it listened: poll
-                log.info("the wait's listener broke (%s): polling only", str(e).strip())
-                if listener is not None:
-                    listener.close()
-                listener, target = None, None
-        if target is None:
-            job = client.get_job(job_id)
+    if target is None:
+        return _poll(client, job_id, deadline, limit)
+    listener = client._listener
+    with listener.waiting(target, job_id) as event:
+        job = _look(client, listener, job_id, deadline)
         for pause in polls():
             if (done := _outcome(job_id, job, deadline, limit)) is not None:
                 return done
-            listener = _pause(listener, min(pause, deadline - time.monotonic()))
-            if listener is not None and time.monotonic() >= watched_until:
-                watched_until = time.monotonic() + min(deadline - time.monotonic(), MAX_WATCH)
-                job = client.watch_job(
-                    job_id, channel, max(watched_until - time.monotonic(), 1), conn=listener
-                )
-            else:
-                job = client.get_job(job_id)
-        raise AssertionError("unreachable")  # polls() never ends
-    finally:
-        if listener is not None:
-            listener.close()
+            event.wait(max(min(pause, deadline - time.monotonic()), 0))
+            event.clear()
+            job = _look(client, listener, job_id, deadline)
+    raise AssertionError("unreachable")  # polls() never ends
 
 
-def _pause(listener: psycopg.Connection[Any] | None, pause: float) -> psycopg.Connection[Any] | None:
-    """Sleep up to `pause` seconds, less when a hint arrives; the listener, or None once it broke."""
-    if listener is None:
-        time.sleep(max(pause, 0))
-        return None
-    try:
-        for _ in listener.notifies(timeout=max(pause, 0), stop_after=1):
-            pass
-        return listener
-    except psycopg.OperationalError as e:
-        log.info("the wait's listener broke (%s): polling only", str(e).strip())
-        listener.close()
-        return None
+def _poll(client: Client, job_id: int, deadline: float, limit: float) -> JobInfo:
+    """A wait without a listener: get_job at each look."""
+    job = client.get_job(job_id)
+    for pause in polls():
+        if (done := _outcome(job_id, job, deadline, limit)) is not None:
+            return done
+        time.sleep(max(min(pause, deadline - time.monotonic()), 0))
+        job = client.get_job(job_id)
+    raise AssertionError("unreachable")
+
+
+def _look(client: Client, listener: Listener, job_id: int, deadline: float) -> JobInfo | None:
+    """The job: registered with watch_job when the listener needs it registered, else read."""
+    if (wait := listener.to_watch(job_id, deadline)) is None:
+        return client.get_job(job_id)
+    job = client.watch_job(job_id, listener.channel, wait)
+    listener.watching(job_id, wait)
+    return job
+
+
+class AsyncListener(_Registry):
+    """An AsyncClient's shared listener: a task holding one connection while the client has waits."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._waits = 0
+        self._events: dict[int, set[asyncio.Event]] = {}
+        self._task: asyncio.Task[None] | None = None
+        self._ready: asyncio.Event | None = None
+
+    @contextlib.asynccontextmanager
+    async def waiting(self, target: str, job_id: int) -> AsyncIterator[asyncio.Event]:
+        event = asyncio.Event()
+        self._waits += 1
+        self._events.setdefault(job_id, set()).add(event)
+        if self._task is None or self._ready is None:
+            self.listening, self._ready = False, asyncio.Event()
+            self._task = asyncio.create_task(self._run(target, self._ready), name="jobctl-wait")
+        ready = self._ready
+        try:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(ready.wait(), READY_WAIT)
+            yield event
+        finally:
+            events = self._events[job_id]
+            events.discard(event)
+            if not events:
+                del self._events[job_id]
+            self._waits -= 1
+            if self._waits == 0:
+                await self.close()
+
+    async def close(self) -> None:
+        task, self._task, self._ready = self._task, None, None
+        self.listening = False
+        if task is not None:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
+    async def _run(self, target: str, ready: asyncio.Event) -> None:
+        pauses = reconnect_pauses()
+        while True:
+            try:
+                async with await psycopg.AsyncConnection.connect(target, **_connect_kwargs(target)) as conn:
+                    await conn.execute(_listen_sql(self.channel))
+                    self.listening, pauses = True, reconnect_pauses()
+                    ready.set()
+                    self._wake_all()  # hints may have been missed while it was away: look now
+                    async for hint in conn.notifies():
+                        self._wake(hint.payload)
+            except psycopg.Error as e:
+                log.info("the waits' listener broke (%s): polling until it is back", str(e).strip())
+            self.listening = False
+            ready.set()
+            await asyncio.sleep(next(pauses))
+
+    def _wake(self, payload: str) -> None:
+        job_id = self.hinted(payload)
+        for event in self._events.get(job_id, ()) if job_id is not None else ():
+            event.set()
+
+    def _wake_all(self) -> None:
+        for events in self._events.values():
+            for event in events:
+                event.set()
 
 
 async def wait_async(client: AsyncClient, job_id: int, limit: float, hint: bool) -> JobInfo:
     deadline = time.monotonic() + limit
-    channel = new_channel()
-    listener: psycopg.AsyncConnection[Any] | None = None
-    watched_until = math.inf
     target = _listen_target(client, hint)
-    try:
-        job: JobInfo | None = None
-        if target is not None:
-            try:
-                listener = await psycopg.AsyncConnection.connect(target, **_connect_kwargs(target))
-                await listener.execute(_listen_sql(channel))
-                watched_until = time.monotonic() + min(limit, MAX_WATCH)
-                job = await client.watch_job(job_id, channel, min(limit, MAX_WATCH), conn=listener)
-            except psycopg.OperationalError as e:
-                log.info("the wait's listener broke (%s): polling only", str(e).strip())
-                if listener is not None:
-                    await listener.close()
-                listener, target = None, None
-        if target is None:
-            job = await client.get_job(job_id)
+    if target is None:
+        return await _poll_async(client, job_id, deadline, limit)
+    listener = client._listener
+    async with listener.waiting(target, job_id) as event:
+        job = await _look_async(client, listener, job_id, deadline)
         for pause in polls():
             if (done := _outcome(job_id, job, deadline, limit)) is not None:
                 return done
-            listener = await _pause_async(listener, min(pause, deadline - time.monotonic()))
-            if listener is not None and time.monotonic() >= watched_until:
-                watched_until = time.monotonic() + min(deadline - time.monotonic(), MAX_WATCH)
-                left = max(watched_until - time.monotonic(), 1)
-                job = await client.watch_job(job_id, channel, left, conn=listener)
-            else:
-                job = await client.get_job(job_id)
-        raise AssertionError("unreachable")
-    finally:
-        if listener is not None:
-            await listener.close()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(event.wait(), max(min(pause, deadline - time.monotonic()), 0))
+            event.clear()
+            job = await _look_async(client, listener, job_id, deadline)
+    raise AssertionError("unreachable")
 
 
-async def _pause_async(
-    listener: psycopg.AsyncConnection[Any] | None, pause: float
-) -> psycopg.AsyncConnection[Any] | None:
-    if listener is None:
-        await asyncio.sleep(max(pause, 0))
-        return None
-    try:
-        async for _ in listener.notifies(timeout=max(pause, 0), stop_after=1):
-            pass
-        return listener
-    except psycopg.OperationalError as e:
-        log.info("the wait's listener broke (%s): polling only", str(e).strip())
-        await listener.close()
-        return None
+async def _poll_async(client: AsyncClient, job_id: int, deadline: float, limit: float) -> JobInfo:
+    job = await client.get_job(job_id)
+    for pause in polls():
+        if (done := _outcome(job_id, job, deadline, limit)) is not None:
+            return done
+        await asyncio.sleep(max(min(pause, deadline - time.monotonic()), 0))
+        job = await client.get_job(job_id)
+    raise AssertionError("unreachable")
+
+
+async def _look_async(
+    client: AsyncClient, listener: AsyncListener, job_id: int, deadline: float
+) -> JobInfo | None:
+    if (wait := listener.to_watch(job_id, deadline)) is None:
+        return await client.get_job(job_id)
+    job = await client.watch_job(job_id, listener.channel, wait)
+    listener.watching(job_id, wait)
+    return job

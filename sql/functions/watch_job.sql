@@ -5,7 +5,12 @@
 -- finish that commits while this call commits, a listener that reconnected): callers poll as well.
 -- Bounds: channel 'jobctl_wait_' and 32 lowercase hex digits (a random name no other login can
 -- guess, so none can hear the hint); wait in (0, 1 hour]; 100 waiters a job, 10,000 a tenant.
--- Writes: _waiter (insert). Reads: job (every partition's primary key), _waiter (the caps).
+-- Locks: the job's waiter row of _tenant_lock (jobctl._wait_lock 'waiter', bucket of the job id), so
+-- concurrent callers count and insert a job's waiters one at a time and cannot pass 100 together; a
+-- tenant with 9,000 waiters or more also takes its one 'waiters' row, so the last 1,000 places go one
+-- caller at a time (rows only the owner can lock: docs/security.md, Locks; never an advisory lock).
+-- Writes: _waiter (insert), _tenant_lock (first use). Reads: job (every partition's primary key),
+-- _waiter (the caps).
 create or replace function jobctl.watch_job(job_id bigint, channel text, wait interval default '5 minutes')
 returns setof jobctl.job_info
 language plpgsql
@@ -37,6 +42,8 @@ begin
         return next v_job;
         return;
     end if;
+    -- held to the commit: the next caller for this job counts after this one's waiter is in
+    perform jobctl._wait_lock('waiter', array[v_job.tenant_id], array[v_job.job_id::text]);
     select count(*) into v_waiters from jobctl._waiter as w where w.job_id = watch_job.job_id;
     if v_waiters >= 100 then
         raise exception using errcode = 'JC004',
@@ -46,6 +53,13 @@ begin
     end if;
     select count(*) into v_waiters
     from (select from jobctl._waiter as w where w.tenant_id = v_job.tenant_id limit 10000) as w;
+    if v_waiters >= 9000 then
+        -- near the bound: count again under the tenant's own lock (after the job's: no deadlock), so
+        -- passing 10,000 would take more than 1,000 of the tenant's callers at the same instant
+        perform jobctl._wait_lock('waiters', array[v_job.tenant_id], array['tenant']);
+        select count(*) into v_waiters
+        from (select from jobctl._waiter as w where w.tenant_id = v_job.tenant_id limit 10000) as w;
+    end if;
     if v_waiters >= 10000 then
         raise exception using errcode = 'JC004',
             message = format('tenant %s already has 10000 waiters, the most', v_job.tenant_id),

@@ -3,7 +3,7 @@
 -- is cancelled; the tick prunes expired waiters. Whether the NOTIFY arrives needs a commit and a
 -- second session: tests/test_wait.py. Tenants tap_watch_a, tap_watch_b; queue tap_watch_q.
 begin;
-select plan(27);
+select plan(29);
 \ir helpers.psql
 set local jit = off;
 
@@ -21,12 +21,15 @@ create temp table ch (n int, channel text);
 insert into ch values (1, 'jobctl_wait_' || md5('tap-watch-1')), (2, 'jobctl_wait_' || md5('tap-watch-2'));
 create function pg_temp.ch(p_n int) returns text language sql as $$ select channel from ch where n = p_n $$;
 
--- jobs: 1 to complete, 2 to fail for good, 3 to cancel, 4 of tenant b, 5 to run out
+-- jobs: 1 to complete, 2 to fail for good, 3 to cancel, 4 of tenant b, 5 to run out, 6 near the tenant's bound
 create temp table s as
 select
     x.n,
     j.job_id
-from (values (1, 'tap_watch_a'), (2, 'tap_watch_a'), (3, 'tap_watch_a'), (4, 'tap_watch_b'), (5, 'tap_watch_a')) as x (n, tenant)
+from (
+    values (1, 'tap_watch_a'), (2, 'tap_watch_a'), (3, 'tap_watch_a'), (4, 'tap_watch_b'), (5, 'tap_watch_a'),
+    (6, 'tap_watch_a')
+) as x (n, tenant)
 cross join lateral jobctl.submit_job(x.tenant, 'tap_watch_q', jsonb_build_object('n', x.n), max_attempts => 1) as j;
 create function pg_temp.id(p_n int) returns bigint language sql as $$ select job_id from s where n = p_n $$;
 create function pg_temp.waiters(p_n int) returns bigint language sql as $$
@@ -75,6 +78,12 @@ select results_eq(
 );
 select jobctl.watch_job(pg_temp.id(k.n), pg_temp.ch(k.c)) from (values (1, 2), (2, 1), (3, 1), (5, 1)) as k (n, c);
 select is(pg_temp.waiters(1), 2::bigint, 'two callers wait for job 1');
+select results_eq(
+    format($$select tenant_id, bucket from jobctl._tenant_lock where name = 'waiter' and tenant_id = 'tap_watch_a'
+      and bucket = jobctl._lock_bucket('waiter', %L)$$, pg_temp.id(1)::text),
+    format($$values ('tap_watch_a'::text, %s)$$, jobctl._lock_bucket('waiter', pg_temp.id(1)::text)),
+    'the count and insert ran under the job''s waiter lock, a row of the tenant''s own (tests/test_wait.py races it)'
+);
 
 -- complete 1, fail 2 for good, cancel 3 (the tenant's jobs are claimed in id order: 1, 2, 5)
 create temp table c as
@@ -103,12 +112,13 @@ select is(pg_temp.waiters(1), 0::bigint, 'and no waiter registered');
 -- tenant isolation: a login of tenant a sees b's job as unknown
 create role tap_watch_role;
 grant jobctl_reader to tap_watch_role;
+-- the table made before the role acts: it has no TEMPORARY on the database (sql/grants.sql)
+create temp table iso (other bigint, own bigint);
 grant select on s, ch to tap_watch_role;
+grant insert on iso to tap_watch_role;
 select jobctl.grant_tenant('tap_watch_role', 'tap_watch_a');
--- the test keeps what the role finds in a temporary table: PUBLIC may make none (sql/grants.sql)
-do $$ begin execute format('grant temporary on database %I to tap_watch_role', current_database()); end $$;
 set local session authorization tap_watch_role;
-create temp table iso as
+insert into iso
 select
     (select count(*) from jobctl.watch_job(pg_temp.id(4), pg_temp.ch(2))) as other,
     (select count(*) from jobctl.watch_job(pg_temp.id(5), pg_temp.ch(2))) as own;
@@ -136,6 +146,23 @@ from generate_series(1, 99);
 select throws_ok(
     format($$select * from jobctl.watch_job(%s, %L)$$, pg_temp.id(5), pg_temp.ch(2)), 'JC004',
     format('job %s already has 100 waiters, the most', pg_temp.id(5)), 'a job''s 101st waiter: JC004'
+);
+
+-- near the tenant's bound (9,000 waiters) the count is taken again under the tenant's own lock
+insert into jobctl._waiter (job_id, tenant_id, channel, expires_at)
+select
+    -g as job_id,
+    'tap_watch_a' as tenant_id,
+    pg_temp.ch(1) as channel,
+    now() + interval '1 minute' as expires_at
+from generate_series(1, 9000) as g;
+select jobctl.watch_job(pg_temp.id(6), pg_temp.ch(2));
+select is(
+    (
+        select count(*) from jobctl._tenant_lock
+        where name = 'waiters' and tenant_id = 'tap_watch_a'
+    ), 1::bigint,
+    'a tenant with 9,000 waiters takes its ''waiters'' row as well'
 );
 
 select * from finish();

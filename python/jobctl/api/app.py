@@ -106,6 +106,7 @@ def create_app(
             # startup options, not a SET per connection: no extra round trip, and no session without them
             given = str(kwargs.get("options") or conninfo_to_dict(conninfo).get("options") or "")
             kwargs["options"] = session_options(given, statement_timeout, lock_timeout)
+        db.cap_pool_backoff()  # reconnects at most 1 s apart (jittered): back within ~1 s of a restart
         pool = AsyncConnectionPool(
             conninfo,
             kwargs=kwargs,

@@ -37,7 +37,6 @@ log = logging.getLogger("jobctl.api.long_poll")
 MAX_WAIT = 30.0  # seconds: the bound of `wait`
 WAIT_CONCURRENCY = 10  # long polls of one token's tenants at once in one API process
 APPLICATION_NAME = "jobctl-api-hints"
-RECONNECT_PAUSE = 1.0  # seconds between attempts to reconnect the listener (polls go on meanwhile)
 
 
 class Hints:
@@ -78,12 +77,14 @@ class Hints:
 
     async def _listen(self) -> None:
         assert self.conninfo is not None
+        pauses = waiting.reconnect_pauses()  # 0.1 s doubling to 1 s, jittered (polls go on meanwhile)
         while True:
             try:
                 conn = await psycopg.AsyncConnection.connect(self.conninfo, **self.kwargs)
                 async with conn:
                     await conn.execute(sql.SQL(queries.LISTEN_CHANNEL).format(sql.Identifier(self.channel)))
                     self.listening.set()
+                    pauses = waiting.reconnect_pauses()
                     # hints may have been missed while it was away: wake every waiter to look now
                     self._wake_all()
                     async for hint in conn.notifies():
@@ -91,7 +92,7 @@ class Hints:
             except psycopg.Error as e:
                 log.warning("hint listener lost (%s); long polls poll until it is back", str(e).strip())
             self.listening.clear()
-            await asyncio.sleep(RECONNECT_PAUSE)
+            await asyncio.sleep(next(pauses))
 
     def _wake(self, payload: str) -> None:
         with contextlib.suppress(ValueError):

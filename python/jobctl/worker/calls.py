@@ -3,7 +3,8 @@
 The wrapper retries only what a retry can cure: a lost or failed connection (no SQLSTATE, i.e.
 failed on the client side; class 08; 57P01/57P02/57P03, the server shutting down or starting up), a
 pool timeout, and 40001/40P01 (serialization failure, deadlock). It logs a warning and tries again
-after an exponential backoff with jitter (0.1 s doubling to 5 s); the pools check connections before
+after an exponential backoff with jitter (0.1 s doubling to 1 s: after a restart of the server the
+worker works again within about a second of its return); the pools check connections before
 lending them, so a terminated backend or a server restart is survived (the check is a round trip
 only when the socket has something to read, as a terminated backend's or a server's shutting down
 has). Any other error is raised to the caller at once, which answers it once, never in a loop.
@@ -24,14 +25,14 @@ import psycopg
 from psycopg import pq
 from psycopg_pool import AsyncConnectionPool, ConnectionPool
 
-from jobctl.db import connection_kwargs
+from jobctl.db import RECONNECT_FIRST, RECONNECT_MAX, cap_pool_backoff, connection_kwargs
 from jobctl.errors import first_line
 from jobctl.worker.job import AsyncConn, Conn
 
 log = logging.getLogger("jobctl.worker")
 
 APP_NAME = "jobctl-worker"
-BACKOFF_FIRST, BACKOFF_MAX = 0.1, 5.0
+BACKOFF_FIRST, BACKOFF_MAX = RECONNECT_FIRST, RECONNECT_MAX  # 0.1 s doubling to 1 s (jittered)
 POOL_WAIT = 10.0  # seconds to wait for a pooled connection before counting it as a failed try
 # SQLSTATEs a retry can cure, besides no SQLSTATE (a client-side connection failure) and class 08
 RETRY_SQLSTATES = frozenset({"57P01", "57P02", "57P03", "40001", "40P01"})
@@ -147,7 +148,9 @@ def _check_sync(conn: Conn) -> None:
 
 
 def async_pool(dsn: str, name: str, min_size: int, max_size: int) -> AsyncConnectionPool[AsyncConn]:
-    """Autocommit connections, checked before each use so that dead ones are replaced."""
+    """Autocommit connections, checked before each use so that dead ones are replaced; reconnect
+    attempts at most RECONNECT_MAX apart (jobctl.db.cap_pool_backoff)."""
+    cap_pool_backoff()
     return AsyncConnectionPool(
         dsn,
         kwargs=connection_kwargs(dsn, APP_NAME, autocommit=True),
@@ -162,6 +165,7 @@ def async_pool(dsn: str, name: str, min_size: int, max_size: int) -> AsyncConnec
 
 def sync_pool(dsn: str, name: str, max_size: int) -> ConnectionPool[Conn]:
     """The same for sync handlers' transactions."""
+    cap_pool_backoff()
     return ConnectionPool(
         dsn,
         kwargs=connection_kwargs(dsn, APP_NAME, autocommit=True),
