@@ -7,6 +7,7 @@ Connection pooling), which changes three things: no server-side prepared stateme
 from __future__ import annotations
 
 import json
+import logging
 import os
 import random
 from pathlib import Path
@@ -83,10 +84,11 @@ def cap_pool_backoff() -> None:
     they look up `AttemptWithBackoff` in their module at each use, so the capped class replaces it
     there. Idempotent."""
     for module in (psycopg_pool.pool, psycopg_pool.pool_async):
-        if getattr(module, "AttemptWithBackoff", None) is None:
-            raise RuntimeError(
-                f"{module.__name__} has no AttemptWithBackoff: update jobctl.db.cap_pool_backoff"
+        if getattr(module, "AttemptWithBackoff", None) is None:  # a psycopg_pool that changed: its own
+            logging.getLogger(__name__).warning(  # backoff stays (slower reconnects, nothing worse)
+                "%s has no AttemptWithBackoff: reconnects keep psycopg_pool's own backoff", module.__name__
             )
+            continue
         setattr(module, "AttemptWithBackoff", _CappedAttempt)  # noqa: B010
 
 
