@@ -442,7 +442,7 @@ def verdict(problems: list[str], notes: list[str]) -> tuple[str, str]:
 # --- the items ---------------------------------------------------------------------------------------
 
 ITEMS: dict[int, tuple[str, Callable[[Probe], Result]]] = {}
-API_ITEMS = {2, 3, 4, 5, 15}
+API_ITEMS = {2, 3, 4, 5, 15, 21, 23}
 
 
 def item(n: int, name: str) -> Callable[[Callable[[Probe], Result]], Callable[[Probe], Result]]:
@@ -1154,6 +1154,170 @@ def router_privileges(p: Probe) -> Result:
         for n in names:
             p.admin.execute(f'drop database if exists "{n}" with (force)')
     outcome, evidence = verdict(problems, [f"B refused ({', '.join(notes)}); B's submit routed"])
+    return {"outcome": outcome, "evidence": evidence}
+
+
+@item(21, "parent_results of 300 parents")
+def parent_results_bound(p: Probe) -> Result:
+    """Issue 33, item 6: 300 parents with results of about 740 KB and one child depending on all made
+    `GET /api/v1/jobs/{child}` build 222 MB of jsonb and answer 503 after 6 s while B's GETs failed.
+    Here A's parents (quick: 30) carry such results; A's GET of the child must answer 200 within 2 s
+    (parent_results bounded: null past 8 MiB), and B's GET p50 meanwhile stays within 5x its own."""
+    a, queue = p.tenant["a"], p.q("parents")
+    n = 30 if p.quick else 300
+    big = {"blob": "x" * 740_000}
+    parents = p.submit_many(a, queue, n)
+    done = 0
+    while done < n:
+        claimed = p.admin.execute(
+            "select job_id, lease_epoch from jobctl.claim_job('hostile-parents', %s, 100)", ([queue],)
+        ).fetchall()
+        for job_id, epoch in claimed:
+            p.admin.execute("select jobctl.complete_job(%s, %s, %s)", (job_id, epoch, Jsonb(big)))
+        done += len(claimed)
+        if not claimed:
+            time.sleep(0.05)
+    row = p.admin.execute(
+        "select job_id from jobctl.submit_job(%s, %s, '{}', depends_on => %s, subject_key => %s)",
+        (a, p.q("child"), parents, p.subject),
+    ).fetchone()
+    assert row is not None
+    child = int(row[0])
+    [b_job] = p.submit_many(p.tenant["b"], p.q("get"), 1)
+    problems, notes = [], []
+    with p.http() as h:
+        base, _ = get_p50(p, b_job, 2.0, h)
+        results: list[tuple[int, float]] = []
+
+        def reader() -> None:
+            with p.http() as ah:
+                for _ in range(3):
+                    t0 = time.monotonic()
+                    r = ah.get(f"/api/v1/jobs/{child}", headers=p.auth("a"))
+                    results.append((r.status_code, time.monotonic() - t0))
+
+        t = threading.Thread(target=reader, daemon=True)
+        t.start()
+        during, bad = get_p50(p, b_job, 3.0, h)
+        t.join(60)
+    slowest = max((secs for _, secs in results), default=None)
+    codes = sorted({code for code, _ in results})
+    notes.append(f"A's GET of the child: {codes}, slowest {slowest or 0:.2f} s")
+    notes.append(f"B's GET p50 {base or 0:.1f} -> {during or 0:.1f} ms")
+    if codes != [200] or slowest is None or slowest > 2:
+        problems.append(f"A's GET of the child answered {codes} in up to {slowest} s")
+    if bad or base is None or during is None or during > max(GET_P50_RATIO * base, base + GET_P50_SLACK_MS):
+        problems.append(f"B's GETs: p50 {base} -> {during} ms, non-200: {bad[:5]}")
+    outcome, evidence = verdict(problems, notes)
+    return {"outcome": outcome, "evidence": evidence}
+
+
+@item(22, "1,000 waits of one client")
+def client_waits(p: Probe) -> Result:
+    """Issue 33, item 7: 1,000 concurrent `AsyncClient.wait` calls opened 174 connections, and another
+    tenant's connection attempts failed. A's client (quick: 300 waits) waits on jobs that complete
+    while it waits: every wait gets its job, A's login holds at most 5 connections, and B connects
+    meanwhile."""
+    import asyncio
+
+    from jobctl.client import AsyncClient
+
+    n = 300 if p.quick else 1000
+    queue = p.q("waits")
+    jobs = p.submit_many(p.tenant["a"], queue, n)
+    peak, b_errors = [0], []
+    stop = threading.Event()
+
+    def watch() -> None:
+        while not stop.is_set():
+            row = p.admin.execute(
+                "select count(*) from pg_stat_activity where usename = %s", (p.role["a"],)
+            ).fetchone()
+            peak[0] = max(peak[0], int(row[0]) if row else 0)
+            try:
+                with p.connect("b") as c:
+                    c.execute("select 1")
+            except psycopg.Error as e:
+                b_errors.append(describe(e))
+            time.sleep(0.1)
+
+    def completer() -> None:
+        time.sleep(2)
+        left = set(jobs)
+        while left and not stop.is_set():
+            for job_id, epoch in p.admin.execute(
+                "select job_id, lease_epoch from jobctl.claim_job('hostile-waits', %s, 100)", ([queue],)
+            ).fetchall():
+                p.admin.execute("select jobctl.complete_job(%s, %s, '{\"ok\": true}')", (job_id, epoch))
+                left.discard(int(job_id))
+            time.sleep(0.05)
+
+    async def waits() -> list[Any]:
+        async with AsyncClient(make_conninfo(p.dsn, user=p.role["a"])) as client:
+            return await asyncio.gather(*(client.wait(j, timeout=120) for j in jobs), return_exceptions=True)
+
+    threads = [threading.Thread(target=f, daemon=True) for f in (watch, completer)]
+    for t in threads:
+        t.start()
+    try:
+        got = asyncio.run(waits())
+    finally:
+        stop.set()
+        for t in threads:
+            t.join(30)
+    ok = sum(1 for g in got if not isinstance(g, BaseException) and getattr(g, "state", None) == "completed")
+    failed = [repr(g)[:100] for g in got if isinstance(g, BaseException)]
+    problems = []
+    if ok != n:
+        problems.append(f"{n - ok} waits without their job, e.g. {failed[:2]}")
+    if peak[0] > 5:
+        problems.append(f"A's login held {peak[0]} connections")
+    if b_errors:
+        problems.append(f"B could not connect: {b_errors[:2]}")
+    note = f"{ok}/{n} waits got their job; A's connections at most {peak[0]}"
+    outcome, evidence = verdict(problems, [note])
+    return {"outcome": outcome, "evidence": evidence}
+
+
+@item(23, "10,000 queues in one submit")
+def queue_cardinality(p: Probe) -> Result:
+    """Issue 33, item 8: one submit_jobs into 10,000 queues made the admin /metrics 38 MB, still 38 MB
+    after the jobs drained, and the dashboard's /queues 12 MB. A submits into 10,000 queues (quick:
+    2,000), delayed a day (no worker runs them); the admin /metrics must stay under 1.5 MB and the
+    queue list's first page under 300 KB. Forgotten at the end with A's other jobs."""
+    n = 2000 if p.quick else 10000
+    spec = [
+        {"tenant_id": p.tenant["a"], "queue": p.q(f"wide{i:05}"), "payload": {}, "subject_key": p.subject,
+         "run_at": (datetime.now(UTC) + timedelta(days=1)).isoformat()}
+        for i in range(n)
+    ]  # fmt: skip
+    for start in range(0, n, 1000):
+        p.admin.execute("select count(*) from jobctl.submit_jobs(%s)", (Jsonb(spec[start : start + 1000]),))
+    row = p.admin.execute("select jobctl.create_api_token(null, jobctl._api_scopes())").fetchone()
+    assert row is not None
+    admin = str(row[0])
+    problems = []
+    try:
+        with p.http() as h:
+            t0 = time.monotonic()
+            r = h.get("/metrics", headers={"Authorization": f"Bearer {admin}"}, timeout=60)
+            metrics_s = time.monotonic() - t0
+            c = httpx.Client(base_url=p.api or "", timeout=60, headers={"Origin": p.api or ""})
+            form = c.get("/sign-in")
+            csrf = re.search(r'name="csrf" value="([0-9a-f]{64})"', form.text)
+            page_bytes = -1
+            if csrf:
+                c.post("/sign-in", data={"csrf": csrf.group(1), "token": admin, "next": "/queues"})
+                page_bytes = len(c.get("/queues").content)
+    finally:
+        p.admin.execute("select jobctl.revoke_api_token(%s)", (int(admin.split("_")[1]),))
+    if r.status_code != 200 or len(r.content) > 1_500_000:
+        problems.append(f"/metrics {r.status_code}, {len(r.content):,} bytes")
+    if page_bytes < 0 or page_bytes > 300_000:
+        problems.append(f"/queues page: {page_bytes:,} bytes")
+    note = f"{n:,} queues: /metrics {len(r.content):,} bytes in {metrics_s:.2f} s"
+    note += f", /queues page {page_bytes:,} bytes"
+    outcome, evidence = verdict(problems, [note])
     return {"outcome": outcome, "evidence": evidence}
 
 
