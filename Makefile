@@ -151,7 +151,7 @@ shard-move: test-db ## Tenant moves between two shard databases of .test-pg unde
 cardinality: test-db ## The metrics and the queue list with 10,000 queues (tests/test_cardinality.py at the issue's size; make test runs it with 2,000; about 3 minutes)
 	@$(TEST_ENV) JOBCTL_CARDINALITY_QUEUES=10000 $(BIN)/pytest -q -s tests/test_cardinality.py
 
-probe: db ## The hostile probe (issues 19 and 33): every hole replayed against the local cluster and its API, held/open per item and a second tenant's claim/submit p99; item 16 fills the NOTIFY queue, 8 GB, for about a minute (about 7 minutes; QUICK=1: about 2)
+probe: db ## The hostile probe (issues 19 and 33): every hole replayed against the local cluster and its API, held/open per item and a second tenant's claim/submit p99; item 16 fills the NOTIFY queue, 8 GB, for about a minute; items 17-23 the lock table, the archive's lease, replayed hints, the router, parent_results, a client's waits, 10,000 queues (about 9 minutes; QUICK=1: about 3)
 	@$(BIN)/python benchmarks/hostile.py $${QUICK:+--quick} $${ITEMS:+--items $$ITEMS}
 
 sql-reference: db ## Regenerate docs/sql-reference.md from the database's COMMENT ON texts (tests/test_sql_reference.py checks it is current; seconds)

@@ -204,7 +204,7 @@ def test_no_lock_a_login_can_take_and_no_open_claim_holds_up_another_tenant(
 
 def test_the_probe_reports_each_item_it_runs(dsn: str) -> None:
     """benchmarks/hostile.py --quick on its cheap items: exit 0 and a row per item, each held."""
-    items = [6, 8, 9, 12, 13]
+    items = [6, 8, 9, 12, 13, 18, 20]
     run = subprocess.run(
         [sys.executable, str(db.ROOT / "benchmarks" / "hostile.py"), "--quick", "--dsn", dsn]
         + ["--items", ",".join(map(str, items))],
