@@ -397,7 +397,7 @@ def test_no_other_login_can_stop_the_exporter(scratch_dsn: str, tmp_path: Path) 
                 assert row == (True,)
                 busy = cli(scratch_dsn, "archive", "run", "--lock-wait", "1")
                 assert busy.returncode == 1, busy
-                held = "another `jobctl archive run` holds the archive's lease"
+                held = "jobctl: another `jobctl archive run` holds the archive's lease"
                 assert busy.stderr.strip() == held, busy.stderr
             for _ in range(20):  # its backend gone (a run killed with its connection), the lease is free
                 again = cli(scratch_dsn, "archive", "run", "--lock-wait", "1")

@@ -14,7 +14,10 @@ from typing import Annotated, Literal
 from fastapi import APIRouter, Path, Query, Request
 
 from jobctl import errors
-from jobctl.api import audit
+from jobctl.api import (
+    audit,
+    path_names,  # noqa: F401  (the {...:name} convertor)
+)
 from jobctl.api.auth import Caller, caller_for
 from jobctl.api.models import (
     ApiToken,
@@ -78,7 +81,7 @@ async def list_tenants(request: Request, caller: Annotated[Caller, caller_for("t
 
 
 @router.get(
-    "/tenants/{tenant:path}",
+    "/tenants/{tenant:name}",
     tags=["tenants"],
     summary="Get a tenant",
     responses=error_responses(404, 422, notes=OTHER_TENANT | {404: "No such tenant."}),
@@ -103,7 +106,7 @@ async def _pause(request: Request, caller: Caller, tenant_id: str, paused: bool)
 
 
 @router.post(
-    "/tenants/{tenant:path}/pause",
+    "/tenants/{tenant:name}/pause",
     tags=["tenants"],
     summary="Pause a tenant",
     responses=error_responses(404, 422, notes=OTHER_TENANT | {404: "No such tenant."}),
@@ -116,7 +119,7 @@ async def pause_tenant(
 
 
 @router.post(
-    "/tenants/{tenant:path}/resume",
+    "/tenants/{tenant:name}/resume",
     tags=["tenants"],
     summary="Resume a tenant",
     responses=error_responses(404, 422, notes=OTHER_TENANT | {404: "No such tenant."}),
@@ -129,7 +132,7 @@ async def resume_tenant(
 
 
 @router.get(
-    "/tenants/{tenant:path}/tokens",
+    "/tenants/{tenant:name}/tokens",
     tags=["tenants"],
     summary="List a tenant's API tokens",
     responses=error_responses(422, notes=OTHER_TENANT),
@@ -147,7 +150,7 @@ async def list_tokens(
 
 
 @router.get(
-    "/tenants/{tenant:path}/grants",
+    "/tenants/{tenant:name}/grants",
     tags=["tenants"],
     summary="List the roles acting for a tenant",
     responses=error_responses(422, notes=OTHER_TENANT),

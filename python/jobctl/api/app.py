@@ -176,11 +176,11 @@ def create_app(
     app.add_middleware(BodyLimit, max_bytes=MAX_BODY_BYTES)  # innermost of ours: metrics count its 413s
     error_handlers.install(app)
     metrics.install(app, lambda: pool.get_stats() if pool is not None else None)
-    # tenant, queue and schedule names may hold "/" ({...:path}): in each router, the routes with an
-    # action after the name (/runs, /tokens, ...) are tried before the bare ones, which would take
-    # the action for part of the name
+    # tenant, queue and schedule names may hold "/" ({...:name}, below): in each router, the routes
+    # with an action after the name (/runs, /tokens, ...) are tried before the bare ones, which would
+    # take the action for part of the name
     for named in (schedule_routes.router, queue_routes.router, admin_routes.router):
-        named.routes.sort(key=lambda r: str(getattr(r, "path", "")).endswith(":path}"))
+        named.routes.sort(key=lambda r: str(getattr(r, "path", "")).endswith(":name}"))
     app.include_router(routes.router)
     app.include_router(schedule_routes.router)
     app.include_router(queue_routes.router)

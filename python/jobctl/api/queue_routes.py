@@ -9,7 +9,10 @@ from typing import Annotated
 
 from fastapi import APIRouter, Path, Request
 
-from jobctl.api import audit
+from jobctl.api import (
+    audit,
+    path_names,  # noqa: F401  (the {...:name} convertor)
+)
 from jobctl.api.auth import Caller, caller_for
 from jobctl.api.models import QueueIn, QueueList, QueueOut, queue_of
 from jobctl.api.query_names import known_query
@@ -40,7 +43,7 @@ async def list_queues(request: Request, caller: Annotated[Caller, caller_for("qu
 
 
 @router.put(
-    "/queues/{queue:path}",
+    "/queues/{queue:name}",
     summary="Create or replace a queue's settings",
     responses=error_responses(400, 422, notes=ADMIN_ONLY),
 )
@@ -69,7 +72,7 @@ async def _pause(request: Request, caller: Caller, name: str, paused: bool) -> Q
 
 
 @router.post(
-    "/queues/{queue:path}/pause", summary="Pause a queue", responses=error_responses(422, notes=ADMIN_ONLY)
+    "/queues/{queue:name}/pause", summary="Pause a queue", responses=error_responses(422, notes=ADMIN_ONLY)
 )
 async def pause_queue(
     request: Request, queue: QueueName, caller: Annotated[Caller, caller_for("queues:write")]
@@ -80,7 +83,7 @@ async def pause_queue(
 
 
 @router.post(
-    "/queues/{queue:path}/resume", summary="Resume a queue", responses=error_responses(422, notes=ADMIN_ONLY)
+    "/queues/{queue:name}/resume", summary="Resume a queue", responses=error_responses(422, notes=ADMIN_ONLY)
 )
 async def resume_queue(
     request: Request, queue: QueueName, caller: Annotated[Caller, caller_for("queues:write")]

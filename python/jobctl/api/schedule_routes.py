@@ -9,7 +9,10 @@ from typing import Annotated
 
 from fastapi import APIRouter, Path, Query, Request
 
-from jobctl.api import audit
+from jobctl.api import (
+    audit,
+    path_names,  # noqa: F401  (the {...:name} convertor)
+)
 from jobctl.api.auth import Caller, caller_for
 from jobctl.api.models import (
     JOB_ID_MAX,
@@ -37,7 +40,7 @@ TENANT_AS_SENT = {"tenant_id": "tenant"}
 
 
 @router.put(
-    "/schedules/{name:path}",
+    "/schedules/{name:name}",
     summary="Create or replace a schedule",
     response_description="The schedule as saved.",
     responses=error_responses(
@@ -85,7 +88,7 @@ async def list_schedules(
         return ScheduleList(schedules=[schedule_of(r) for r in rows])
 
 
-@router.delete("/schedules/{name:path}", summary="Drop a schedule", responses=error_responses(404, 422))
+@router.delete("/schedules/{name:name}", summary="Drop a schedule", responses=error_responses(404, 422))
 async def drop_schedule(
     request: Request,
     name: Name,
@@ -132,7 +135,7 @@ async def _pause(
 
 
 @router.post(
-    "/schedules/{name:path}/pause",
+    "/schedules/{name:name}/pause",
     summary="Pause a schedule",
     responses=error_responses(404, 422, notes={404: "No such schedule."}),
 )
@@ -147,7 +150,7 @@ async def pause_schedule(
 
 
 @router.post(
-    "/schedules/{name:path}/resume",
+    "/schedules/{name:name}/resume",
     summary="Resume a schedule",
     responses=error_responses(404, 422, notes={404: "No such schedule."}),
 )
@@ -163,7 +166,7 @@ async def resume_schedule(
 
 
 @router.post(
-    "/schedules/{name:path}/run",
+    "/schedules/{name:name}/run",
     summary="Run a schedule now",
     responses=error_responses(
         404, 422, 429, notes={404: "No such schedule.", 429: "Over the tenant's quota or submit rate."}
@@ -189,7 +192,7 @@ async def run_schedule(
 
 
 @router.get(
-    "/schedules/{name:path}/runs",
+    "/schedules/{name:name}/runs",
     summary="List a schedule's runs",
     responses=error_responses(
         422,
