@@ -419,6 +419,12 @@ def test_a_waiting_child_links_its_parent_and_is_released(
     expect(link).to_be_visible()
     expect(p.locator("#workflow h2")).to_contain_text(f"Workflow {parent}")
     expect(p.locator("#workflow tbody tr")).to_have_count(2)
+    # the names the jobs were given at submit, beside their ids; depends_on by name (issue 33, item 22)
+    expect(p.locator("#workflow thead th").nth(1)).to_have_text("name")
+    expect(p.locator("#workflow tbody tr").nth(0).locator("td").nth(1)).to_have_text("extract")
+    expect(p.locator("#workflow tbody tr").nth(1).locator("td").nth(1)).to_have_text("load")
+    expect(p.locator("#workflow tbody tr").nth(1).locator("td").last).to_have_text("extract")
+    expect(p.locator("#parents tbody tr").first.locator("td").nth(1)).to_have_text("extract")
     wait_for(lambda: count(db, [parent], "running") == 1, 15, "the parent to run")
     p.reload()
     expect(p.locator("#parents tbody tr").first).to_contain_text("running")
@@ -490,3 +496,46 @@ def test_waiting_jobs_are_counted_and_the_chips_follow_an_id_filter(
     expect(chip).to_have_text("1")
     expect(p.locator("#counts .chip", has_text="delayed").locator("b")).to_have_text("1")
     expect(p.locator("#counts .chip", has_text="pending").locator("b")).to_have_text("0")
+
+
+def test_a_failed_job_shows_its_traceback_escaped(
+    page: tuple[Page, Guard], server: Server, tokens: dict[str, str], db: Conn, worker: Any
+) -> None:
+    """Issue 33, item 22: a handler's exception leaves its traceback (the worker's, bounded by
+    fail_job) on the job: the job's page shows it under the error, collapsed, innermost frame last,
+    escaped (markup as text, control characters as escapes); the API's job JSON has it."""
+    p, _ = page
+    hostile = "<script>window.pwned = 1</script> & \x1b[31mred"
+    (job_id,) = submit(db, "acme", "flaky", [{"ledger": False, "raise_deep": hostile}], max_attempts=1)
+    wait_for(lambda: count(db, [job_id], "dead") == 1, 20, "the job to die")
+    sign_in(p, tokens["acme"], f"/jobs/{job_id}")
+    expect(p.locator("h1 .state")).to_have_text("dead")
+    shown = "ValueError: <script>window.pwned = 1</script> & \\x1b[31mred"  # ESC as an escape
+    expect(p.locator("pre.error")).to_have_text(shown)
+    details = p.locator("details.traceback")
+    expect(details).to_have_count(1)
+    assert details.get_attribute("open") is None  # collapsed until asked for
+    trace = details.locator("pre")
+    expect(trace).to_be_hidden()
+    details.locator("summary").click()
+    expect(trace).to_be_visible()
+    p.wait_for_timeout(2500)  # a poll of the live block: an opened traceback stays open
+    expect(trace).to_be_visible()
+    text = trace.inner_text()
+    assert text.startswith("Traceback (most recent call last):"), text[:200]
+    assert "KeyError: 'missing'" in text  # the chained exception is kept
+    inner = text.rindex("in _innermost_frame_of_the_test")
+    assert text.rindex("in _middle_frame") < inner  # innermost last, as Python prints it
+    assert text.rstrip().endswith(shown), text[-200:]
+    assert "\x1b" not in text  # the raw control character is not in the page
+    assert p.evaluate("typeof window.pwned") == "undefined"
+    assert p.locator("script", has_text="pwned").count() == 0
+    html = p.content()
+    assert "&lt;script&gt;window.pwned" in html
+    shot(p, "job-error")
+    auth = {"Authorization": f"Bearer {tokens['acme']}"}
+    r = httpx.get(f"{server.url}/api/v1/jobs/{job_id}", headers=auth, timeout=10)
+    assert r.status_code == 200, r.text
+    traceback = r.json()["job"]["last_traceback"]
+    assert "in _innermost_frame_of_the_test" in traceback
+    assert traceback.rstrip().endswith(f"ValueError: {hostile}")  # JSON: as stored (\\u001b escaped by JSON)

@@ -571,6 +571,39 @@ def test_an_error_while_reporting_fails_the_job_for_good(
     assert_exactly_once(conn, [fine])
 
 
+def test_a_handler_s_traceback_is_kept_with_its_failure_and_bounded(
+    conn: Conn, name: str, spawn: Any, ledger: None
+) -> None:
+    """Issue 33, item 22: a handler's exception leaves its traceback on the job (fail_job's traceback,
+    get_job's last_traceback), innermost frame last; a long one keeps its last 8,192 characters."""
+    queue = name + "_q"
+    long_message = "m" * 20_000 + " the message's end"
+    payloads = [{"raise_deep": "<b>short</b>"}, {"raise_deep": long_message}, {"nul_error": True}]
+    short, long, nul = submit(conn, name, queue, payloads, max_attempts=1)
+    [sync] = submit(conn, name, queue + "_sync", [{"raise_deep": "from a thread"}], max_attempts=1)
+    w = spawn(*worker_args(queue))
+    ws = spawn(*worker_args(queue + "_sync", "handle_sync"))
+    wait_for(all_in(conn, [short, long, nul, sync], "dead"), 15, "the jobs to die")
+    assert w.stop() == 0 and ws.stop() == 0
+
+    def trace_of(job_id: int) -> str:
+        row = conn.execute("select last_traceback from jobctl.get_job(%s)", (job_id,)).fetchone()
+        assert row is not None and row[0] is not None
+        return str(row[0])
+
+    text = trace_of(short)
+    assert text.startswith("Traceback (most recent call last):\n")
+    assert "KeyError: 'missing'\n\nDuring handling of the above exception" in text
+    assert text.index("in _middle_frame") < text.index("in _innermost_frame_of_the_test")
+    assert text.endswith(
+        "in _innermost_frame_of_the_test\n    raise ValueError(message)\nValueError: <b>short</b>\n"
+    )
+    assert "in _innermost_frame_of_the_test" in trace_of(sync)  # a sync handler's (a thread's) too
+    cut = trace_of(long)
+    assert len(cut) == 8192 and cut.startswith("...m") and cut.endswith("m the message's end\n")
+    assert trace_of(nul).endswith("RuntimeError: a NUL \\0 here\n"), "text cannot hold NUL: it is spelled out"
+
+
 def test_a_crashed_worker_with_a_stuck_thread_exits_at_once(
     conn: Conn, name: str, spawn: Any, ledger: None
 ) -> None:

@@ -8,7 +8,9 @@ Each reads what to do from the job's payload:
   result: the result to store;  nest: return a list nested this deep (no JSON for it);
   tx_nest: store such a list with job.transaction();  unserialisable: return an object json cannot encode;
   broken_mapping: return a mapping whose items() fails (an unexpected error in the worker's report);
-  bad_str: raise an exception whose str() fails;  nul_error: raise one with a NUL in its message.
+  bad_str: raise an exception whose str() fails;  nul_error: raise one with a NUL in its message;
+  raise_deep: raise a ValueError with this message from three calls down (_innermost_frame_of_the_test),
+  chained to a KeyError (the traceback the worker records: issue 33, item 22).
 Then it writes a row to public.worker_ledger inside job.transaction(), which completes the job.
 The progress handlers (handle_progress, handle_progress_sync) read instead:
   steps: report {"done": i, "total": steps, "attempt": attempt} for i = 1..steps, `pause` seconds apart;
@@ -73,6 +75,23 @@ def _maybe_fail(job: Job) -> None:
         raise BadStr()
     if p.get("nul_error"):
         raise RuntimeError("a NUL \x00 here")
+    if "raise_deep" in p:
+        _outer_frame(str(p["raise_deep"]))
+
+
+def _outer_frame(message: str) -> None:
+    try:
+        {}["missing"]  # noqa: B018 - the KeyError the ValueError is raised while handling
+    except KeyError:
+        _middle_frame(message)
+
+
+def _middle_frame(message: str) -> None:
+    _innermost_frame_of_the_test(message)
+
+
+def _innermost_frame_of_the_test(message: str) -> None:
+    raise ValueError(message)
 
 
 def _nested(depth: int) -> Any:

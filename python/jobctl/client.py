@@ -134,6 +134,10 @@ class JobInfo:
     fire_time: datetime | None = None  # the fire time it stands for (run_schedule's: when it was run)
     # a running job's latest progress (jobctl.heartbeat), else its last attempt's last (migration 0028)
     progress: Any = None
+    # the traceback of the failure last_error describes (get_job only; lists leave it None) and the
+    # name submit_workflow gave the job (migration 0039)
+    last_traceback: str | None = None
+    workflow_name: str | None = None
 
 
 @dataclass(frozen=True)

@@ -23,7 +23,7 @@ begin
     ),
     changed as (
         update jobctl.job as j
-        set state = 'cancelled', finished_at = v_now, last_error = p_reason
+        set state = 'cancelled', finished_at = v_now, last_error = p_reason, last_traceback = null
         from taken as t
         where j.job_id = t.job_id and j.created_at = t.created_at
         returning j.job_id, j.created_at, j.tenant_id, j.queue, j.attempt

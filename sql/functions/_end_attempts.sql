@@ -2,15 +2,17 @@
 -- deleted the jobs' _running rows (that deletion is what makes it the one to end these attempts)
 -- and passes what they held. Each job becomes failed (a retry queued after its backoff, or at
 -- once when p_now_due) or dead (no attempts left, or not retryable). Records the attempt's
--- claim and its end in _event. A job with a concurrency key keeps its place while it is due at
--- once, and gives it up (jobctl._admit lets the key's next job in) when it waits for its backoff or
--- dies. The counters move them from running to pending, retrying or dead, with their run times.
+-- claim and its end in _event, and p_traceback as the job's last_traceback (NULL: none). A job
+-- with a concurrency key keeps its place while it is due at once, and gives it up (jobctl._admit
+-- lets the key's next job in) when it waits for its backoff or dies. The counters move them from
+-- running to pending, retrying or dead, with their run times.
 -- Writes: job, _event, _ready or _delayed, _stat_delta, through _admit _held.
 create or replace function jobctl._end_attempts(
     p_ended jsonb,          -- [{job_id, created_at, attempt, lease_epoch, worker_id, started_at, progress}]
     p_error text,
     p_retryable boolean,
-    p_now_due boolean
+    p_now_due boolean,
+    p_traceback text default null  -- fail_job's, bounded there (the reaper has none)
 )
 returns table (job_id bigint, state text)
 language plpgsql
@@ -51,6 +53,7 @@ begin
             end,
             finished_at = case when p_retryable and j.attempt < j.max_attempts then null else v_now end,
             last_error = p_error,
+            last_traceback = p_traceback,
             progress = v_progress -> j.job_id::text  -- the attempt's last, kept by the job (migration 0028)
         where j.job_id = any(v_ids) and j.created_at = any(v_cas) and j.created_at between v_first and v_last
         returning j.job_id, j.created_at, j.state, j.run_at, j.queue, j.tenant_id, j.priority, j.concurrency_key

@@ -1,10 +1,11 @@
 -- jobctl._job_view: every job, hot and archived, with its live lease (the _running row of its
 -- current epoch). get_job and list_jobs read it. A view is re-defined over time, so it lives in the
 -- re-applied layer, in this one file, not in the migrations that changed it (0001, 0008, 0010,
--- 0019, 0027). CREATE OR REPLACE VIEW may only add columns at the end: dropping or retyping one
--- needs a migration that drops the view first (this file then creates it again).
+-- 0019, 0027, 0039). CREATE OR REPLACE VIEW may only add columns at the end: dropping or retyping one
+-- needs a migration that drops the view first (this file then creates it again). Columns are added
+-- at the end only, after progress's case (hence the noqa).
 create or replace view jobctl._job_view as
-select
+select  -- noqa: ST06
     j.job_id,
     j.tenant_id,
     j.queue,
@@ -33,7 +34,9 @@ select
     j.schedule_name,
     j.fire_time,
     -- a running job's: its attempt's, from its lease row; else the last attempt's (migration 0028)
-    case when j.state = 'running' then r.progress else j.progress end as progress
+    case when j.state = 'running' then r.progress else j.progress end as progress,
+    j.last_traceback,  -- migration 0039
+    j.workflow_name
 from (
     select * from jobctl.job
     union all

@@ -12,9 +12,10 @@
 -- Writes: tenant, job, _ready, _held, _delayed.
 -- p_schedule, p_fire_time: the schedule whose run every job of the call is, and its fire time
 -- (expand_schedules, run_schedule), recorded on the jobs (jobctl.schedule_runs).
+-- p_names: submit_workflow's names of the jobs, in input order (job.workflow_name).
 create or replace function jobctl._submit(
     p_specs jobctl._job_spec[], p_batch boolean, p_caller boolean default true, p_workflow boolean default false,
-    p_schedule text default null, p_fire_time timestamptz default null
+    p_schedule text default null, p_fire_time timestamptz default null, p_names text[] default null
 )
 returns table (job_id bigint, duplicate boolean)
 language plpgsql
@@ -37,6 +38,7 @@ declare
     v_wait float8;
     v_specs jobctl._job_spec[] := p_specs;  -- the specs that become jobs
     v_ids bigint[];                         -- their ids, in v_specs order
+    v_names text[] := p_names;              -- their names (submit_workflow's), in v_specs order
     v_slot bigint[];  -- keyed batches, per spec: -k the k-th new job, > 0 the id of the job holding its key
     v_dup boolean[];  -- keyed batches, per spec: whether it returns another spec's or an older job
     v_key_tenants text[];  -- the due jobs with a concurrency key, waiting for a place
@@ -284,6 +286,9 @@ begin
                 ) as h
             ) as n
         ) as m;
+        if p_names is not null then  -- the names of the specs that become jobs
+            v_names := array(select p_names[u.i] from unnest(v_dup) with ordinality as u (dup, i) where not u.dup order by u.i);
+        end if;
     end if;
 
     -- max_pending and submit rates count the new jobs, not the repeats. Every limited tenant of the
@@ -359,13 +364,13 @@ begin
         insert into jobctl.job (
             job_id, created_at, tenant_id, queue, priority, run_at, max_attempts, timeout, backoff,
             dedup_key, payload, subject_key, concurrency_key, traceparent, state, depends_on, workflow_id, batch_id,
-            schedule_name, fire_time
+            schedule_name, fire_time, workflow_name
         )
         select
             f.new_id, v_now, f.tenant_id, f.queue, f.priority, f.due, coalesce(f.max_attempts, 3),
             f.timeout, f.backoff, f.dedup_key, f.payload, f.subject_key, f.concurrency_key, f.traceparent,
             case when f.waits then 'waiting' else 'pending' end, f.parents, f.workflow_id,
-            coalesce(f.batch_id, f.callback_of), p_schedule, p_fire_time
+            coalesce(f.batch_id, f.callback_of), p_schedule, p_fire_time, v_names[f.ord]
         from linked as f
     ),
     tally as (

@@ -1,6 +1,9 @@
 -- jobctl.fail_job: end the attempt held under lease_epoch as a failure. Locks: the _running row,
--- then the job row. See jobctl._end_attempts for the writes.
-create or replace function jobctl.fail_job(job_id bigint, lease_epoch bigint, error text, retryable boolean default true)
+-- then the job row. See jobctl._end_attempts for the writes. The traceback's bound (8,192 characters,
+-- cut from the top: the innermost frames are at its end) is kept here, where every caller passes.
+create or replace function jobctl.fail_job(
+    job_id bigint, lease_epoch bigint, error text, retryable boolean default true, traceback text default null
+)
 returns text
 language plpgsql
 security definer
@@ -11,6 +14,7 @@ as $$
 declare
     v_ended jsonb;
     v_state text;
+    v_traceback text := nullif(traceback, '');
 begin
     if fail_job.job_id is null or fail_job.lease_epoch is null then
         raise exception using errcode = 'JC001', message = 'job_id and lease_epoch must not be NULL';
@@ -28,17 +32,23 @@ begin
     if v_ended is null then
         return null;
     end if;
+    if length(v_traceback) > 8192 then
+        v_traceback := '...' || right(v_traceback, 8189);  -- the innermost frames (the end) stay
+    end if;
     select e.state into v_state
-    from jobctl._end_attempts(v_ended, left(coalesce(error, 'failed'), 10000), retryable, false) as e;
+    from jobctl._end_attempts(v_ended, left(coalesce(error, 'failed'), 10000), retryable, false, v_traceback) as e;
     return v_state;
 end
 $$;
 
-comment on function jobctl.fail_job(bigint, bigint, text, boolean) is
+comment on function jobctl.fail_job(bigint, bigint, text, boolean, text) is
 'Fail the attempt of a job running under lease_epoch. Returns failed (a retry is scheduled after
 the job''s backoff), dead (no attempts left, or retryable = false) or NULL when fenced (not running under that
-epoch: nothing changed). error is kept as last_error (truncated to 10,000 characters).
+epoch: nothing changed). error is kept as last_error (truncated to 10,000 characters); traceback (optional: the
+failure''s stack trace, innermost frame last) as last_traceback (get_job), its last 8,192 characters when longer:
+''...'' and its last 8,189. NULL or empty: none (a completion or a cancel clears it, as it clears last_error).
 Errors: JC001 NULL job_id, lease_epoch or retryable.
 Example:
 select jobctl.fail_job(42, 7, ''smtp: connection refused'');
-select jobctl.fail_job(43, 8, ''no recipient'', retryable => false);  -- dead at once';
+select jobctl.fail_job(43, 8, ''no recipient'', retryable => false);  -- dead at once
+select jobctl.fail_job(44, 9, ''KeyError: 42'', traceback => ''Traceback (most recent call last): ...'');';

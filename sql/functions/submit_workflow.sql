@@ -16,7 +16,8 @@ begin
     end if;
     select array_agg(s.job_id order by s.ord) into v_ids
     from jobctl._submit(
-        jobctl._job_specs(jobs, true, jobctl._parent_policy(submit_workflow.on_parent_failure)), true, p_workflow => true
+        jobctl._job_specs(jobs, true, jobctl._parent_policy(submit_workflow.on_parent_failure)), true, p_workflow => true,
+        p_names => array(select a.e ->> 'name' from jsonb_array_elements(jobs) with ordinality as a (e, i) order by a.i)
     ) with ordinality as s (job_id, duplicate, ord);
     return query
     select a.e ->> 'name', v_ids[a.i::integer], v_ids[1]
@@ -31,8 +32,8 @@ in the call) and depends_on naming jobs listed before it (and/or giving ids of e
 are inserted at once; a job with parents is waiting until the last completes, then pending, exactly once however
 its parents'' completions race. on_parent_failure (cancel or wait) is the default of each job''s own: what a dead
 or cancelled parent does to it. A job reads its parents'' results with jobctl.parent_results. Returns (name,
-job_id, workflow_id) in input order; workflow_id (the first job''s id) is on each job (get_job, list_jobs,
-find_jobs). 1 to 10,000 jobs.
+job_id, workflow_id) in input order; workflow_id (the first job''s id) and its name (workflow_name) are on each
+job (get_job, list_jobs, find_jobs). 1 to 10,000 jobs.
 Errors: JC001 a bad field (named with its element, as jobs[3].name): a missing or repeated name, a depends_on
 naming no earlier job (no cycle can be written) or a job not of the tenant, a dedup_key in a workflow whose jobs
 depend on each other, a bad on_parent_failure, JC002 a payload over 64 KiB, JC003 a bad backoff, JC004 over

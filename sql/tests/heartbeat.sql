@@ -198,10 +198,15 @@ select is(
 select is(
     (
         select a.attname::text from pg_attribute as a
-        where a.attrelid = 'jobctl.job_info'::regclass and a.attnum > 0 and not a.attisdropped
-        order by a.attnum desc limit 1
+        where
+            a.attrelid = 'jobctl.job_info'::regclass and a.attnum > 0 and not a.attisdropped
+            and a.attnum > (
+                select f.attnum from pg_attribute as f
+                where f.attrelid = 'jobctl.job_info'::regclass and f.attname = 'fire_time'
+            )
+        order by a.attnum limit 1
     ),
-    'progress', 'progress is job_info''s last column'
+    'progress', 'progress is job_info''s column after fire_time (the last until migration 0039)'
 );
 
 -- NULL progress keeps the stored one (and still extends the lease)

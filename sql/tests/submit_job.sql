@@ -392,7 +392,7 @@ set local track_functions = 'all';
 create function pg_temp.set_path_calls() returns bigint
 language sql as $$
     select coalesce(pg_stat_get_xact_function_calls(
-        'jobctl._submit(jobctl._job_spec[], boolean, boolean, boolean, text, timestamptz)'::regprocedure
+        'jobctl._submit(jobctl._job_spec[], boolean, boolean, boolean, text, timestamptz, text[])'::regprocedure
     ), 0)
 $$;
 select jobctl.put_tenant('tap_submit_plain');

@@ -196,6 +196,15 @@ class Job(BaseModel):
         description="While running: the latest progress its worker reported (any JSON, at most 2,000 bytes; "
         'e.g. {"done": 40, "total": 100}); after the attempt ends, the last one it reported; or null.',
     )
+    last_traceback: str | None = Field(
+        default=None,
+        description="The traceback of the failure last_error describes (the worker's: innermost frame last; "
+        "its last 8,192 characters, '...' marking a cut), or null (none: a timeout's, a lease's expiry). "
+        "Shown by `GET /jobs/{id}`; null in lists.",
+    )
+    workflow_name: str | None = Field(
+        default=None, description="The name the job was given in its workflow (submit_workflow), or null."
+    )
 
     @classmethod
     def of(cls, info: client.JobInfo) -> Job:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import logging
 import math
+import re
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
@@ -111,6 +112,21 @@ def is_sealed(value: Any) -> bool:
     return isinstance(value, dict) and SEALED_KEY in value
 
 
+# What a tenant's text must not do to the page's reader: C0 controls but newline and tab, DEL and C1
+# controls, bidi embeddings, overrides and isolates. Shown as escapes (`\x1b`, `\u202e`), as the CLI
+# shows them (jobctl.output.printable, which escapes newlines too); markup is autoescape's.
+_HIDDEN = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+
+
+def visible(text: str) -> str:
+    """`text` with the characters a reader would not see (or that reorder what follows) as escapes."""
+    return _HIDDEN.sub(lambda m: f"\\x{ord(m[0]):02x}" if ord(m[0]) < 0x100 else f"\\u{ord(m[0]):04x}", text)
+
+
+def _line_count(text: str) -> int:
+    return len(text.rstrip("\n").split("\n"))
+
+
 def _grouped(value: int | float | None) -> str:
     if value is None:
         return "–"
@@ -129,6 +145,8 @@ env.filters.update(
     pretty_json=pretty_json,
     sealed=is_sealed,
     progress_view=progress_view,
+    visible=visible,
+    line_count=_line_count,
     pct=lambda v: "–" if v is None else f"{v:.0%}",
 )
 env.globals.update(meter=charts.meter, share_bar=charts.share_bar, progress_bar=progress_bar)

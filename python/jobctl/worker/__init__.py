@@ -2,9 +2,10 @@
 
 A handler is `def handle(job)` (run in a thread pool sized to the concurrency) or `async def
 handle(job)` (run as a task). Its return value (JSON-serialisable, or None) is the job's result; an
-exception fails the attempt with a retry (`"<ExcType>: <message>"` as last_error); `PermanentError`
-fails it for good. For exactly-once database writes, do them in `job.transaction()`, which completes
-the job in the same transaction and raises `LeaseLost` (rolling back) when the job was fenced; for
+exception fails the attempt with a retry (`"<ExcType>: <message>"` as last_error, its traceback as
+last_traceback: the last 8,192 characters, innermost frame last); `PermanentError` fails it for good.
+For exactly-once database writes, do them in `job.transaction()`, which completes the job in the
+same transaction and raises `LeaseLost` (rolling back) when the job was fenced; for
 calls to other services, pass `job.idempotency_key` (the same for every attempt of a job).
 
 A job is stopped when its heartbeat answers `cancelled` or `lost`, when it runs past its timeout

@@ -18,6 +18,7 @@ import logging
 import random
 import select
 import time
+import traceback
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Any, TypeVar
 
@@ -57,6 +58,22 @@ def describe(exc: BaseException, *, one_line: bool = False) -> str:
         text = f"<str() failed: {type(e).__name__}>"
     message = first_line(text) if one_line else text.strip()
     return f"{type(exc).__name__}: {message}" if message else type(exc).__name__
+
+
+# What jobctl.fail_job keeps of a traceback: its last 8,192 characters ('...' marks a cut).
+TRACEBACK_KEPT = 8192
+
+
+def trace(exc: BaseException) -> str | None:
+    """A handler's exception's traceback as Python prints it (chained exceptions first, the innermost
+    frame last, then `<ExcType>: <message>`), for fail_job's traceback. Only its last TRACEBACK_KEPT + 1
+    characters are sent: fail_job keeps the last TRACEBACK_KEPT, and the one more tells it to mark the
+    cut. None when it cannot be formatted (a broken __str__ is formatted as Python prints it)."""
+    try:
+        text = "".join(traceback.format_exception(exc))
+    except Exception:  # a traceback must never stop the failure from being reported
+        return None
+    return text[-(TRACEBACK_KEPT + 1) :].replace("\x00", "\\0") or None  # text cannot hold NUL
 
 
 def retryable(exc: BaseException) -> bool:

@@ -168,12 +168,15 @@ class Outbox:
             self.stats.fenced += 1
             log.warning("job completion fenced: its lease was no longer current", extra=ids(job))
 
-    async def fail(self, job: Job, error: str, *, retryable: bool) -> None:
+    async def fail(self, job: Job, error: str, *, retryable: bool, traceback: str | None = None) -> None:
+        """fail_job: `error` as last_error, `traceback` (calls.trace: a handler's exception's) as
+        last_traceback (None: the failure has none, as a timeout's)."""
         params = {
             "job_id": job.job_id,
             "lease_epoch": job.lease_epoch,
             "error": error.replace("\x00", "\\0"),  # text cannot hold NUL
             "retryable": retryable,
+            "traceback": traceback,
         }
         started_ns = time.time_ns()
         try:

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 from psycopg_pool import AsyncConnectionPool, ConnectionPool
 
 from jobctl import tracing
-from jobctl.worker.calls import async_pool, describe, sync_pool
+from jobctl.worker.calls import async_pool, describe, sync_pool, trace
 from jobctl.worker.job import AsyncConn, Conn, Job, LeaseLost, PermanentError, ResultRefused, result_json
 from jobctl.worker.outbox import Outbox, Stats, ids
 
@@ -237,7 +237,9 @@ class Running:
             log.warning("job fenced: its lease was lost before it completed", extra=ids(job))
         else:
             log.debug("handler raised", exc_info=error, extra=ids(job))
-            return self.outbox.fail(job, describe(error), retryable=not isinstance(error, PermanentError))
+            return self.outbox.fail(
+                job, describe(error), retryable=not isinstance(error, PermanentError), traceback=trace(error)
+            )
         return None
 
     # --- stops
@@ -313,7 +315,8 @@ class Running:
         self.stop(slot, "failed")
         self._forget(slot)
         try:
-            await self.outbox.fail(job, f"worker error: {describe(error)}", retryable=False)
+            error_text = f"worker error: {describe(error)}"
+            await self.outbox.fail(job, error_text, retryable=False, traceback=trace(error))
         except Exception:
             log.exception("could not fail job; it returns when its lease expires", extra=ids(job))
 

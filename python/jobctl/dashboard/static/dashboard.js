@@ -26,7 +26,13 @@
       if (!response.ok) return;
       const html = await response.text();
       if (!busy()) {
+        // a <details> the user opened (a job's traceback) stays open across the refresh
+        const opened = Array.from(live.querySelectorAll("details[open][id]"), function (d) { return d.id; });
         live.innerHTML = html;  // the server's own fragment, escaped there
+        opened.forEach(function (id) {
+          const d = document.getElementById(id);
+          if (d) d.open = true;
+        });
         bind(live);
       }
     } catch (e) {
