@@ -48,5 +48,12 @@ begin
             parent_results jsonb, schedule_name text, fire_time timestamptz, progress jsonb
         );
     end if;
+    -- the attributes the shards' type gained since (migration 0039), on a router made before
+    if not exists (
+        select from pg_catalog.pg_attribute as a
+        where a.attrelid = 'jobctl.job_info'::regclass and a.attname = 'last_traceback' and not a.attisdropped
+    ) then
+        alter type jobctl.job_info add attribute last_traceback text, add attribute workflow_name text;
+    end if;
 end
 $$;

@@ -75,7 +75,11 @@ as $$
     )
 $$;
 
-create or replace function jobctl.fail_job(job_id bigint, lease_epoch bigint, error text, retryable boolean default true)
+-- the shards' fail_job gained a traceback (migration 0039): a new signature is a new function
+drop function if exists jobctl.fail_job(bigint, bigint, text, boolean);
+create or replace function jobctl.fail_job(
+    job_id bigint, lease_epoch bigint, error text, retryable boolean default true, traceback text default null
+)
 returns text
 language plproxy
 as $$
