@@ -107,7 +107,13 @@ def test_submit_claim_heartbeat_complete_fail_through_the_pooler(pooled: str, na
             if i % 3 == 0:
                 w.execute(
                     queries.FAIL_JOB,
-                    {"job_id": job_id, "lease_epoch": epoch, "error": "e", "retryable": True},
+                    {
+                        "job_id": job_id,
+                        "lease_epoch": epoch,
+                        "error": "e",
+                        "retryable": True,
+                        "traceback": None,
+                    },  # fmt: skip
                 )
             else:
                 w.execute(queries.COMPLETE_JOB, {"job_id": job_id, "lease_epoch": epoch, "result": "{}"})

@@ -327,7 +327,8 @@ def test_a_tenant_that_encrypts_has_ciphertext_at_rest_and_plaintext_only_with_i
     [other] = submit(conn, plain, queue)
     # at rest: an OpenPGP message, no trace of the payload; another tenant's stays as it was
     [(stored,)] = conn.execute("select payload from jobctl.job where job_id = %s", (job,)).fetchall()
-    assert set(stored) == {"$jobctl_sealed"} and "ada" not in json.dumps(stored)
+    # (the whole address: three letters turn up in base64 by chance, as they once did in CI)
+    assert set(stored) == {"$jobctl_sealed"} and "ada@example.com" not in json.dumps(stored)
     assert conn.execute("select payload from jobctl.job where job_id = %s", (other,)).fetchone() == (
         {"i": 0},
     )

@@ -250,6 +250,7 @@ def test_a_result_complete_job_refuses_is_failed_for_good(conn: Conn) -> None:
             "lease_epoch": 7,
             "error": f"result rejected: {TOO_DEEP} [JC001, field: result]",
             "retryable": False,
+            "traceback": None,  # the database refused the result: no handler's traceback
         }
     ]
 
