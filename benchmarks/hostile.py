@@ -1057,8 +1057,8 @@ def archive_lease(p: Probe) -> Result:
 @item(19, "replayed hints")
 def replayed_hints(p: Probe) -> Result:
     """Issue 33, item 11: nobody hears a queue's tag on channel jobctl and NOTIFYs it again, a thousand
-    times a second: an idle worker (`jobctl worker --poll-interval 1` on that queue) claims at most 5x
-    as often as over the same time idle (46x before the fix)."""
+    times a second: held when an idle worker (`jobctl worker --poll-interval 1` on that queue) claims
+    at most 5x as often as over the same time idle. Open: nothing bounds it yet (issue 33, item 11)."""
     queue = p.q("replayed")
     port = free_port()
     cmd = [*jobctl_cli(), "worker", "--handler", "chaos_handlers:handle", "--queue", queue]

@@ -12,8 +12,7 @@ claim loop, which then looks again every HINT_LOOK seconds for HINT_WINDOW (the 
 jobctl._notify skipped); after it reconnects the claim loop polls at once (hints may have been
 missed). A hint's payload is an opaque tag of its queue, not its name: a worker with a queue filter
 asks for its queues' tags (jobctl.hint_tags) each time it starts listening; one without a filter
-wakes on any hint. A hint whose claim finds nothing ends the looking, and hints then wake nothing for
-HINT_QUIET: anyone may NOTIFY a tag again.
+wakes on any hint.
 
 Payloads are claimed as text and decoded job by job: one that cannot be decoded fails that job for
 good, and the rest of the claim runs.
@@ -64,12 +63,6 @@ SECOND_LOOK = 0.01
 # and a session sends one per queue per half-second window: after a hint, look again this often for
 # that long, so that the jobs submitted later in its window wait no longer than this
 HINT_LOOK, HINT_WINDOW = 0.05, 0.5
-# Any login that may connect may LISTEN, hear a queue's tag and NOTIFY it again, as often as it likes
-# (issue 33, item 11: replayed tags made a worker claim 46x as often as idle). A hint is believed
-# until the claim it wakes finds nothing: then the looking stops, and hints wake nothing for
-# HINT_QUIET (a replayed tag costs at most one empty claim per HINT_QUIET; a real one meanwhile is
-# found by the next hint past it, or the poll). The looks after a claim that found work go on.
-HINT_QUIET = 0.5
 
 
 async def wait_any(*events: asyncio.Event, timeout: float | None = None) -> None:
@@ -109,8 +102,6 @@ class Claimer:
         self._wake = asyncio.Event()
         self.share: int | None = None  # the slots it may fill (None: all): a multi-shard worker's share
         self._hinted_until = 0.0  # time.monotonic() until which claims look again every HINT_LOOK
-        self._quiet_until = 0.0  # time.monotonic() until which hints wake nothing (HINT_QUIET)
-        self._hint_heard = False  # a hint woke the loop since its last claim
 
     async def run(self) -> None:
         """The claim loop, until the stop."""
@@ -124,7 +115,6 @@ class Claimer:
                 continue
             asked = min(free, MAX_BATCH)
             self._wake.clear()
-            hinted, self._hint_heard = self._hint_heard, False
             try:
                 got = await self._claim(asked)
             except GaveUp:
@@ -141,10 +131,6 @@ class Claimer:
                 await wait_any(self.stopping, timeout=pause)
                 continue
             errors = 0
-            if hinted and not got:  # the claim a hint caused found nothing: taken, or no real hint
-                self._hinted_until = 0.0
-                self._quiet_until = time.monotonic() + HINT_QUIET
-                self._wake.clear()  # and the hints heard while this claim ran are no truer
             if got < asked:
                 wait = SECOND_LOOK if got else self.poll_interval
                 if time.monotonic() < self._hinted_until:
@@ -288,9 +274,7 @@ class Claimer:
     async def _receive(self, conn: AsyncConn, tags: frozenset[str] | None) -> None:
         while True:
             async for note in conn.notifies(timeout=LISTEN_CHECK):
-                now = time.monotonic()
-                if (tags is None or note.payload in tags) and now >= self._quiet_until:
-                    self._hinted_until = now + HINT_WINDOW
-                    self._hint_heard = True
+                if tags is None or note.payload in tags:
+                    self._hinted_until = time.monotonic() + HINT_WINDOW
                     self._wake.set()
             await conn.execute(queries.PING)  # an idle connection: prove it is still there
