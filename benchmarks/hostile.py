@@ -1058,7 +1058,8 @@ def archive_lease(p: Probe) -> Result:
 def replayed_hints(p: Probe) -> Result:
     """Issue 33, item 11: nobody hears a queue's tag on channel jobctl and NOTIFYs it again, a thousand
     times a second: held when an idle worker (`jobctl worker --poll-interval 1` on that queue) claims
-    at most 5x as often as over the same time idle. Open: nothing bounds it yet (issue 33, item 11)."""
+    at most 5x as often as over the same time idle. The worker counts a hint only from a session of
+    jobctl's roles (jobctl.hint_senders): nobody's wake nothing."""
     queue = p.q("replayed")
     port = free_port()
     cmd = [*jobctl_cli(), "worker", "--handler", "chaos_handlers:handle", "--queue", queue]

@@ -85,7 +85,8 @@ begin
             ('pause_schedule', 'jobctl_writer'), ('resume_schedule', 'jobctl_writer'), ('run_schedule', 'jobctl_writer'),
             ('claim_job', 'jobctl_worker'), ('heartbeat', 'jobctl_worker'), ('complete_job', 'jobctl_worker'),
             ('complete_jobs', 'jobctl_worker'), ('fail_job', 'jobctl_worker'), ('release_job', 'jobctl_worker'),
-            ('tick', 'jobctl_worker'), ('hint_tags', 'jobctl_worker'), ('claimable_weight', 'jobctl_worker'),
+            ('tick', 'jobctl_worker'), ('hint_tags', 'jobctl_worker'), ('hint_senders', 'jobctl_worker'),
+            ('claimable_weight', 'jobctl_worker'),
             ('worker_beat', 'jobctl_worker'), ('worker_gone', 'jobctl_worker'),
             ('authenticate', 'jobctl_api'),
             -- tenant administration through API tokens (tenants:read, tenants:write): each function acts

@@ -19,6 +19,7 @@ from jobctl import queries
 from jobctl.worker.calls import Database
 from jobctl.worker.job import Job, decode_payload
 from jobctl.worker.outbox import Outbox, Stats
+from psycopg.conninfo import make_conninfo
 from test_worker import (
     LEDGER_DDL,
     LISTENERS,
@@ -285,6 +286,41 @@ def test_a_worker_with_a_queue_filter_wakes_on_its_queues_tag_only(
     wait_for(all_in(conn, [job_id], "completed"), 5, "the job to complete after its tag's hint")
     assert "matching hints by queue name" not in w.log
     assert w.stop() == 0
+
+
+def test_a_strangers_replayed_tags_wake_no_worker(
+    dsn: str, conn: Conn, name: str, spawn: Any, ledger: None
+) -> None:
+    """Issue 33, item 11: a login outside jobctl's roles that heard a queue's tag NOTIFYs it again, a
+    thousand times; the worker ignores every one (jobctl.hint_senders), and wakes on the same tag
+    from a session of jobctl's. Without the sender check the job completes at the first replay."""
+    queue, stranger = name + "_q", name + "_stranger"
+    conn.execute(f'create role "{stranger}" login')
+    conn.execute(f'grant connect on database "{conn.info.dbname}" to "{stranger}"')
+    try:
+        w = spawn("--handler", "worker_handlers:handle", "--queue", queue, "--poll-interval", "30")
+        wait_for(lambda: "worker started" in w.log, 10, "the worker to start")
+        wait_for(lambda: _listeners(conn) > 0, 10, "its listener")
+        time.sleep(0.5)  # its first claim (nothing) is done; the next poll is 30 s away
+        with psycopg.connect(dsn, autocommit=True) as quiet:
+            quiet.execute("set jobctl.notify = off")  # this session's submit sends no hint
+            [job_id] = submit(quiet, name, queue, [{}])
+        row = conn.execute(queries.HINT_TAGS, {"queues": [queue]}).fetchone()
+        assert row is not None
+        [tag] = row[0]
+        with psycopg.connect(make_conninfo(dsn, user=stranger), autocommit=True) as attacker:
+            for _ in range(1000):
+                attacker.execute("select pg_notify('jobctl', %s)", (tag,))
+        time.sleep(1.0)
+        assert states(conn, [job_id]) == {"pending": 1}, "a stranger's hint woke the worker"
+        wait_for(lambda: "ignoring wake-up hints from sessions outside jobctl's roles" in w.log, 5, "the log")
+        conn.execute("select pg_notify('jobctl', %s)", (tag,))  # a session of jobctl's: it counts
+        wait_for(all_in(conn, [job_id], "completed"), 5, "the job to complete after our own hint")
+        assert w.stop() == 0
+    finally:
+        conn.execute("select pg_terminate_backend(pid) from pg_stat_activity where usename = %s", (stranger,))
+        conn.execute(f'revoke all on database "{conn.info.dbname}" from "{stranger}"')
+        conn.execute(f'drop role "{stranger}"')
 
 
 def _listeners(conn: Conn) -> int:

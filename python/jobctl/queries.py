@@ -59,6 +59,7 @@ RELEASE_JOB = "select jobctl.release_job(%(job_id)s::bigint, %(lease_epoch)s::bi
 LISTEN = "listen jobctl"
 # a hint's payload is its queue's tag, not its name: a worker with a queue filter wakes on its queues' tags
 HINT_TAGS = "select jobctl.hint_tags(%(queues)s::text[]) as tags"
+HINT_SENDERS = "select jobctl.hint_senders() as pids"
 TICK = "select jobctl.tick(false)"  # periodic work, a few times a second (one caller at a time does it)
 
 # --- operating. Each function acts only for the caller's tenants (with an API token: the token's

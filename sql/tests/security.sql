@@ -63,7 +63,7 @@ insert into granted values
 ),
 (
     'jobctl_worker', '{}', array[
-        'claim_job', 'heartbeat', 'complete_job', 'complete_jobs', 'fail_job', 'release_job', 'tick', 'hint_tags',
+        'claim_job', 'heartbeat', 'complete_job', 'complete_jobs', 'fail_job', 'release_job', 'tick', 'hint_tags', 'hint_senders',
         'worker_beat', 'worker_gone', 'parent_results', 'get_batch', 'claimable_weight'
     ]
 ),

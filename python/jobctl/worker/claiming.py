@@ -12,7 +12,9 @@ claim loop, which then looks again every HINT_LOOK seconds for HINT_WINDOW (the 
 jobctl._notify skipped); after it reconnects the claim loop polls at once (hints may have been
 missed). A hint's payload is an opaque tag of its queue, not its name: a worker with a queue filter
 asks for its queues' tags (jobctl.hint_tags) each time it starts listening; one without a filter
-wakes on any hint.
+wakes on any tag. A hint counts only from a session of jobctl's roles: any login may NOTIFY on
+channel jobctl and send a tag it heard again, so the listener checks the sender's process id against
+jobctl.hint_senders (SENDERS_ASK, SENDERS_AGE) and ignores a stranger's.
 
 Payloads are claimed as text and decoded job by job: one that cannot be decoded fails that job for
 good, and the rest of the claim runs.
@@ -63,6 +65,12 @@ SECOND_LOOK = 0.01
 # and a session sends one per queue per half-second window: after a hint, look again this often for
 # that long, so that the jobs submitted later in its window wait no longer than this
 HINT_LOOK, HINT_WINDOW = 0.05, 0.5
+# The sessions whose hints count (jobctl.hint_senders) are asked again when a hint comes from a
+# process not among them, at most this often (a stranger's flood costs at most 10 asks a second, and
+# a new session of ours waits at most this long to be heard), and at least this often (a process id
+# one of our sessions had may be a stranger's now)
+SENDERS_ASK, SENDERS_AGE = 0.1, 10.0
+IGNORED_LOG = 60.0  # ignored hints are logged at most this often
 
 
 async def wait_any(*events: asyncio.Event, timeout: float | None = None) -> None:
@@ -102,6 +110,10 @@ class Claimer:
         self._wake = asyncio.Event()
         self.share: int | None = None  # the slots it may fill (None: all): a multi-shard worker's share
         self._hinted_until = 0.0  # time.monotonic() until which claims look again every HINT_LOOK
+        self._senders: frozenset[int] | None = frozenset()  # whose hints count (None: anyone's)
+        self._senders_at = -SENDERS_AGE  # time.monotonic() when they were asked for
+        self._ignored = 0  # hints ignored since the last log of them
+        self._ignored_logged = -IGNORED_LOG
 
     async def run(self) -> None:
         """The claim loop, until the stop."""
@@ -274,7 +286,35 @@ class Claimer:
     async def _receive(self, conn: AsyncConn, tags: frozenset[str] | None) -> None:
         while True:
             async for note in conn.notifies(timeout=LISTEN_CHECK):
-                if tags is None or note.payload in tags:
+                if (tags is None or note.payload in tags) and await self._counts(note.pid):
                     self._hinted_until = time.monotonic() + HINT_WINDOW
                     self._wake.set()
             await conn.execute(queries.PING)  # an idle connection: prove it is still there
+
+    async def _counts(self, pid: int) -> bool:
+        """Whether a hint from process `pid` counts: a session of jobctl's roles (jobctl.hint_senders,
+        asked again as SENDERS_ASK and SENDERS_AGE say)."""
+        age = time.monotonic() - self._senders_at
+        known = self._senders is None or pid in self._senders
+        if age >= (SENDERS_AGE if known else SENDERS_ASK):
+            self._senders_at = time.monotonic()
+            try:
+                senders = await self.db.call(
+                    "hint_senders", value(queries.HINT_SENDERS, {}), abort=lambda: True
+                )
+                self._senders = frozenset(senders)
+            except psycopg.errors.UndefinedFunction:  # a schema from before it (not migrated yet)
+                log.warning("jobctl.hint_senders is missing (run jobctl migrate); every hint counts")
+                self._senders = None
+            except (GaveUp, psycopg.Error) as e:  # the last answer stands; the claims poll meanwhile
+                log.warning("could not ask whose hints count", extra=error_fields(e))
+            known = self._senders is None or pid in self._senders
+        if not known:
+            self._ignored += 1
+            if time.monotonic() - self._ignored_logged >= IGNORED_LOG:
+                log.warning(
+                    "ignoring wake-up hints from sessions outside jobctl's roles (any login may NOTIFY)",
+                    extra={"hints": self._ignored, "pid": pid},
+                )
+                self._ignored, self._ignored_logged = 0, time.monotonic()
+        return known
