@@ -4,7 +4,9 @@ VENV := .venv
 BIN := $(VENV)/bin
 DSN = $${JOBCTL_DSN:-$$(cat .pg/dsn)}
 # the suites' own cluster and database: `make test` never reads or writes the one `make db` gives you
-TEST_ENV := JOBCTL_PGNAME=.test-pg JOBCTL_PG_DB=jobctl_test JOBCTL_PG_PORT=55442
+# (TEST_PG_PORT=N: another port, for a second checkout's suites beside this one's)
+TEST_PG_PORT ?= 55442
+TEST_ENV := JOBCTL_PGNAME=.test-pg JOBCTL_PG_DB=jobctl_test JOBCTL_PG_PORT=$(TEST_PG_PORT)
 TEST_DSN = $$(cat .test-pg/dsn)
 
 .DEFAULT_GOAL := help

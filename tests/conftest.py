@@ -56,7 +56,10 @@ def pytest_configure(config: pytest.Config) -> None:
     if user.is_file() and user.read_text().strip() == value:
         pytest.exit("the test database is the one `make db` gives the user: refusing", returncode=2)
     os.environ["JOBCTL_DSN"] = value
-    os.environ.update(TEST_CLUSTER)
+    # the test cluster's port is the one its dsn names (make test-db TEST_PG_PORT=N)
+    os.environ.update(
+        TEST_CLUSTER, JOBCTL_PG_PORT=conninfo_to_dict(value).get("port") or TEST_CLUSTER["JOBCTL_PG_PORT"]
+    )
 
 
 @pytest.fixture(scope="session")
