@@ -135,17 +135,17 @@ bench-archive: setup ## The object archive: Parquet bytes vs the partitions' siz
 	@$(BIN)/python benchmarks/archive.py $${SMALL:+--small}
 
 chaos: db ## Chaos runs on the local cluster: kill -9, 40 s SIGSTOP, terminations, restarts, partitions for 15 minutes, then 300 zombie trials; invariants and requeue times (about 25 minutes)
-	@$(BIN)/python benchmarks/chaos.py --scenario faults
-	@$(BIN)/python benchmarks/chaos.py --scenario zombies
+	@$(BIN)/python benchmarks/drills/chaos.py --scenario faults
+	@$(BIN)/python benchmarks/drills/chaos.py --scenario zombies
 
 ha-drill: setup ## HA on Patroni: etcd + 2 PostgreSQL nodes under Patroni (.ha/, ports 25520-25539), synchronous mode, the epoch moved by bin/patroni-on-role-change; kill -9 of the leader's postmaster, a switchover and a crashed host under load, each round; lost/duplicates, promotion, downtime per client (ROUNDS=3, about 13 minutes)
-	@cd benchmarks && ../$(BIN)/python ha_drill.py --rounds $${ROUNDS:-3}
+	@cd benchmarks/drills && ../../$(BIN)/python ha_drill.py --rounds $${ROUNDS:-3}
 
 shards: setup ## Sharding by tenant: a PL/Proxy router and 3 shard clusters (.shards/, ports 25500-25519): routing, router overhead, claims through the router vs direct, jobs/s per shard, fairness, one shard's jobs a day, chaos with a shard killed (about 5 minutes)
-	@$(BIN)/python benchmarks/shards.py
+	@$(BIN)/python benchmarks/drills/shards.py
 
 pooler-test: setup ## PgBouncer 1.18 in transaction pooling mode (.pooler/, ports 25540-25541) in front of a cluster of its own: the contract's suites through it, then its cost on submit and claim+complete (15 rounds) and connections with 200 clients (about 3 minutes)
-	@$(BIN)/python benchmarks/pooler.py all
+	@$(BIN)/python benchmarks/drills/pooler.py all
 
 shard-move: test-db ## Tenant moves between two shard databases of .test-pg under load (workers on both, a submitter): a 10,000-job backlog moved with a kill -9 of the mover and a rerun, then 3 clean moves back and forth: move time, pause window, lost/duplicated (JOBS=, ROUNDS=; about 6 minutes)
 	@$(TEST_ENV) SHARD_MOVE_JOBS=$${JOBS:-10000} SHARD_MOVE_ROUNDS=$${ROUNDS:-3} $(BIN)/pytest -p no:cacheprovider -q -s -k "load or figures" tests/test_shard_move.py
@@ -154,7 +154,7 @@ cardinality: test-db ## The metrics and the queue list with 10,000 queues (tests
 	@$(TEST_ENV) JOBCTL_CARDINALITY_QUEUES=10000 $(BIN)/pytest -q -s tests/test_cardinality.py
 
 probe: db ## The hostile probe (issues 19 and 33): every hole replayed against the local cluster and its API, held/open per item and a second tenant's claim/submit p99; item 16 fills the NOTIFY queue, 8 GB, for about a minute; items 17-23 the lock table, the archive's lease, replayed hints, the router, parent_results, a client's waits, 10,000 queues (about 9 minutes; QUICK=1: about 3)
-	@$(BIN)/python benchmarks/hostile.py $${QUICK:+--quick} $${ITEMS:+--items $$ITEMS}
+	@$(BIN)/python benchmarks/drills/hostile.py $${QUICK:+--quick} $${ITEMS:+--items $$ITEMS}
 
 sql-reference: db ## Regenerate docs/sql-reference.md from the database's COMMENT ON texts (tests/test_sql_reference.py checks it is current; seconds)
 	@$(BIN)/python -m jobctl.reference --dsn "$(DSN)" > docs/sql-reference.md.tmp && mv docs/sql-reference.md.tmp docs/sql-reference.md

@@ -31,7 +31,7 @@ def find_test_dsn() -> str:
 
 
 def _unprepared_test_connections() -> None:
-    """Behind a transaction pooler (benchmarks/pooler.py runs the suites so), the tests' own
+    """Behind a transaction pooler (benchmarks/drills/pooler.py runs the suites so), the tests' own
     connections prepare no statement either: psycopg.connect and AsyncConnection.connect called from
     a file under tests/ without prepare_threshold get None. jobctl's own connections are left as
     jobctl makes them, so that a missing setting there still fails."""
@@ -69,7 +69,7 @@ def dsn() -> str:
 
 @pytest.fixture
 def conn(dsn: str) -> Iterator[psycopg.Connection[tuple[object, ...]]]:
-    # prepare_threshold None behind a transaction pooler (benchmarks/pooler.py runs the suites so)
+    # prepare_threshold None behind a transaction pooler (benchmarks/drills/pooler.py runs the suites so)
     with psycopg.connect(dsn, autocommit=True, **db.pooler_kwargs()) as c:
         yield c
 

@@ -1,4 +1,4 @@
-"""The chaos suite scaled down (benchmarks/chaos.py --small, about a minute each) against the test
+"""The chaos suite scaled down (benchmarks/drills/chaos.py --small, about a minute each) against the test
 cluster: real worker processes, the API and the server under kill -9, SIGSTOP, terminated
 connections, a server restart and a network partition, then the ledger's invariants. `make chaos`
 runs the full scenarios (30 s leases, 40 s stops, 300 zombie trials)."""
@@ -22,7 +22,7 @@ def chaos(dsn: str, scenario: str) -> dict[str, Any]:
     run = subprocess.run(
         [
             sys.executable,
-            str(db.ROOT / "benchmarks" / "chaos.py"),
+            str(db.ROOT / "benchmarks" / "drills" / "chaos.py"),
             "--scenario",
             scenario,
             "--small",

@@ -1,4 +1,4 @@
-"""High availability on Patroni. The drill scaled down (benchmarks/ha_drill.py --small, about a minute):
+"""High availability on Patroni. The drill scaled down (benchmarks/drills/ha_drill.py --small, a minute):
 etcd and two PostgreSQL nodes under Patroni of their own (under .ha/, ports 25520-25526, not the test
 cluster), synchronous mode; real workers, the API and a SQL producer on a multi-host DSN; SIGKILL of
 the leader's postmaster under load (after 64 claims it never streamed: their workers are zombies,
@@ -24,7 +24,7 @@ INVARIANTS = ("lost", "unfinished", "duplicates", "missing", "stray", "overlaps"
 @pytest.mark.slow  # left out by make test-quick
 def test_failover_and_switchover_lose_nothing_and_the_callback_moves_the_epoch() -> None:
     run = subprocess.run(
-        [sys.executable, str(db.ROOT / "benchmarks" / "ha_drill.py"), "--small"],
+        [sys.executable, str(db.ROOT / "benchmarks" / "drills" / "ha_drill.py"), "--small"],
         capture_output=True,
         text=True,
         timeout=600,

@@ -1,7 +1,7 @@
 """Issue 19's acceptance with real logins, each in a session of its own: a login with no jobctl role
 trying every advisory lock jobctl ever used (as session locks and in an open transaction) and a
 worker holding a claim in an open transaction do not hold up another tenant's calls; issue 33's: a
-login with no jobctl role cannot fill the lock table; and the probe benchmarks/hostile.py runs and
+login with no jobctl role cannot fill the lock table; and the probe benchmarks/drills/hostile.py runs and
 reports each item."""
 
 from __future__ import annotations
@@ -203,10 +203,10 @@ def test_no_lock_a_login_can_take_and_no_open_claim_holds_up_another_tenant(
 
 
 def test_the_probe_reports_each_item_it_runs(dsn: str) -> None:
-    """benchmarks/hostile.py --quick on its cheap items: exit 0 and a row per item, each held."""
+    """benchmarks/drills/hostile.py --quick on its cheap items: exit 0 and a row per item, each held."""
     items = [6, 8, 9, 12, 13, 18, 20]
     run = subprocess.run(
-        [sys.executable, str(db.ROOT / "benchmarks" / "hostile.py"), "--quick", "--dsn", dsn]
+        [sys.executable, str(db.ROOT / "benchmarks" / "drills" / "hostile.py"), "--quick", "--dsn", dsn]
         + ["--items", ",".join(map(str, items))],
         capture_output=True,
         text=True,

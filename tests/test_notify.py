@@ -127,7 +127,7 @@ def test_a_listener_that_stops_reading_costs_submits_nothing(conn: Conn, dsn: st
     floods notifications of 7,900 bytes; the queue cannot be trimmed, and once it is full every commit
     that sends a notification fails (54000). Past jobctl._hint_queue_limit() a submit sends no hint:
     here the limit is set to 0.0001 of the queue for the submitter (the default, half of it, is 4 GB
-    of notifications: benchmarks/hostile.py fills the queue for real). While the flood goes on, the
+    of notifications: benchmarks/drills/hostile.py fills the queue for real). While the flood goes on, the
     tenant's submits all succeed, send no hint, and their p99 stays within twice what it is with the
     same flood and the listener reading; jobctl doctor warns."""
     role, limit = name + "_nobody", 0.0001

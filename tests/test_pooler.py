@@ -1,5 +1,5 @@
 """jobctl behind PgBouncer 1.18 in transaction pooling mode, scaled down (`make pooler-test` runs the
-contract's suites through it and measures it): a pgbouncer of the test's own (benchmarks/pooler.py's
+contract's suites through it and measures it): a pgbouncer of the test's own (benchmarks/drills/pooler.py's
 Bouncer, a port from 25542 up, .pooler/test-<pid>/) in front of the test database; submit, claim,
 heartbeat, complete and fail with prepared statements off; a worker process through it (its listener
 direct, and one with none that polls); the tenant rule on server connections that two tenants' callers
@@ -28,9 +28,8 @@ from test_api import Server, auth, job_id_of
 from test_api import submit as api_submit
 from test_worker import QUICK_RETRY, WorkerProcess, all_in, states, submit, wait_for, worker_args
 
-sys.path.insert(0, str(db.ROOT / "benchmarks"))
-from clusters import port_free  # noqa: E402
-from pooler import Bouncer  # noqa: E402
+sys.path.insert(0, str(db.ROOT / "benchmarks" / "drills"))
+from clusters import Bouncer, port_free  # noqa: E402
 
 pytestmark = pytest.mark.slow  # left out by make test-quick
 

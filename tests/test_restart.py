@@ -26,12 +26,12 @@ from psycopg.conninfo import make_conninfo
 from test_api import Server, auth
 from test_worker import WorkerProcess, submit, wait_for, worker_args
 
-sys.path.insert(0, str(db.ROOT / "benchmarks"))
+sys.path.insert(0, str(db.ROOT / "benchmarks" / "drills"))
 from clusters import Cluster, as_pg, pg_bin, port_free, reachable_by_postgres  # noqa: E402
 
 pytestmark = pytest.mark.slow  # left out by make test-quick
 
-PORTS = range(25560, 25580)  # below the ephemeral range, beside the drills' (benchmarks/clusters.py)
+PORTS = range(25560, 25580)  # below the ephemeral range, beside the drills' (benchmarks/drills/clusters.py)
 
 
 @pytest.fixture(scope="module")

@@ -1,5 +1,5 @@
 """Sharding by tenant (docs/operations.md, Sharding): jobctl.init_shard and the PL/Proxy router on
-databases of the test cluster, then the scaled-down `make shards` (benchmarks/shards.py --small: a
+databases of the test cluster, then the scaled-down `make shards` (benchmarks/drills/shards.py --small: a
 router and two shard clusters of their own, a shard killed with SIGKILL and restarted under load)."""
 
 from __future__ import annotations
@@ -326,7 +326,7 @@ def test_a_worker_with_fewer_slots_than_shards_is_refused(databases: Any) -> Non
 @pytest.mark.slow
 def test_shard_killed_under_load_loses_and_repeats_nothing() -> None:
     run = subprocess.run(
-        [sys.executable, str(db.ROOT / "benchmarks" / "shards.py"), "--small"],
+        [sys.executable, str(db.ROOT / "benchmarks" / "drills" / "shards.py"), "--small"],
         capture_output=True,
         text=True,
         timeout=300,

@@ -25,8 +25,8 @@ benchmarks/results/shards.jsonl):
               handler in each job's own transaction on its shard) is checked on every shard: lost,
               unfinished, duplicates, missing, stray, overlaps must all be 0
 
-    .venv/bin/python benchmarks/shards.py            # 3 shards, about 4 minutes
-    .venv/bin/python benchmarks/shards.py --small    # 2 shards, shorter phases (tests/test_shards.py)
+    .venv/bin/python benchmarks/drills/shards.py            # 3 shards, about 4 minutes
+    .venv/bin/python benchmarks/drills/shards.py --small    # 2 shards, shorter phases (tests/test_shards.py)
 """
 
 from __future__ import annotations
@@ -741,7 +741,7 @@ def main() -> None:
     print(json.dumps(result))
     print_table(result)
     if not args.small:
-        (BENCH / "results" / "shards.jsonl").write_text(json.dumps(result) + "\n")
+        (ROOT / "benchmarks" / "results" / "shards.jsonl").write_text(json.dumps(result) + "\n")
 
 
 if __name__ == "__main__":

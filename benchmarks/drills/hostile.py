@@ -14,10 +14,10 @@ jobctl_writer and jobctl_worker, each granted its tenant with jobctl.grant_tenan
 no jobctl role at all ("nobody"). Its tenants, queues and roles carry a random tag; its jobs carry a
 subject key and are forgotten (jobctl.forget_subject) at the end, its schedules dropped.
 
-    .venv/bin/python benchmarks/hostile.py                 # every item, full size (about 6 minutes)
-    .venv/bin/python benchmarks/hostile.py --quick         # smaller counts, 5 s holds (about 2 minutes)
-    .venv/bin/python benchmarks/hostile.py --items 2,3     # some items only
-    .venv/bin/python benchmarks/hostile.py --api http://127.0.0.1:8080 --write
+    .venv/bin/python benchmarks/drills/hostile.py                 # every item, full size (about 6 minutes)
+    .venv/bin/python benchmarks/drills/hostile.py --quick         # smaller counts, 5 s holds (2 minutes)
+    .venv/bin/python benchmarks/drills/hostile.py --items 2,3     # some items only
+    .venv/bin/python benchmarks/drills/hostile.py --api http://127.0.0.1:8080 --write
 
 --dsn defaults to JOBCTL_DSN or .pg/dsn (a superuser, or the schema owner); --api to a `jobctl serve`
 the probe starts on a free port, only when an item needs it (2, 3, 4, 5, 15). An --api given must
@@ -54,7 +54,7 @@ from jobctl import contract, db
 from psycopg.conninfo import make_conninfo
 from psycopg.types.json import Jsonb
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 RESULTS = ROOT / "benchmarks" / "results" / "hostile.jsonl"
 SLOW_MS = 1000.0  # the acceptance bar: each of B's calls under attack answers within 1 s
 B_TIMEOUT_MS = 3000  # B's sessions' statement_timeout: a blocked call fails instead of hanging
@@ -1066,7 +1066,7 @@ def replayed_hints(p: Probe) -> Result:
     cmd += ["--poll-interval", "1", "--metrics-port", str(port)]
     env = {**os.environ, "JOBCTL_DSN": p.dsn}
     worker = subprocess.Popen(
-        cmd, cwd=ROOT / "benchmarks", env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        cmd, cwd=ROOT / "benchmarks" / "drills", env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
     )
 
     def claims() -> float:

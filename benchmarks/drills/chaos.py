@@ -26,9 +26,9 @@ drain the queue, and the report counts (all must be 0 but the last ones):
   reclaim_max_s   to its next claim; the bound is two leases (60 s with the default 30 s lease)
 Prints JSON lines and a table; a full run also writes benchmarks/results/chaos_<scenario>.jsonl.
 
-    .venv/bin/python benchmarks/chaos.py --scenario faults            # 15 minutes, 30 s leases
-    .venv/bin/python benchmarks/chaos.py --scenario zombies           # 300 trials
-    .venv/bin/python benchmarks/chaos.py --scenario faults --small    # about a minute
+    .venv/bin/python benchmarks/drills/chaos.py --scenario faults            # 15 minutes, 30 s leases
+    .venv/bin/python benchmarks/drills/chaos.py --scenario zombies           # 300 trials
+    .venv/bin/python benchmarks/drills/chaos.py --scenario faults --small    # about a minute
 """
 
 from __future__ import annotations
@@ -57,7 +57,7 @@ from jobctl import db
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 BENCH = Path(__file__).resolve().parent
-ROOT = BENCH.parent
+ROOT = BENCH.parents[1]
 FAULTS = ("kill", "zombie", "terminate", "restart", "partition")
 SKEWS = ("-7m", "+5m")  # libfaketime offsets for a third of the zombie scenario's workers
 SIZES: dict[str, dict[str, Any]] = {
@@ -632,7 +632,7 @@ def main() -> None:
         log("submit error: " + e)
     print_table(result)
     if not args.small:
-        out = BENCH / "results" / f"chaos_{args.scenario}.jsonl"
+        out = ROOT / "benchmarks" / "results" / f"chaos_{args.scenario}.jsonl"
         out.write_text(json.dumps(result) + "\n")
     shutil.rmtree(tmp, ignore_errors=True)
 

@@ -20,8 +20,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
-import signal
 import statistics
 import subprocess
 import sys
@@ -34,11 +32,9 @@ from pathlib import Path
 from typing import Any
 
 import psycopg
-from clusters import as_pg, port_free, reachable_by_postgres  # as root, servers run as postgres
-from psycopg.conninfo import conninfo_to_dict, make_conninfo
-from psycopg.rows import dict_row
+from clusters import Bouncer  # as root, servers run as postgres
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "python"))
 from jobctl import queries  # noqa: E402
 
@@ -47,7 +43,6 @@ PG_NAME = ".pooler/pg"
 PG_PORT = 25541
 PG_DB = "jobctl_pooler"
 BOUNCER_PORT = 25540
-PGBOUNCER = "/usr/sbin/pgbouncer"
 SUITES = [
     "tests/test_contract.py",
     "tests/test_client.py",
@@ -80,116 +75,6 @@ NOT_THROUGH_THE_POOLER = {
     "tests/test_worker.py::test_a_job_whose_hint_was_skipped_starts_within_the_hint_window": "the test's own"
     " LISTEN runs on its DSN, the pooler",
 }
-
-
-class Bouncer:
-    """One pgbouncer process in transaction pooling mode, loopback TCP only, in front of `backend` (a
-    libpq DSN of PostgreSQL; its host may be a socket directory). Any database name passes through
-    (`* =`); `aliases` adds named entries with options of their own (`pool_size=2`)."""
-
-    def __init__(
-        self,
-        directory: Path,
-        port: int,
-        backend: str,
-        *,
-        pool_size: int = 20,
-        aliases: dict[str, str] | None = None,
-    ) -> None:
-        self.dir, self.port, self.pool_size = directory, port, pool_size
-        params = conninfo_to_dict(backend)
-        self.backend = {k: str(params[k]) for k in ("host", "port") if k in params}
-        self.user = str(params.get("user") or "postgres")
-        self.aliases = aliases or {}
-
-    def ini(self) -> str:
-        server = " ".join(f"{k}={v}" for k, v in self.backend.items())
-        dbs = [f"{name} = {server} {extra}" for name, extra in self.aliases.items()]
-        return "\n".join(
-            [
-                "[databases]",
-                *dbs,
-                f"* = {server}",
-                "[pgbouncer]",
-                "listen_addr = 127.0.0.1",
-                f"listen_port = {self.port}",
-                "unix_socket_dir =",  # TCP on loopback only
-                # trust on loopback, as the clusters here; auth_query makes any role of the database a
-                # user of the pooler without listing it (the userlist holds the auth_user only)
-                "auth_type = trust",
-                f"auth_file = {self.dir / 'userlist.txt'}",
-                f"auth_user = {self.user}",
-                "auth_query = select usename, passwd from pg_catalog.pg_shadow where usename = $1",
-                "pool_mode = transaction",
-                f"default_pool_size = {self.pool_size}",
-                "max_client_conn = 2000",
-                f"admin_users = {self.user}",
-                f"logfile = {self.dir / 'pgbouncer.log'}",
-                f"pidfile = {self.dir / 'pgbouncer.pid'}",
-                "",
-            ]
-        )
-
-    def start(self) -> None:
-        if not port_free(self.port):
-            sys.exit(f"pooler: port {self.port} is taken (another pgbouncer? `benchmarks/pooler.py stop`)")
-        self.dir.parent.mkdir(parents=True, exist_ok=True)
-        # where postgres can write its log and pid (a checkout it cannot enter: a link to its home)
-        self.dir = reachable_by_postgres(self.dir).resolve()
-        (self.dir / "pgbouncer.ini").write_text(self.ini())
-        (self.dir / "userlist.txt").write_text(f'"{self.user}" ""\n')
-        if os.getuid() == 0:  # pgbouncer refuses root: it runs as postgres, and writes its log and pid here
-            for path in (self.dir, *self.dir.iterdir()):
-                shutil.chown(path, "postgres", "postgres")
-        subprocess.run(as_pg([PGBOUNCER, "-d", str(self.dir / "pgbouncer.ini")]), check=True, timeout=30)
-        deadline = time.monotonic() + 10
-        while True:
-            try:
-                self.admin("show version")
-                return
-            except psycopg.OperationalError:
-                if time.monotonic() > deadline:
-                    raise
-                time.sleep(0.05)
-
-    def pid(self) -> int | None:
-        path = self.dir / "pgbouncer.pid"
-        return int(path.read_text()) if path.exists() else None
-
-    def stop(self) -> None:
-        pid = self.pid()
-        if pid is None:
-            return
-        try:
-            os.kill(pid, signal.SIGINT)  # the one process this object started, by its pid file
-        except ProcessLookupError:
-            return
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline and Path(f"/proc/{pid}").exists():
-            time.sleep(0.05)
-
-    def dsn(self, dbname: str, user: str | None = None) -> str:
-        return make_conninfo("", host="127.0.0.1", port=str(self.port), dbname=dbname, user=user or self.user)
-
-    def admin(self, command: str) -> list[dict[str, Any]]:
-        """A command on the admin console (simple query protocol only: a client-side cursor); its rows."""
-        with psycopg.connect(
-            self.dsn("pgbouncer"),
-            autocommit=True,
-            cursor_factory=psycopg.ClientCursor,
-            row_factory=dict_row,
-            connect_timeout=5,
-        ) as conn:
-            cur = conn.execute(command)
-            return cur.fetchall() if cur.description is not None else []
-
-    def pools(self, dbname: str) -> dict[str, int]:
-        """Client and server connections of the pools of one database, summed over users."""
-        rows = [r for r in self.admin("show pools") if r["database"] == dbname]
-        return {
-            "clients": sum(r["cl_active"] + r["cl_waiting"] for r in rows),
-            "servers": sum(r["sv_active"] + r["sv_idle"] + r["sv_used"] + r["sv_tested"] for r in rows),
-        }
 
 
 # --- the cluster behind it (bin/db, as `make db`, under .pooler/pg)

@@ -30,9 +30,9 @@ Measured per event (JSON lines, then a table; a full run writes benchmarks/resul
                       up to 75 s after the promotion for one)
   callback            the callback's lines in the new leader's Patroni log: epoch moved / unchanged
 
-    .venv/bin/python benchmarks/ha_drill.py --rounds 3   # the full drill (make ha-drill)
-    .venv/bin/python benchmarks/ha_drill.py --small      # one round, small (tests/test_ha.py)
-    .venv/bin/python benchmarks/ha_drill.py --strict     # synchronous_mode_strict: true
+    .venv/bin/python benchmarks/drills/ha_drill.py --rounds 3   # the full drill (make ha-drill)
+    .venv/bin/python benchmarks/drills/ha_drill.py --small      # one round, small (tests/test_ha.py)
+    .venv/bin/python benchmarks/drills/ha_drill.py --strict     # synchronous_mode_strict: true
 """
 
 from __future__ import annotations
@@ -58,7 +58,6 @@ from typing import Any
 import httpx
 import psycopg
 from chaos import (
-    BENCH,
     LEDGER_DDL,
     ROOT,
     Run,
@@ -697,7 +696,7 @@ def main() -> None:
         if not args.keep:
             shutil.rmtree(base, ignore_errors=True)
     if not args.small:
-        with open(BENCH / "results" / "ha_drill.jsonl", "w") as out:
+        with open(ROOT / "benchmarks" / "results" / "ha_drill.jsonl", "w") as out:
             for r in results:
                 out.write(json.dumps(r) + "\n")
     summary = {"medians": medians(results), "rounds": args.rounds, "strict": args.strict}
