@@ -36,7 +36,7 @@ from jobctl.api.models import (
     tenant_of,
 )
 from jobctl.api.query_names import known_query
-from jobctl.api.routes import TOO_MANY_LISTS, call, error_responses, list_slot, not_found
+from jobctl.api.routes import TOO_MANY_LISTS, call, error_responses, list_permit, not_found
 
 router = APIRouter(prefix="/api/v1", dependencies=[known_query])
 
@@ -75,7 +75,7 @@ async def _tenant(caller: Caller, tenant_id: str) -> TenantOut:
 )
 async def list_tenants(request: Request, caller: Annotated[Caller, caller_for("tenants:read")]) -> TenantList:
     """The settings of the token's tenant (an admin token: of every tenant), scope `tenants:read`."""
-    with list_slot(request, caller):
+    with list_permit(request, caller):
         rows = await call(caller.client.list_tenants(conn=caller.conn))
         return TenantList(tenants=[tenant_of(r) for r in rows])
 
@@ -182,7 +182,7 @@ async def list_workers(
 ) -> WorkerList:
     """The registered workers, with what each last reported, whether it is alive and the leases it holds
     (scope `workers:read`, admin token: workers serve every tenant)."""
-    with list_slot(request, caller):
+    with list_permit(request, caller):
         rows = await call(caller.client.list_workers(stale, conn=caller.conn), {"stale": stale})
         return WorkerList(workers=[Worker(**fields_of(r)) for r in rows])
 
@@ -210,7 +210,7 @@ async def list_audit(
     settings, pauses, bulk retries and cancels, forgotten subjects, schedules run by hand. An admin token
     also sees the entries with no tenant. Follow `next` (as `before`) until it is null."""
     tenant_id = _own(caller, tenant, "tenant")
-    with list_slot(request, caller):
+    with list_permit(request, caller):
         params = {"tenant_id": tenant_id, "before_id": before, "max_count": min(limit + 1, AUDIT_CAP)}
         rows = await call(
             caller.client.list_audit(tenant_id, before_id=before, max_count=min(limit + 1, AUDIT_CAP),

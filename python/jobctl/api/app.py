@@ -24,7 +24,7 @@ from jobctl.api import (
     routes,
     schedule_routes,
 )
-from jobctl.api.limits import BodyLimit, TenantSlots
+from jobctl.api.limits import BodyLimit, TenantPermits
 from jobctl.client import AsyncClient
 from jobctl.dashboard import install as install_dashboard
 
@@ -171,8 +171,8 @@ def create_app(
             {"name": "audit", "description": "The audit log (audit:read): a tenant token sees its tenant's."},
         ],
     )
-    app.state.list_slots = TenantSlots(list_concurrency)
-    app.state.wait_slots = TenantSlots(wait_concurrency, "long polls")
+    app.state.list_permits = TenantPermits(list_concurrency)
+    app.state.watch_permits = TenantPermits(wait_concurrency, "long polls")
     app.add_middleware(BodyLimit, max_bytes=MAX_BODY_BYTES)  # innermost of ours: metrics count its 413s
     error_handlers.install(app)
     metrics.install(app, lambda: pool.get_stats() if pool is not None else None)

@@ -47,7 +47,7 @@ class BodyLimit:
         await self.app(scope, receive_limited, send)
 
 
-class TenantSlots:
+class TenantPermits:
     """At most `per_tenant` requests of a kind (`what`: list requests, long polls) of one token's
     tenants (a tenant token: its tenant; admin tokens: one set, every tenant) run at once in this
     process; one more answers 429 with Retry-After at once. No queue: a waiting list request would
@@ -60,7 +60,7 @@ class TenantSlots:
         self.running: dict[str | None, int] = {}
 
     @contextmanager
-    def slot(self, tenant_id: str | None) -> Iterator[None]:
+    def permit(self, tenant_id: str | None) -> Iterator[None]:
         running = self.running.get(tenant_id, 0)
         if running >= self.per_tenant:
             raise errors.OverLimit(

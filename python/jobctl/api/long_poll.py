@@ -29,7 +29,7 @@ from psycopg import sql
 
 from jobctl import errors, queries, waiting
 from jobctl.api.auth import TokenSessions
-from jobctl.api.limits import TenantSlots
+from jobctl.api.limits import TenantPermits
 from jobctl.client import JobInfo
 
 log = logging.getLogger("jobctl.api.long_poll")
@@ -106,11 +106,11 @@ class Hints:
 
 
 async def long_poll(
-    sessions: TokenSessions, hints: Hints, slots: TenantSlots, job_id: int, wait: float
+    sessions: TokenSessions, hints: Hints, permits: TenantPermits, job_id: int, wait: float
 ) -> JobInfo:
     """The job once it is finished, or as it is when `wait` seconds have passed."""
     deadline = time.monotonic() + wait
-    async with _first_look(sessions, hints, slots, job_id, wait) as (job, event):
+    async with _first_look(sessions, hints, permits, job_id, wait) as (job, event):
         for pause in waiting.polls():
             if job.state in waiting.FINISHED:
                 return job
@@ -130,14 +130,14 @@ async def long_poll(
 
 @contextlib.asynccontextmanager
 async def _first_look(
-    sessions: TokenSessions, hints: Hints, slots: TenantSlots, job_id: int, wait: float
+    sessions: TokenSessions, hints: Hints, permits: TenantPermits, job_id: int, wait: float
 ) -> AsyncIterator[tuple[JobInfo, asyncio.Event]]:
     """The job as watch_job returns it, with the tenant's long-poll place taken (429 when it has none
     left) and the process subscribed to its hint, both kept for the with block."""
     with contextlib.ExitStack() as stack:
         event = stack.enter_context(hints.subscribe(job_id))
         async with sessions.open() as caller:
-            stack.enter_context(slots.slot(caller.tenant_id))
+            stack.enter_context(permits.permit(caller.tenant_id))
             seconds = max(math.ceil(wait), 1)  # the waiter outlives the wait, never by much
             job = await caller.client.watch_job(job_id, hints.channel, seconds, conn=caller.conn)
         if job is None:

@@ -16,7 +16,7 @@ from jobctl.api import (
 from jobctl.api.auth import Caller, caller_for
 from jobctl.api.models import QueueIn, QueueList, QueueOut, queue_of
 from jobctl.api.query_names import known_query
-from jobctl.api.routes import TOO_MANY_LISTS, call, error_responses, list_slot, not_found
+from jobctl.api.routes import TOO_MANY_LISTS, call, error_responses, list_permit, not_found
 
 QueueName = Annotated[str, Path(min_length=1, max_length=200, description="The queue.")]
 
@@ -37,7 +37,7 @@ async def _queue(caller: Caller, name: str) -> QueueOut:
 async def list_queues(request: Request, caller: Annotated[Caller, caller_for("queues:read")]) -> QueueList:
     """Every queue with settings or jobs due or running, with its jobs due and running across tenants
     (scope `queues:read`, admin token)."""
-    with list_slot(request, caller):
+    with list_permit(request, caller):
         rows = await call(caller.client.list_queues(conn=caller.conn))
         return QueueList(queues=[queue_of(r) for r in rows])
 

@@ -34,7 +34,7 @@ from fastapi.responses import JSONResponse
 from jobctl import errors, queries
 from jobctl.api import audit, error_handlers, long_poll
 from jobctl.api.auth import Caller, TokenSessions, caller_for, pool_of, sessions_for
-from jobctl.api.limits import TenantSlots
+from jobctl.api.limits import TenantPermits
 from jobctl.api.models import (
     JOB_ID_MAX,
     ErrorBody,
@@ -95,11 +95,11 @@ JobId = Annotated[int, Path(alias="id", ge=1, le=JOB_ID_MAX, description="The jo
 router = APIRouter(prefix="/api/v1", dependencies=[known_query])
 
 
-def list_slot(request: Request, caller: Caller) -> AbstractContextManager[None]:
-    """One of the few places a list request of the caller's tenants may take (limits.TenantSlots), held
+def list_permit(request: Request, caller: Caller) -> AbstractContextManager[None]:
+    """One of the few permits a list request of the caller's tenants may take (limits.TenantPermits), held
     while it queries and builds its page; 429 when they are all taken."""
-    slots: TenantSlots = request.app.state.list_slots
-    return slots.slot(caller.tenant_id)
+    permits: TenantPermits = request.app.state.list_permits
+    return permits.permit(caller.tenant_id)
 
 
 async def call(
@@ -236,7 +236,7 @@ async def get_job(
         async with sessions.open() as caller:
             return JobOut(job=await _job(caller, job_id))
     state = request.app.state
-    job = await call(long_poll.long_poll(sessions, state.hints, state.wait_slots, job_id, wait))
+    job = await call(long_poll.long_poll(sessions, state.hints, state.watch_permits, job_id, wait))
     return JobOut(job=Job.of(job))
 
 
@@ -316,7 +316,7 @@ async def list_jobs(
     if state is None and status is not None:
         state, names["state"] = status, "status"
     tenant_id = caller.tenant_for(tenant, "tenant")
-    with list_slot(request, caller):
+    with list_permit(request, caller):
         # one row more than the page tells whether another page follows
         params = {
             "tenant_id": tenant_id,

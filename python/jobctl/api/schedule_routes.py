@@ -27,7 +27,7 @@ from jobctl.api.models import (
     schedule_of,
 )
 from jobctl.api.query_names import known_query
-from jobctl.api.routes import LIST_CAP, TOO_MANY_LISTS, call, error_responses, list_slot, not_found
+from jobctl.api.routes import LIST_CAP, TOO_MANY_LISTS, call, error_responses, list_permit, not_found
 
 Name = Annotated[str, Path(min_length=1, max_length=200, description="The schedule's name.")]
 Tenant = Annotated[
@@ -82,7 +82,7 @@ async def list_schedules(
 ) -> ScheduleList:
     """A tenant's schedules with their next and last fire times (scope `schedules:read`)."""
     tenant_id = caller.tenant_for(tenant, "tenant")
-    with list_slot(request, caller):
+    with list_permit(request, caller):
         params = {"tenant_id": tenant_id}
         rows = await call(caller.client.list_schedules(tenant_id, conn=caller.conn), params, TENANT_AS_SENT)
         return ScheduleList(schedules=[schedule_of(r) for r in rows])
@@ -218,7 +218,7 @@ async def schedule_runs(
     time it stands for, also after the schedule was dropped (an unknown name has no runs). Follow `next`
     (as `before`) until it is null."""
     tenant_id = caller.tenant_for(tenant, "tenant")
-    with list_slot(request, caller):
+    with list_permit(request, caller):
         # one row more than the page tells whether another page follows
         params = {"tenant_id": tenant_id, "name": name, "before_id": before, "max_rows": limit + 1}
         rows = await call(
