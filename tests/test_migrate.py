@@ -5,15 +5,18 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
+import re
 import shutil
 import subprocess
 import sys
 import time
+import tomllib
 from collections.abc import Iterator
 from pathlib import Path
 
 import psycopg
 import pytest
+from jobctl import migrate as mig
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 JOBCTL = [sys.executable, "-m", "jobctl.cli"]
@@ -182,13 +185,45 @@ def test_concurrent_migrations_serialise(scratch_dsn: str) -> None:
 def test_migration_files_are_named_and_ordered() -> None:
     names = sorted(p.name for p in (ROOT / "migrations").glob("*.sql"))
     assert names and names[0] == "0001_core.sql"
-    listed = [
-        line.strip()
-        for line in (ROOT / "sql" / "functions.list").read_text().splitlines()
-        if line.strip() and not line.startswith("#")
+
+
+def test_function_files_are_listed_once_under_their_folders_heading() -> None:
+    """sql/functions.list names every file under sql/functions once, as folder/file.sql, under the
+    heading `-- Group: <folder> - <what it holds>` of its own folder; each folder has one heading, and
+    ships in the wheel (a package of pyproject.toml whose data is its *.sql). migrate reads the same
+    files in the same order."""
+    folder = ""
+    headings, listed, misplaced = [], [], []
+    for line in (ROOT / "sql" / "functions.list").read_text().splitlines():
+        if line.startswith("-- Group:"):
+            heading = re.fullmatch(r"-- Group: ([a-z_]+) - (\S.*)", line)
+            assert heading, f"a heading reads `-- Group: <folder> - <what it holds>`, not {line!r}"
+            folder = heading[1]
+            headings.append(folder)
+        elif line.strip() and not line.startswith(("#", "--")):
+            listed.append(line.strip())
+            if line.strip().rpartition("/")[0] != folder:
+                misplaced.append(line.strip())
+    assert listed == mig.function_files()
+    assert not misplaced, f"listed under another folder's heading: {misplaced}"
+    twice = sorted({n for n in listed if listed.count(n) > 1})
+    assert not twice, f"listed more than once in sql/functions.list: {twice}"
+    root = ROOT / "sql" / "functions"
+    on_disk = {p.relative_to(root).as_posix() for p in root.rglob("*.sql")}
+    assert not on_disk - set(listed), f"not in sql/functions.list: {sorted(on_disk - set(listed))}"
+    assert not set(listed) - on_disk, f"listed but not there: {sorted(set(listed) - on_disk)}"
+    folders = sorted(p.name for p in root.iterdir() if p.is_dir() and p.name != "__pycache__")
+    assert sorted(headings) == folders and len(set(headings)) == len(headings), (
+        "one `-- Group:` heading for each folder of sql/functions"
+    )
+    setuptools = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+    unshipped = [
+        f
+        for f in folders
+        if f"jobctl.sql.functions.{f}" not in setuptools["packages"]
+        or setuptools["package-data"].get(f"jobctl.sql.functions.{f}") != ["*.sql"]
     ]
-    on_disk = sorted(p.name for p in (ROOT / "sql" / "functions").glob("*.sql"))
-    assert sorted(listed) == on_disk, "every function file is listed exactly once in sql/functions.list"
+    assert not unshipped, f"add to pyproject.toml's packages and package-data: {unshipped}"
 
 
 def test_landed_migrations_are_unchanged() -> None:

@@ -2,7 +2,7 @@
 
 Migrations (`migrations/NNNN_slug.sql`) hold tables, types and data moves, and are immutable once
 landed: their checksums are committed (`migrations/SHA256SUMS`, tests/test_migrate.py), recorded
-when applied, and a changed file is refused. The re-applied layer (`sql/functions/*.sql`: functions
+when applied, and a changed file is refused. The re-applied layer (`sql/functions/<folder>/*.sql`: functions
 and views, CREATE OR REPLACE, in the order of `sql/functions.list`, then `sql/grants.sql`) is applied
 on every run. The whole run holds a transaction-level advisory lock, so two concurrent runs
 serialise instead of interleaving. Both directories ship inside the package (jobctl.migrations,
@@ -57,14 +57,19 @@ def migrations() -> list[Script]:
     return [Script(p.name, p.read_text()) for p in found]
 
 
-def functions() -> Script:
-    """All function files as one script, in the order of sql/functions.list."""
-    names = [
+def function_files() -> list[str]:
+    """The function files in install order, as folder/file.sql under sql/functions: the lines of
+    sql/functions.list but its blank ones, its comments (`#`) and its group headings (`-- Group:`)."""
+    return [
         line.strip()
         for line in (SQL_DIR / "functions.list").read_text().splitlines()
-        if line.strip() and not line.startswith("#")
+        if line.strip() and not line.startswith(("#", "--"))
     ]
-    parts = [f"-- {n}\n" + (SQL_DIR / "functions" / n).read_text() for n in names]
+
+
+def functions() -> Script:
+    """All function files as one script, in the order of sql/functions.list."""
+    parts = [f"-- {n}\n" + (SQL_DIR / "functions").joinpath(n).read_text() for n in function_files()]
     parts.append("-- grants.sql\n" + (SQL_DIR / "grants.sql").read_text())
     return Script("sql/functions", "\n".join(parts))
 

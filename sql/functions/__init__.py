@@ -1,1 +1,1 @@
-"""One file per function or view, CREATE OR REPLACE, in the order of ../functions.list."""
+"""One file per function or view, CREATE OR REPLACE, one folder a concept, in the order of ../functions.list."""
