@@ -8,6 +8,9 @@
 -- and its queue's share. The locks are kept to the end of the claim, so the room read here still
 -- holds when jobctl._take spends the tokens. p_queues, p_tenants, p_limited: the lane set's.
 -- Returns p_pick with n capped (0: nothing from that lane) and rated set.
+-- Calls: _bucket_room. Reads: tenant, queue, _running (counts), the claim rate buckets.
+-- Locks: the tenant and queue rows of limited lanes (FOR NO KEY UPDATE SKIP LOCKED), to the end of
+-- the transaction (no lock when no picked lane is limited). Writes: nothing.
 create or replace function jobctl._cap(p_queues text[], p_tenants text[], p_limited boolean[], p_pick jobctl._picks)
 returns jobctl._picks
 language plpgsql

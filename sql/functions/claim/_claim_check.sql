@@ -1,5 +1,6 @@
 -- jobctl._claim_check: the first step of jobctl.claim_job: its arguments, and the isolation level
 -- the claim needs. Raises JC001 naming the argument, or JC007.
+-- Calls: nothing. Locks and writes: nothing; reads no table.
 create or replace function jobctl._claim_check(
     p_worker_id text, p_queues text[], p_max_jobs integer, p_lease interval
 )

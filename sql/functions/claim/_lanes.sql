@@ -11,8 +11,9 @@
 -- that got nothing from it lists afresh, p_fresh, lock or no lock); else the lanes are listed and
 -- the listing shared, unless another claimer is sharing one right now (the refresh lock) or has
 -- since this call began.
--- Locks: the try-lock lanes on the filter (jobctl._try_lock) for the transaction, to share a listing. Writes:
--- _lane_cache (insert), at most one row per listing.
+-- Calls: _try_lock, _ready_lanes. Reads: _lane_cache, tenant, queue.
+-- Locks: the try-lock lanes on the filter (jobctl._try_lock) for the transaction, to share a listing.
+-- Writes: _lane_cache (insert), at most one row per listing.
 create or replace function jobctl._lanes(p_queues text[], p_fresh boolean)
 returns jobctl._lane_set
 language plpgsql

@@ -6,7 +6,8 @@
 -- from it, and a single point picks a lane with probability width / total. O(p_n * log lanes), and
 -- nothing is counted or updated: no hot row.
 -- Returns the picked lanes (ascending) and the jobs wanted from each (n = wanted, rated false), or
--- NULL arrays when no lane is in play. Arrays alone: no table is read.
+-- NULL arrays when no lane is in play.
+-- Calls: nothing. Arrays alone: reads no table, locks and writes nothing.
 create or replace function jobctl._pick(
     p_lows float8[], p_total float8, p_skip integer[], p_n integer, p_offset float8
 )

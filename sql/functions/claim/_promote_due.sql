@@ -1,8 +1,12 @@
 -- jobctl._promote_due: move delayed jobs whose run_at has come from _delayed to _ready, oldest
 -- first, at most p_limit (a job with a concurrency key to _held, and jobctl._admit lets it in while
 -- its key has room). Rows another session is promoting are skipped, never waited for.
--- The counters move them from delayed or retrying to pending.
--- Writes: _delayed (delete), _ready, _held and _stat_delta (insert). Returns the number made due.
+-- The counters move them from delayed or retrying to pending. Returns the number made due.
+-- Calls: _notify (when jobs went to _ready), _admit (when some have a concurrency key).
+-- Locks: _delayed rows FOR UPDATE SKIP LOCKED; through _admit the key lock on each key
+-- (_tenant_lock rows, waited for); _notify's try-locks hint-busy and hint on each queue.
+-- Writes: _delayed (delete), _ready, _held and _stat_delta (insert); through _admit _held (delete),
+-- _ready (insert) and _tenant_lock (a lock row's first use).
 create or replace function jobctl._promote_due(p_limit integer default 10000)
 returns integer
 language plpgsql

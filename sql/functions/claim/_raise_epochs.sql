@@ -8,7 +8,9 @@
 -- The raise commits with the claim it is part of, flushed (synchronous_commit on for the rest of
 -- the transaction, whatever the claim asked), and only then is the guard's row visible: a concurrent
 -- claimer that found the guard empty waits on its lock and finds the row.
--- Locks: _epoch_guard EXCLUSIVE (claimers' reads of it are not blocked). Writes: the sequence, _epoch_guard.
+-- Calls: nothing.
+-- Locks: _epoch_guard EXCLUSIVE (claimers' reads of it are not blocked).
+-- Writes: the sequence lease_epoch_seq (setval), _epoch_guard (insert).
 create or replace function jobctl._raise_epochs()
 returns void
 language plpgsql

@@ -2,6 +2,7 @@
 -- _ready_lane_idx: one index descent per lane, however many jobs each lane holds. The scan runs
 -- backwards, so each descent lands on a lane's tail (its newest, lowest-priority entries): claims
 -- delete from the head, and the dead entries they leave there until VACUUM are never walked here.
+-- Calls: nothing. Reads: _ready. Locks and writes: nothing.
 create or replace function jobctl._ready_lanes(p_queues text[])
 returns table (queue text, tenant_id text)
 language sql

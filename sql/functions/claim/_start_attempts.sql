@@ -1,9 +1,12 @@
 -- jobctl._start_attempts: the second half of a claim. The caller has deleted these jobs' _ready
 -- rows (so it owns them); each job becomes running with attempt + 1 and a new lease epoch, and its
 -- lease goes into _running; the counters move them from pending to running, with their waits.
--- Writes: job (HOT update), _running (insert), _stat_delta (insert); after a crash, a restore or a
--- promotion, the first call raises the epochs (jobctl._raise_epochs).
 -- A statement of its own so that it alone runs with enable_seqscan off (docs/design.md §6).
+-- Calls: _raise_epochs (after a crash, a restore or a promotion: the first call, when _epoch_guard is
+-- empty), _stat_bucket, _unseal (a sealed payload).
+-- Locks: the job rows (the update); through _raise_epochs _epoch_guard EXCLUSIVE.
+-- Writes: job (HOT update), _running (insert), _stat_delta (insert), the sequence lease_epoch_seq;
+-- through _raise_epochs _epoch_guard.
 create or replace function jobctl._start_attempts(
     p_ids bigint[], p_cas timestamptz[], p_worker text, p_now timestamptz, p_lease interval
 )

@@ -5,7 +5,10 @@
 -- queues' buckets (jobctl._cap holds those tenants' and queues' locks). p_queues, p_tenants: the lane set's (jobctl._lanes).
 -- Returns the jobs' ids and created_at, and the picked lanes that gave fewer than wanted (drained,
 -- heads locked by other claimers, or capped): out of play for the claim's next rounds.
--- Locks: _ready rows. Writes: _ready (delete), through jobctl._take_tokens the bucket sequences.
+-- Calls: _take_tokens (only when a picked lane is rated).
+-- Locks: _ready rows (FOR UPDATE SKIP LOCKED).
+-- Writes: _ready (delete); through _take_tokens the claim rate bucket sequences of the tenants and
+-- queues (setval, nextval: not undone by a rollback).
 create or replace function jobctl._take(p_queues text[], p_tenants text[], p_pick jobctl._picks)
 returns jobctl._took
 language plpgsql

@@ -6,10 +6,19 @@
 -- the rest is spread again, at most three rounds. A claim that got nothing from a shared lane list
 -- that may be out of date lists the lanes afresh once. Periodic work (reaping, schedules, the
 -- slots' rotation) is jobctl.tick's: a claim never submits and takes no lock stronger than row
--- locks.
--- Locks: _ready rows FOR UPDATE SKIP LOCKED, then the job rows. Writes: _ready (delete), job
--- (update), _running (insert); through _promote_due _delayed and _ready; through _lanes
--- _lane_cache.
+-- locks, but _epoch_guard's once after a crash.
+-- Calls: _claim_check, _promote_due (when _delayed has a due row), _recheck_waiting (when _recheck
+-- has a row), _acting_tenants, then per round _lanes, _pick, _cap, _take, _start_attempts.
+-- Locks: _ready rows FOR UPDATE SKIP LOCKED (_take), then the job rows (_start_attempts); the
+-- tenant and queue rows of limited lanes FOR NO KEY UPDATE SKIP LOCKED (_cap), the try-lock lanes
+-- (_lanes), _delayed and _recheck rows SKIP LOCKED and the key locks of keyed jobs made due
+-- (_promote_due, _recheck_waiting), _epoch_guard EXCLUSIVE on the first claim after a crash
+-- (_raise_epochs), _notify's try-locks hint-busy and hint (_promote_due). All to the end of the
+-- transaction.
+-- Writes: _ready (delete: _take), job (update), _running and _stat_delta (insert: _start_attempts);
+-- through _promote_due _delayed (delete), _ready, _held, _stat_delta (insert); through _lanes
+-- _lane_cache (insert); through _recheck_waiting _recheck (delete) and the released children's
+-- rows; the sequences lease_epoch_seq and the claim rate buckets (_take).
 create or replace function jobctl.claim_job(
     worker_id text,
     queues text[] default null,

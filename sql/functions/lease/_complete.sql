@@ -4,8 +4,16 @@
 -- its children whose last parent it was are released (its edges deleted, jobctl._release_waiting).
 -- The counters move the completed jobs from running to completed, with their run times, and count
 -- the fenced acks of the caller's tenants' jobs.
--- Locks: the _running rows, then the job rows. Writes: _running (delete), job (update),
--- _edge (delete), _stat_delta, through _admit _held and _ready, through _release_waiting _waiting and the rest.
+-- Calls: _too_deep (results), _acting_tenants, _stat_bucket, _count_finished, _hint_finished; _admit
+-- for jobs with a concurrency key, _release_waiting for children left without an edge.
+-- Locks: the _running rows, then the job rows, and the completed jobs' _edge rows (deletes and an
+-- update); through _admit the key lock on each key (_tenant_lock rows, waited for); through
+-- _release_waiting the children's _waiting and job rows (and batch rows, a batch's last member).
+-- Writes: _running (delete), job (update), _edge (delete), _stat_delta (insert); the tenants'
+-- finished sequences (_count_finished); _waiter (delete, _hint_finished); through _admit _held
+-- (delete), _ready (insert) and _tenant_lock (a lock row's first use); through _release_waiting
+-- _waiting (delete), job (update), _ready, _held, _delayed, _recheck, _stat_delta (insert), batch
+-- (update), and for a batch's callbacks that do not fire jobctl._cancel_waiting's writes.
 create or replace function jobctl._complete(p_ids bigint[], p_epochs bigint[], p_results jsonb[])
 returns table (job_id bigint, completed boolean)
 language plpgsql

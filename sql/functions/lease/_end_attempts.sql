@@ -6,7 +6,16 @@
 -- with a concurrency key keeps its place while it is due at once, and gives it up (jobctl._admit
 -- lets the key's next job in) when it waits for its backoff or dies. The counters move them from
 -- running to pending, retrying or dead, with their run times.
--- Writes: job, _event, _ready or _delayed, _stat_delta, through _admit _held.
+-- Calls: _backoff_delay, _stat_bucket; for jobs that died _count_finished, _parents_ended,
+-- _hint_finished; for keys given up _admit.
+-- Locks: the job rows (the update); through _admit the key lock on each key (_tenant_lock rows,
+-- waited for); through _parents_ended the edges and rows of the dead jobs' children it releases or
+-- cancels.
+-- Writes: job (update), _event, _ready or _delayed, _stat_delta (insert). For jobs that died:
+-- _waiter (delete, _hint_finished), the tenants' finished sequences (_count_finished), _edge
+-- (delete) and the children's _waiting, job, _event, queue tables, _recheck and batch rows
+-- (_parents_ended). Through _admit _held (delete), _ready (insert) and _tenant_lock (a lock row's
+-- first use).
 create or replace function jobctl._end_attempts(
     p_ended jsonb,          -- [{job_id, created_at, attempt, lease_epoch, worker_id, started_at, progress}]
     p_error text,

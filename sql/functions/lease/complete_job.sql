@@ -1,4 +1,10 @@
 -- jobctl.complete_job: complete one job held under lease_epoch. See jobctl._complete.
+-- Calls: _complete.
+-- Locks: through _complete the _running row, then the job row, and the job's _edge rows; with a
+-- concurrency key its key lock, with children theirs (see jobctl._complete).
+-- Writes: through _complete _running (delete), job (update), _edge (delete), _stat_delta (insert),
+-- _waiter (delete); with a concurrency key _held and _ready, with children their rows (see
+-- jobctl._complete).
 create or replace function jobctl.complete_job(job_id bigint, lease_epoch bigint, result jsonb default null)
 returns boolean
 language plpgsql  -- not sql: a SQL function that is not inlined is planned on every call (docs/design.md §6)

@@ -1,6 +1,12 @@
--- jobctl.fail_job: end the attempt held under lease_epoch as a failure. Locks: the _running row,
--- then the job row. See jobctl._end_attempts for the writes. The traceback's bound (8,192 characters,
--- cut from the top: the innermost frames are at its end) is kept here, where every caller passes.
+-- jobctl.fail_job: end the attempt held under lease_epoch as a failure. The traceback's bound
+-- (8,192 characters, cut from the top: the innermost frames are at its end) is kept here, where
+-- every caller passes.
+-- Calls: _acting_tenants, _end_attempts.
+-- Locks: the _running row, then through _end_attempts the job row (and, a job that dies or gives up
+-- its concurrency key's place, what jobctl._end_attempts lists).
+-- Writes: _running (delete); through _end_attempts job (update), _event, _ready or _delayed,
+-- _stat_delta (insert), and for a job that dies or gives up its key's place what
+-- jobctl._end_attempts lists.
 create or replace function jobctl.fail_job(
     job_id bigint, lease_epoch bigint, error text, retryable boolean default true, traceback text default null
 )

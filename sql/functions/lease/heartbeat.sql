@@ -1,5 +1,7 @@
 -- jobctl.heartbeat: extend a running job's lease if lease_epoch is still current, and store the
 -- attempt's latest progress when one is given (NULL keeps the stored one).
+-- Calls: _too_deep, _acting_tenants. Reads, when the lease is not current: _event, job.
+-- Locks: the _running row (the update).
 -- Writes: _running (one HOT update: lease_expires_at and progress are in no index).
 create or replace function jobctl.heartbeat(
     job_id bigint, lease_epoch bigint, extend interval default '30 seconds', progress jsonb default null

@@ -2,7 +2,14 @@
 -- backoff) or whose job ran past its timeout (failed after its backoff), or dead when no attempts
 -- are left. Deleting the _running row revokes the epoch. Rows being completed right now are
 -- skipped, never waited for. Runs alone (the try-lock reap) and does nothing on a standby.
--- Locks: _running rows FOR UPDATE SKIP LOCKED, then job rows. Returns the number reaped.
+-- Returns the number reaped.
+-- Calls: _try_lock, _end_attempts (once for expired leases, once for timeouts), _notify (the queues
+-- of expired leases).
+-- Locks: the try-lock reap (jobctl._lock row), _running rows FOR UPDATE SKIP LOCKED, then through
+-- _end_attempts the job rows (and what jobctl._end_attempts lists); _notify's try-locks.
+-- Writes: _running (delete); through _end_attempts job (update), _event, _ready or _delayed,
+-- _stat_delta (insert), and for jobs that die or give up a key's place what jobctl._end_attempts
+-- lists.
 create or replace function jobctl.reap_expired_leases()
 returns integer
 language plpgsql

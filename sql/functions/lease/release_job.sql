@@ -1,7 +1,9 @@
 -- jobctl.release_job: give back the lease of a job the worker will not finish (graceful shutdown).
 -- The attempt does not count: the job is pending again, due now, attempt back to what it was.
--- Locks: the _running row, then the job row. Writes: _running (delete), job, _event, _ready,
--- _stat_delta (running to pending).
+-- Calls: _acting_tenants, _notify.
+-- Locks: the _running row, then the job row; _notify's try-locks hint-busy and hint on the queue.
+-- Writes: _running (delete), job (update), _event (insert: the claim and the release), _ready
+-- (insert), _stat_delta (insert: running to pending).
 create or replace function jobctl.release_job(job_id bigint, lease_epoch bigint)
 returns boolean
 language plpgsql

@@ -2,7 +2,19 @@
 -- parents or concurrency key, no rule of jobctl._spec_fault broken, a tenant of the caller's that is
 -- registered and has no submit limits, no payload encryption and no move. Every other call, errors
 -- included, goes through jobctl._submit, which raises them; what the plain path saves is in
--- docs/design.md §5. Writes: job, _stat_delta, _ready or _delayed; see jobctl._submit for the rest.
+-- docs/design.md §5.
+-- Calls: _normalize_backoff, _parent_policy and _spec_fault (the spec), _acting_tenants, _notify
+-- (a due plain job); every other call _submit.
+-- Locks: on the plain path only _notify's try-locks hint-busy and hint on the queue (jobctl._lock
+-- rows, skipped when held). Through _submit: the dedup lock on each dedup key and the key lock on
+-- each concurrency key (_tenant_lock rows, waited for), the parents' job rows (FOR SHARE), the
+-- same try-locks.
+-- Writes: on the plain path job, _stat_delta, and _ready or _delayed (insert). Through _submit:
+-- tenant (a new tenant), job, _stat_delta, _ready, _held, _delayed, _waiting (insert; _admit moves
+-- the admitted from _held to _ready), _tenant_lock (a lock row's first use), _edge (a child's
+-- edges) and, for children whose parents have ended, their rows as those parents' ends would write
+-- them; a debounced repeat updates its holder's job row and moves its queue row; the sequences
+-- job_id_seq, submit rate buckets and admitted counts.
 create or replace function jobctl.submit_job(
     tenant_id text,
     queue text,

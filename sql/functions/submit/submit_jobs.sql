@@ -1,5 +1,14 @@
 -- jobctl.submit_jobs: submit a JSON array of jobs, all or nothing; rows in input order.
 -- Each element has submit_job's keys: run_at ISO 8601, timeout an interval string or seconds.
+-- Calls: _job_specs (the JSON read into specs, no table), then _submit.
+-- Locks: through _submit the dedup lock on each dedup key and the key lock on each concurrency key
+-- (_tenant_lock rows, waited for), the parents' job rows (FOR SHARE), _notify's try-locks hint-busy
+-- and hint on each queue (jobctl._lock rows, skipped when held).
+-- Writes: through _submit tenant (new tenants), job, _stat_delta, _ready, _held, _delayed, _waiting
+-- (insert; _admit moves the admitted from _held to _ready), _tenant_lock (a lock row's first use),
+-- _edge (children's edges) and, for children whose parents have ended, their rows as those parents'
+-- ends would write them; debounced repeats update their holders' job rows and move their queue
+-- rows; the sequences job_id_seq, submit rate buckets and admitted counts.
 create or replace function jobctl.submit_jobs(jobs jsonb)
 returns table (job_id bigint, duplicate boolean)
 language plpgsql
