@@ -49,8 +49,9 @@ DRAINS = {
     "claim_batch": (50, 5000, False, ["base", "head"]),
     "claim_commits": (1, 300, True, SIDES),
 }
-# the functions that end attempts: the completion hint's one line in each is the difference
-SWAPPED = ["_complete.sql", "_end_attempts.sql", "_cancel.sql"]
+# the functions that end attempts: the completion hint's one line in each is the difference (their
+# paths under sql/functions; at the base commit, before the folders, their names alone)
+SWAPPED = ["lease/_complete.sql", "lease/_end_attempts.sql", "jobs/_cancel.sql"]
 
 
 def fill(conn: psycopg.Connection[Any], jobs: int, waited: bool) -> None:
@@ -136,7 +137,7 @@ def main() -> None:
 
     # the completion functions as they are at base and here: swapped in the one database between blocks
     versions = {
-        "base": "".join(at_commit(args.base, f"sql/functions/{f}") for f in SWAPPED),
+        "base": "".join(at_commit(args.base, f"sql/functions/{Path(f).name}") for f in SWAPPED),
         "head": "".join((ROOT / "sql" / "functions" / f).read_text() for f in SWAPPED),
     }
     versions["waited"] = versions["head"]

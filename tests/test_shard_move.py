@@ -1,4 +1,4 @@
-"""Moving a tenant between shards (jobctl.shard_move, sql/functions/_move_*.sql).
+"""Moving a tenant between shards (jobctl.shard_move, sql/functions/shard/_move_*.sql).
 
 The shards are databases of the test cluster, migrated and made shards 0 and 1 as the sharding
 contract says (ids step by 64, id % 64 = shard); the router database is the real PL/Proxy router

@@ -2,11 +2,12 @@
 
 Migrations (`migrations/NNNN_slug.sql`) hold tables, types and data moves, and are immutable once
 landed: their checksums are committed (`migrations/SHA256SUMS`, tests/test_migrate.py), recorded
-when applied, and a changed file is refused. The re-applied layer (`sql/functions/<folder>/*.sql`: functions
-and views, CREATE OR REPLACE, in the order of `sql/functions.list`, then `sql/grants.sql`) is applied
-on every run. The whole run holds a transaction-level advisory lock, so two concurrent runs
-serialise instead of interleaving. Both directories ship inside the package (jobctl.migrations,
-jobctl.sql: pyproject.toml), so an installed wheel migrates a database as a checkout does.
+when applied, and a changed file is refused. The re-applied layer (`sql/functions/<folder>/*.sql`,
+a folder per concept: functions and views, CREATE OR REPLACE, in the order of `sql/functions.list`,
+then `sql/grants.sql`) is applied on every run. The whole run holds a transaction-level advisory
+lock, so two concurrent runs serialise instead of interleaving. Both directories ship inside the
+package (jobctl.migrations, jobctl.sql: pyproject.toml), so an installed wheel migrates a database
+as a checkout does.
 """
 
 from __future__ import annotations

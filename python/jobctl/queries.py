@@ -268,7 +268,7 @@ ROUTER_SHARD_COUNT = "select count(*) from jobctl_router.shard"
 MIGRATE_LOCK = "select pg_advisory_xact_lock(hashtext(%(key)s::text))"
 
 # --- moving a tenant between shards (jobctl.shard_move): on the router, then the source and target
-# shards' private steps (sql/functions/_move_*.sql), each its own transaction
+# shards' private steps (sql/functions/shard/_move_*.sql), each its own transaction
 MOVE_SHARDS = "select shard, connstr from jobctl_router.shard order by shard"
 MOVE_PLACEMENT = "select shard, moving_to from jobctl_router.placement where tenant_id = %(tenant_id)s::text"
 MOVE_MARK = """

@@ -4,8 +4,8 @@ The orchestration lives here, not in the router's SQL: a move is a sequence of t
 databases (router, source, target), and each must commit before the next starts; PL/Proxy runs one
 remote statement per call and cannot hold that sequence, and a Python loop can wait for the source's
 running jobs to drain without holding a transaction open. Each step is one of the shards' private
-functions (sql/functions/_move_*.sql) or one statement on the router's tables, and every step can be
-run again: a crash anywhere (kill -9 of the mover included) and a rerun converge.
+functions (sql/functions/shard/_move_*.sql) or one statement on the router's tables, and every step
+can be run again: a crash anywhere (kill -9 of the mover included) and a rerun converge.
 
     begin   source: record the move, pause the tenant's claims (its running jobs drain)
             router: placement.moving_to = target (submits still go to the source)

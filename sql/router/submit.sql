@@ -1,5 +1,6 @@
 -- Submitting through the router: each call runs on the shard of its tenant (placed on first use,
--- routing.sql). Same signatures as the shards' functions (sql/functions/submit_job.sql, submit_jobs.sql).
+-- routing.sql). Same signatures as the shards' functions (sql/functions/submit/submit_job.sql and
+-- submit_jobs.sql).
 
 create or replace function jobctl.submit_job(
     tenant_id text,
