@@ -17,7 +17,7 @@
 -- transaction.
 -- Writes: _ready (delete: _take), job (update), _running and _stat_delta (insert: _start_attempts);
 -- through _promote_due _delayed (delete), _ready, _held, _stat_delta (insert); through _lanes
--- _lane_cache (insert); through _recheck_waiting _recheck (delete) and the released children's
+-- _lane_cache (insert); through _recheck_waiting _recheck (delete) and the unblocked children's
 -- rows; the sequences lease_epoch_seq and the claim rate buckets (_take).
 create or replace function jobctl.claim_job(
     worker_id text,

@@ -5,7 +5,7 @@
 -- The counters move the completed jobs from running to completed, with their run times, and count
 -- the fenced acks of the caller's tenants' jobs.
 -- Calls: _too_deep (results), _acting_tenants, _stat_bucket, _count_finished, _hint_finished; _admit
--- for jobs with a concurrency key, _release_waiting for children left without an edge.
+-- for jobs with a concurrency key, _release_waiting to unblock children left without an edge.
 -- Locks: the _running rows, then the job rows, and the completed jobs' _edge rows (deletes and an
 -- update); through _admit the key lock on each key (_tenant_lock rows, waited for); through
 -- _release_waiting the children's _waiting and job rows (and batch rows, a batch's last member).

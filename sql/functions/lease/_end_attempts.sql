@@ -9,7 +9,7 @@
 -- Calls: _backoff_delay, _stat_bucket; for jobs that died _count_finished, _parents_ended,
 -- _hint_finished; for keys given up _admit.
 -- Locks: the job rows (the update); through _admit the key lock on each key (_tenant_lock rows,
--- waited for); through _parents_ended the edges and rows of the dead jobs' children it releases or
+-- waited for); through _parents_ended the edges and rows of the dead jobs' children it unblocks or
 -- cancels.
 -- Writes: job (update), _event, _ready or _delayed, _stat_delta (insert). For jobs that died:
 -- _waiter (delete, _hint_finished), the tenants' finished sequences (_count_finished), _edge

@@ -20,16 +20,16 @@
 -- expand_schedules, _stat_fold; then _stat_probe, _horizon_held, and _rotate_slots while the horizon
 -- is held; with p_full _recount_pending (also when another caller holds the tick lock).
 -- Locks: jobctl_owner._tick_lock EXCLUSIVE NOWAIT; through the callees _delayed, _recheck, _running
--- and schedule rows (SKIP LOCKED), the try-locks reap and rotate, ACCESS EXCLUSIVE on each slot
+-- and schedule rows (SKIP LOCKED), the try-locks reap and rotate, ACCESS EXCLUSIVE on each period's
 -- partition it truncates (asked for with a 20 ms lock_timeout), the key locks of keyed jobs made
 -- due, _submit's locks (expand_schedules), and the tenant rows whose pending_offset changes
 -- (_recount_pending). All to the end of the transaction.
 -- Writes: _lane_cache, _worker, _waiter (delete: superseded lane lists, gone workers, expired
 -- waiters), with p_full _stat_minute (delete: older than 6 hours). Through the callees:
--- _promote_due's (_delayed, _ready, _held, _stat_delta); the released children's (_recheck_waiting);
+-- _promote_due's (_delayed, _ready, _held, _stat_delta); the unblocked children's (_recheck_waiting);
 -- the reaper's (_running, job, _event, queue tables, _stat_delta); expand_schedules' (schedule, and
 -- new jobs through _submit); _stat_delta (delete), _stat and _stat_minute (_stat_fold); _stat and
--- _stat_probed (_stat_probe); the rows of drained slot partitions of _ready, _running and
+-- _stat_probed (_stat_probe); the rows of drained periods of _ready, _running and
 -- _lane_cache, moved on and truncated (_rotate_slots); tenant (_recount_pending).
 create or replace function jobctl.tick(p_full boolean default true)
 returns integer
