@@ -12,8 +12,11 @@ select is(
     jobctl.hint_senders(), 'each process once, in order'
 );
 select ok(
-    not (select bool_or(a.pid = any(jobctl.hint_senders()))
-        from pg_stat_activity as a where a.usesysid is null),
+    not (
+        select bool_or(a.pid = any(jobctl.hint_senders()))
+        from pg_stat_activity as a
+        where a.usesysid is null
+    ),
     'a backend with no role (checkpointer, WAL writer) does not count'
 );
 select ok(has_function_privilege('jobctl_worker', 'jobctl.hint_senders()', 'execute'), 'granted to jobctl_worker');
