@@ -104,12 +104,12 @@ async def run_together(workers: list[Worker]) -> None:
             if not stopping:
                 stop_all()
 
-    refused: list[BaseException] = []
+    balance_failed: list[BaseException] = []  # the database refused the shares (fewer slots than shards)
 
     def balance_ended(task: asyncio.Task[None]) -> None:
         error = None if task.cancelled() else task.exception()
         if error is not None:
-            refused.append(error)
+            balance_failed.append(error)
             stop_all()
 
     for sig in (signal.SIGTERM, signal.SIGINT):
@@ -124,8 +124,8 @@ async def run_together(workers: list[Worker]) -> None:
         balancer.cancel()
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.remove_signal_handler(sig)
-    if refused:
-        raise refused[0]
+    if balance_failed:
+        raise balance_failed[0]
 
 
 @click.command("worker", short_help="Run jobs with a handler (module:function).")
@@ -263,7 +263,7 @@ def worker_command(
     try:
         run_loop(run_together(workers))
         crashed = any(w.crashed is not None for w in workers)
-    except psycopg.Error as e:  # jobctl.slot_shares refused the slots (fewer than the shards)
+    except psycopg.Error as e:  # jobctl.slot_shares's error, e.g. fewer slots than shards
         raise click.ClickException(first_line(str(e))) from None
     except Exception:
         log.exception("worker failed")
