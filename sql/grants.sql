@@ -86,7 +86,8 @@ begin
             ('claim_job', 'jobctl_worker'), ('heartbeat', 'jobctl_worker'), ('complete_job', 'jobctl_worker'),
             ('complete_jobs', 'jobctl_worker'), ('fail_job', 'jobctl_worker'), ('release_job', 'jobctl_worker'),
             ('tick', 'jobctl_worker'), ('hint_tags', 'jobctl_worker'), ('hint_senders', 'jobctl_worker'),
-            ('claimable_weight', 'jobctl_worker'),
+            ('claimable_weight', 'jobctl_worker'), ('slot_shares', 'jobctl_worker'), ('hint_window', 'jobctl_worker'),
+            ('job_actions', 'jobctl_reader'),
             ('worker_beat', 'jobctl_worker'), ('worker_gone', 'jobctl_worker'),
             ('authenticate', 'jobctl_api'),
             -- tenant administration through API tokens (tenants:read, tenants:write): each function acts

@@ -375,3 +375,27 @@ def test_tabs_follow_what_the_database_lets_the_token_see(
         assert admin.get("/queues").status_code == 200
     finally:
         admin_db.execute("select jobctl.revoke_api_token(%s)", (int(str(row[0]).split("_")[1]),))
+
+
+def test_a_jobs_page_offers_the_actions_its_state_allows(
+    server: Server, tokens: dict[str, str], tenants: tuple[str, str], admin_db: Conn
+) -> None:
+    """The Retry and Cancel buttons are those jobctl.job_actions gives the job's state (the states
+    retry_job and cancel_job act on), for a pending, a dead and a completed job."""
+    mine, _ = tenants
+    queue = f"acts-{uuid.uuid4().hex[:8]}"
+    pending = submit(admin_db, mine, queue + "-p", "{}")
+    dead, completed = submit(admin_db, mine, queue + "-d", "{}"), submit(admin_db, mine, queue + "-c", "{}")
+    for job_id, end in ((dead, "fail_job(%s, %s, 'boom', false)"), (completed, "complete_job(%s, %s)")):
+        row = admin_db.execute(
+            "select job_id, lease_epoch from jobctl.claim_job('acts', array[%s])",
+            (queue + ("-d" if job_id == dead else "-c"),),
+        ).fetchone()
+        assert row is not None and row[0] == job_id
+        admin_db.execute("select jobctl." + end, row)
+    c = session(server, tokens["operator"])
+    offered = {}
+    for job_id in (pending, dead, completed):
+        page = c.get(f"/jobs/{job_id}").text
+        offered[job_id] = {a for a in ("retry", "cancel") if f'action="/jobs/{job_id}/{a}"' in page}
+    assert offered == {pending: {"cancel"}, dead: {"retry"}, completed: set()}, offered

@@ -112,6 +112,7 @@ def test_submit_claim_heartbeat_complete_fail_through_the_pooler(pooled: str, na
                         "error": "e",
                         "retryable": True,
                         "traceback": None,
+                        "cause": None,
                     },  # fmt: skip
                 )
             else:

@@ -16,9 +16,8 @@ from typing import Any
 
 import psycopg
 import pytest
-from jobctl import db, migrate, shards
+from jobctl import db, migrate, queries, shards
 from jobctl.client import Client, JobSpec
-from jobctl.worker.command import shares
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 Conn = psycopg.Connection[tuple[Any, ...]]
@@ -296,17 +295,23 @@ def test_tenant_weights_hold_across_shards(databases: Any, tmp_path: Any) -> Non
     assert 2.0 <= done["heavy"] / done["light"] <= 4.5, done
 
 
-def test_shares_add_up_to_the_slots() -> None:
-    """The slots a multi-shard worker gives each shard (python/jobctl/worker/command.py `shares`): 1 at
+def test_shares_add_up_to_the_slots(conn: Conn) -> None:
+    """The slots a multi-shard worker gives each shard (jobctl.slot_shares, which the worker asks): 1 at
     least each, never more than the process's --concurrency in all (a shard rounded up to 1 slot made
     4 slots and weights 1 : 100 into 1 + 4), in proportion to the weights otherwise."""
+
+    def shares(slots: int, weights: list[float | None]) -> list[int]:
+        row = conn.execute(queries.SLOT_SHARES, {"slots": slots, "weights": weights}).fetchone()
+        assert row is not None
+        return list(row[0])
+
     assert shares(4, [1.0, 100.0]) == [1, 3]
     assert shares(4, [1.0, 3.0]) == [1, 3]
     assert shares(8, [1.0, 3.0]) == [2, 6]
     assert shares(3, [0.0, 0.0, 0.0]) == [1, 1, 1]
     assert shares(5, [None, 2.0]) == [1, 4]
     rng = random.Random(33)
-    for _ in range(5000):
+    for _ in range(1000):
         n = rng.randint(1, 8)
         slots = rng.randint(n, 64)
         weights = [rng.choice([None, 0.0, rng.random() * 10]) for _ in range(n)]
@@ -314,13 +319,28 @@ def test_shares_add_up_to_the_slots() -> None:
         assert sum(got) == slots and min(got) >= 1, (slots, weights, got)
 
 
+def test_the_worker_keeps_no_rule_of_its_own_for_the_shares() -> None:
+    """The shares are the database's (jobctl.slot_shares): the worker's code does no arithmetic of
+    its own on the weights, which a second copy of the rule would need."""
+    source = (db.ROOT / "python" / "jobctl" / "worker" / "command.py").read_text()
+    assert "def shares(" not in source and "sum(" not in source and "/ sum" not in source
+
+
 def test_a_worker_with_fewer_slots_than_shards_is_refused(databases: Any) -> None:
-    a, b = databases(2, template=None)
+    """The database refuses the shares (jobctl.slot_shares), and the worker exits before claiming."""
+    a, b = databases(2)
+    for d in (a, b):
+        with connect(d) as c:
+            c.execute(MANY, ("q", "{}", 5))
     cmd = [sys.executable, "-c", "from jobctl.worker import worker_command; worker_command()",
            "--handler", "worker_handlers:handle", "--concurrency", "1", "--dsn", a, "--dsn", b]  # fmt: skip
     run = subprocess.run(cmd, cwd=db.ROOT / "tests", capture_output=True, text=True, timeout=60, check=False)
     assert run.returncode == 1, run
-    assert run.stderr.strip() == "Error: --concurrency 1 is less than the 2 shards (--dsn): each needs a slot"
+    refusal = "Error: slots (1) must be at least the 2 shards: each needs a slot"
+    assert run.stderr.strip().endswith(refusal), run
+    for d in (a, b):
+        with connect(d) as c:
+            assert c.execute("select count(*) from jobctl.job where state <> 'pending'").fetchone() == (0,)
 
 
 @pytest.mark.slow

@@ -248,8 +248,9 @@ def test_a_result_complete_job_refuses_is_failed_for_good(conn: Conn) -> None:
             "job_id": 1,
             "lease_epoch": 7,
             "error": f"result rejected: {TOO_DEEP} [JC001, field: result]",
-            "retryable": False,
+            "retryable": True,  # no handler said otherwise: fail_job decides by the cause
             "traceback": None,  # the database refused the result: no handler's traceback
+            "cause": "refused",
         }
     ]
 

@@ -32,6 +32,8 @@ from jobctl.claim_job(%(worker_id)s::text, %(queues)s::text[], %(max_jobs)s::int
 """
 # a worker serving several shards shares its slots by each shard's claimable weight
 CLAIMABLE_WEIGHT = "select jobctl.claimable_weight(%(queues)s::text[])"
+# a multi-shard worker's slots shared by its shards' claimable weights (any shard answers alike)
+SLOT_SHARES = "select jobctl.slot_shares(%(slots)s::int, %(weights)s::float8[])"
 # progress (NULL: none new) over jobctl.heartbeat's bound (2,000 bytes as jsonb) is not sent, so that it
 # cannot fail the other jobs' heartbeats: its size comes back as refused_bytes
 HEARTBEATS = """
@@ -53,13 +55,14 @@ where not c.completed
 """
 FAIL_JOB = """
 select jobctl.fail_job(%(job_id)s::bigint, %(lease_epoch)s::bigint, %(error)s::text, %(retryable)s::boolean,
-    %(traceback)s::text)
+    %(traceback)s::text, %(cause)s::text)
 """
 RELEASE_JOB = "select jobctl.release_job(%(job_id)s::bigint, %(lease_epoch)s::bigint)"
 LISTEN = "listen jobctl"
 # a hint's payload is its queue's tag, not its name: a worker with a queue filter wakes on its queues' tags
 HINT_TAGS = "select jobctl.hint_tags(%(queues)s::text[]) as tags"
 HINT_SENDERS = "select jobctl.hint_senders() as pids"
+HINT_WINDOW = "select jobctl.hint_window() as seconds"  # how long to look again after a hint
 TICK = "select jobctl.tick(false)"  # periodic work, a few times a second (one caller at a time does it)
 
 # --- operating. Each function acts only for the caller's tenants (with an API token: the token's
@@ -432,6 +435,8 @@ order by job_day, tenant_id, file_id
 COUNT_JOB_STATES = "select * from jobctl.count_job_states(%(filter)s::jsonb, %(max_count)s::int)"
 # what the caller may see, area by area (the dashboard's tabs): the areas' own checks, in SQL
 CALLER_ACCESS = "select area, scope, every_tenant, allowed, missing from jobctl.caller_access()"
+# what a job in a state allows (retry, cancel, delete): the rule the actions follow, in SQL
+JOB_ACTIONS = "select jobctl.job_actions(%(state)s::text) as actions"
 # a page of the queues (the dashboard's /queues): settings and depth summed over the tenants, in name
 # order after `after`; the next page starts after the last
 QUEUE_OVERVIEW = """

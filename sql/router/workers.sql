@@ -75,10 +75,13 @@ as $$
     )
 $$;
 
--- the shards' fail_job gained a traceback (migration 0039): a new signature is a new function
+-- the shards' fail_job gained a traceback (migration 0039), then a cause (0040_fail_job_cause): a new
+-- signature is a new function
 drop function if exists jobctl.fail_job(bigint, bigint, text, boolean);
+drop function if exists jobctl.fail_job(bigint, bigint, text, boolean, text);
 create or replace function jobctl.fail_job(
-    job_id bigint, lease_epoch bigint, error text, retryable boolean default true, traceback text default null
+    job_id bigint, lease_epoch bigint, error text, retryable boolean default true, traceback text default null,
+    cause text default null
 )
 returns text
 language plproxy

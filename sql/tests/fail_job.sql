@@ -7,8 +7,8 @@ set local jit = off;
 \ir helpers.psql
 
 select has_function(
-    'jobctl', 'fail_job', array['bigint', 'bigint', 'text', 'boolean', 'text'],
-    'fail_job(job_id, lease_epoch, error, retryable, traceback)'
+    'jobctl', 'fail_job', array['bigint', 'bigint', 'text', 'boolean', 'text', 'text'],
+    'fail_job(job_id, lease_epoch, error, retryable, traceback, cause)'
 );
 
 -- claim the next job of a queue and fail it; the delay is the new run_at minus the time of the
@@ -296,7 +296,7 @@ select is(
 );
 
 select isnt(
-    obj_description('jobctl.fail_job(bigint, bigint, text, boolean, text)'::regprocedure), null, 'fail_job has a comment'
+    obj_description('jobctl.fail_job(bigint, bigint, text, boolean, text, text)'::regprocedure), null, 'fail_job has a comment'
 );
 
 select * from finish();

@@ -9,8 +9,8 @@ set local jit = off;
 \ir helpers.psql
 
 select has_function(
-    'jobctl', 'fail_job', array['bigint', 'bigint', 'text', 'boolean', 'text'],
-    'fail_job(job_id, lease_epoch, error, retryable, traceback)'
+    'jobctl', 'fail_job', array['bigint', 'bigint', 'text', 'boolean', 'text', 'text'],
+    'fail_job(job_id, lease_epoch, error, retryable, traceback, cause)'
 );
 
 -- fail the next job of a queue with a traceback; the job's id

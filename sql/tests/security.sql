@@ -51,7 +51,7 @@ insert into granted values
         'count_job_states', 'caller_access', 'job_series',
         'job_overview', 'fairness', 'histogram_bounds', 'histogram_quantile', 'schedule_runs',
         'list_workers', 'list_audit', 'parent_results', 'get_batch', 'watch_job', 'archived_job',
-        'open_archived_payload'
+        'open_archived_payload', 'job_actions'
     ]
 ),
 (
@@ -64,7 +64,7 @@ insert into granted values
 (
     'jobctl_worker', '{}', array[
         'claim_job', 'heartbeat', 'complete_job', 'complete_jobs', 'fail_job', 'release_job', 'tick', 'hint_tags', 'hint_senders',
-        'worker_beat', 'worker_gone', 'parent_results', 'get_batch', 'claimable_weight'
+        'worker_beat', 'worker_gone', 'parent_results', 'get_batch', 'claimable_weight', 'slot_shares', 'hint_window'
     ]
 ),
 ('jobctl_api', array['jobctl_writer', 'jobctl_reader'], array[

@@ -1,7 +1,8 @@
 """The dashboard's reads that the client's calls do not give it: job_overview with its waiting column
-(JobOverview predates it), count_job_states (the chips of a filter the counters cannot answer). One
-jobctl function a statement, on the page's connection and transaction (caller.conn), so the token
-authenticated for the page governs them as it governs the client's calls."""
+(JobOverview predates it), count_job_states (the chips of a filter the counters cannot answer),
+job_actions (what a job's state allows). One jobctl function a statement, on the page's connection
+and transaction (caller.conn), so the token authenticated for the page governs them as it governs
+the client's calls."""
 
 from __future__ import annotations
 
@@ -68,6 +69,12 @@ class StateCounts:
 async def count_job_states(caller: Caller, job_filter: dict[str, Any], max_count: int = 10000) -> StateCounts:
     params = {"filter": json.dumps(job_filter), "max_count": max_count}
     return typed(StateCounts, (await rows(caller, queries.COUNT_JOB_STATES, params))[0])
+
+
+async def job_actions(caller: Caller, state: str) -> frozenset[str]:
+    """What a job in `state` allows of retry, cancel and delete, as the database answers it
+    (jobctl.job_actions: the states those actions take)."""
+    return frozenset((await rows(caller, queries.JOB_ACTIONS, {"state": state}))[0]["actions"])
 
 
 async def areas(caller: Caller) -> frozenset[str]:

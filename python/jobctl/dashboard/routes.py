@@ -439,14 +439,15 @@ async def job_detail(request: Request, job_id: str) -> Response:
         if job is None:
             raise errors.NotFound(f"No job {number}, or it belongs to another tenant.")
         history = await caller.client.job_history(number, conn=caller.conn)
+        actions = await reads.job_actions(caller, job.state)
         return {
             "title": f"Job {number}",
             "job": job,
             "history": history,
             **await _flow(caller, job),
             "now": await caller.client.now(conn=caller.conn),
-            "can_cancel": job.state in ("pending", "failed", "running", "waiting"),
-            "can_retry": job.state in ("failed", "dead", "cancelled"),
+            "can_cancel": "cancel" in actions,
+            "can_retry": "retry" in actions,
             "note": _note(request),
             "live": True,
         }

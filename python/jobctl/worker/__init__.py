@@ -9,11 +9,11 @@ same transaction and raises `LeaseLost` (rolling back) when the job was fenced; 
 calls to other services, pass `job.idempotency_key` (the same for every attempt of a job).
 
 A job is stopped when its heartbeat answers `cancelled` or `lost`, when it runs past its timeout
-(then failed with a retry: "timed out after Ns") and at shutdown after the grace period (then given
-back with release_job). An async handler's task is cancelled; a sync handler cannot be interrupted:
-its `job.cancelled` is set, whatever it does afterwards is ignored (a late completion is fenced),
-and its thread keeps its slot until it returns. See `jobctl.worker.runner` for the moving parts
-and the modules they live in.
+(then failed with a retry: "timed out: ran past its timeout", as the reaper writes it) and at
+shutdown after the grace period (then given back with release_job). An async handler's task is
+cancelled; a sync handler cannot be interrupted: its `job.cancelled` is set, whatever it does
+afterwards is ignored (a late completion is fenced), and its thread keeps its slot until it returns.
+See `jobctl.worker.runner` for the moving parts and the modules they live in.
 """
 
 from __future__ import annotations

@@ -8,13 +8,14 @@ whose answer is lost after it committed leaves its jobs leased to nobody: they c
 lease expires.
 
 The listener is a dedicated connection running LISTEN jobctl; a hint for one of our queues wakes the
-claim loop, which then looks again every HINT_LOOK seconds for HINT_WINDOW (the submits whose hint
-jobctl._notify skipped); after it reconnects the claim loop polls at once (hints may have been
-missed). A hint's payload is an opaque tag of its queue, not its name: a worker with a queue filter
-asks for its queues' tags (jobctl.hint_tags) each time it starts listening; one without a filter
-wakes on any tag. A hint counts only from a session of jobctl's roles: any login may NOTIFY on
-channel jobctl and send a tag it heard again, so the listener checks the sender's process id against
-jobctl.hint_senders (SENDERS_ASK, SENDERS_AGE) and ignores a stranger's.
+claim loop, which then looks again every HINT_LOOK seconds for the hint window (the submits whose
+hint jobctl._notify skipped in it: the listener asks jobctl.hint_window each time it connects); after
+it reconnects the claim loop polls at once (hints may have been missed). A hint's payload is an
+opaque tag of its queue, not its name: a worker with a queue filter asks for its queues' tags
+(jobctl.hint_tags) each time it starts listening; one without a filter wakes on any tag. A hint
+counts only from a session of jobctl's roles: any login may NOTIFY on channel jobctl and send a tag
+it heard again, so the listener checks the sender's process id against jobctl.hint_senders
+(SENDERS_ASK, SENDERS_AGE) and ignores a stranger's.
 
 Payloads are claimed as text and decoded job by job: one that cannot be decoded fails that job for
 good, and the rest of the claim runs.
@@ -62,9 +63,9 @@ LISTEN_CHECK = 30.0  # an idle listener checks its connection this often
 # hint may commit just after the claim the other hint caused, so look again this soon after a claim
 # that found work
 SECOND_LOOK = 0.01
-# and a session sends one per queue per half-second window: after a hint, look again this often for
-# that long, so that the jobs submitted later in its window wait no longer than this
-HINT_LOOK, HINT_WINDOW = 0.05, 0.5
+# and a session sends one per queue per window (jobctl.hint_window): after a hint, look again this
+# often for that long, so that the jobs submitted later in its window wait no longer than it
+HINT_LOOK = 0.05
 # The sessions whose hints count (jobctl.hint_senders) are asked again when a hint comes from a
 # process not among them, at most this often (a stranger's flood costs at most 10 asks a second, and
 # a new session of ours waits at most this long to be heard), and at least this often (a process id
@@ -110,6 +111,7 @@ class Claimer:
         self._wake = asyncio.Event()
         self.share: int | None = None  # the slots it may fill (None: all): a multi-shard worker's share
         self._hinted_until = 0.0  # time.monotonic() until which claims look again every HINT_LOOK
+        self.hint_window = 0.0  # how long after a hint (jobctl.hint_window, asked as the listener connects)
         self._senders: frozenset[int] | None = frozenset()  # whose hints count (None: anyone's)
         self._senders_at = -SENDERS_AGE  # time.monotonic() when they were asked for
         self._ignored = 0  # hints ignored since the last log of them
@@ -166,6 +168,15 @@ class Claimer:
         )
         return float(weight)
 
+    async def slot_shares(self, slots: int, weights: list[float | None]) -> list[int]:
+        """`slots` shared among shards of these weights (jobctl.slot_shares): one try."""
+        shares = await self.db.call(
+            "slot_shares",
+            value(queries.SLOT_SHARES, {"slots": slots, "weights": weights}),
+            abort=lambda: True,
+        )
+        return list(shares)
+
     async def _claim(self, max_jobs: int) -> int:
         """One claim, which a stop cuts short: dropped while it waits for a connection or its next try;
         once sent, given CLAIM_ANSWER_WAIT to answer, and the jobs it brings are given back unrun."""
@@ -217,9 +228,9 @@ class Claimer:
             job = self.running.job(row)
             try:
                 job.payload = decode_payload(job.payload)
-            except ValueError as e:  # no attempt could decode it: this job alone fails, for good
+            except ValueError as e:  # this job alone fails (fail_job: for good, no attempt could decode it)
                 log.error("job payload could not be decoded", extra={**ids(job), "error": str(e)})
-                self.running.track(self.running.outbox.fail(job, str(e), retryable=False))
+                self.running.track(self.running.outbox.fail(job, str(e), cause="refused"))
                 continue
             jobs.append(job)
         if self.stopping.is_set():
@@ -252,6 +263,7 @@ class Claimer:
                     target, **connection_kwargs(target, APP_NAME, autocommit=True)
                 )
                 async with conn:
+                    self.hint_window = await self._hint_window(conn)
                     tags = await self._hint_tags(conn)  # before LISTEN: its statement shows while it listens
                     await conn.execute(queries.LISTEN)
                     if not first:
@@ -270,6 +282,17 @@ class Claimer:
                 log.warning(message, extra={**error_fields(e), "retry_in": round(pause, 2)})
                 await asyncio.sleep(pause)
 
+    async def _hint_window(self, conn: AsyncConn) -> float:
+        """How long to look again after a hint: the window in which jobctl._notify skips hints."""
+        try:
+            cur = await conn.execute(queries.HINT_WINDOW)
+        except psycopg.errors.UndefinedFunction:
+            # a schema from before it (not migrated yet): a hint wakes the claims, a skipped one waits a poll
+            log.warning("jobctl.hint_window is missing (run jobctl migrate); not looking again after hints")
+            return 0.0
+        row = await cur.fetchone()
+        return float(row[0]) if row else 0.0
+
     async def _hint_tags(self, conn: AsyncConn) -> frozenset[str] | None:
         """The payloads of our queues' hints (None: no queue filter, any hint wakes us)."""
         if self.queues is None:
@@ -287,7 +310,7 @@ class Claimer:
         while True:
             async for note in conn.notifies(timeout=LISTEN_CHECK):
                 if (tags is None or note.payload in tags) and await self._counts(note.pid):
-                    self._hinted_until = time.monotonic() + HINT_WINDOW
+                    self._hinted_until = time.monotonic() + self.hint_window
                     self._wake.set()
             await conn.execute(queries.PING)  # an idle connection: prove it is still there
 

@@ -10,9 +10,11 @@ import signal
 import sys
 
 import click
+import psycopg
 
 from jobctl import db, logs
-from jobctl.worker.calls import describe
+from jobctl.errors import first_line
+from jobctl.worker.calls import GaveUp, describe
 from jobctl.worker.runner import Worker, default_worker_id, run_loop
 from jobctl.worker.running import Handler
 
@@ -46,45 +48,43 @@ def load_handler(spec: str) -> Handler:
 
 
 BALANCE_EVERY = 1.0  # seconds between two shares of the slots among the shards
+BALANCE_FIRST = 0.1  # until a shard has answered the first shares, ask again this often
 
 
-def shares(slots: int, weights: list[float | None]) -> list[int]:
-    """`slots` shared among shards in proportion to their claimable weights, at least 1 each (so none
-    starves: a shard with nothing due yet keeps a slot to claim with; the command refuses fewer slots
-    than shards), adding up to `slots` exactly: each gets the whole part of its proportion (1 at
-    least), then the slots left go by the largest shortfall, or the slots over are taken from the
-    largest shares. A shard whose weight is unknown (not answering) counts as weighing nothing; when
-    no shard has anything due, the slots are shared evenly."""
-    known = [w or 0.0 for w in weights]
-    if not sum(known):
-        known = [1.0] * len(weights)
-    ideal = [slots * w / sum(known) for w in known]
-    out = [max(1, int(x)) for x in ideal]
-    while sum(out) > slots:  # the floor of 1 gave more: take from the shares most above their proportion
-        out[max((i for i in range(len(out)) if out[i] > 1), key=lambda i: out[i] - ideal[i])] -= 1
-    while sum(out) < slots:
-        out[max(range(len(out)), key=lambda i: ideal[i] - out[i])] += 1
-    return out
+async def slot_shares(workers: list[Worker], slots: int, weights: list[float | None]) -> list[int] | None:
+    """The slots each shard may fill, as the first shard to answer shares them (jobctl.slot_shares:
+    any shard answers alike); None when none answers. A refusal (fewer slots than shards) is raised."""
+    for w in workers:
+        try:
+            return await w.slot_shares(slots, weights)
+        except GaveUp:  # that shard is unreachable: ask the next
+            continue
+    return None
 
 
 async def balance(workers: list[Worker], slots: int) -> None:
     """Several shards in one process: every BALANCE_EVERY seconds, each shard's worker may fill the
-    share of the process's slots that its tenants' weight is of all the shards' claimable weight, so a
-    tenant's share of the process does not depend on how crowded its shard is (docs/operations.md,
-    Sharding: fairness across shards)."""
+    share of the process's slots that jobctl.slot_shares gives it from the shards' claimable weights,
+    so a tenant's share of the process does not depend on how crowded its shard is (docs/operations.md,
+    Sharding: fairness across shards). Until the first shares, every shard's share is 0."""
+    shared = False
     while True:
         answers = await asyncio.gather(*(w.claimable_weight() for w in workers), return_exceptions=True)
-        weights = [a if isinstance(a, float) else None for a in answers]
-        for w, n in zip(workers, shares(slots, weights), strict=True):
-            w.share_slots(n)
-        await asyncio.sleep(BALANCE_EVERY)
+        weights = [a if isinstance(a, float) else None for a in answers]  # None: it did not answer
+        shares = await slot_shares(workers, slots, weights)
+        if shares is not None:
+            for w, n in zip(workers, shares, strict=True):
+                w.share_slots(n)
+            shared = True
+        await asyncio.sleep(BALANCE_EVERY if shared else BALANCE_FIRST)
 
 
 async def run_together(workers: list[Worker]) -> None:
     """One worker, or one per database (--dsn A --dsn B ...) in one loop, sharing the process's
-    --concurrency slots by the shards' claimable weight (`balance`), at least one each, so no shard
-    starves, and never more than --concurrency in all. A signal stops them all; so does any one
-    ending (a crash: the process exits non-zero and the others give their jobs back)."""
+    --concurrency slots as jobctl.slot_shares says from the shards' claimable weights (`balance`): at
+    least one each, so no shard starves, and never more than --concurrency in all (it refuses fewer
+    slots than shards: the process exits non-zero). A signal stops them all; so does any one ending
+    (a crash: the process exits non-zero and the others give their jobs back)."""
     if len(workers) == 1:
         await workers[0].run()
         return
@@ -104,15 +104,28 @@ async def run_together(workers: list[Worker]) -> None:
             if not stopping:
                 stop_all()
 
+    balance_failed: list[BaseException] = []  # the database refused the shares (fewer slots than shards)
+
+    def balance_ended(task: asyncio.Task[None]) -> None:
+        error = None if task.cancelled() else task.exception()
+        if error is not None:
+            balance_failed.append(error)
+            stop_all()
+
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop_all)
+    for w in workers:
+        w.share_slots(0)  # nothing claimed before the database has shared the slots
     balancer = asyncio.create_task(balance(workers, workers[0].concurrency), name="jobctl-balance")
+    balancer.add_done_callback(balance_ended)
     try:
         await asyncio.gather(*(run_one(w) for w in workers))
     finally:
         balancer.cancel()
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.remove_signal_handler(sig)
+    if balance_failed:
+        raise balance_failed[0]
 
 
 @click.command("worker", short_help="Run jobs with a handler (module:function).")
@@ -220,10 +233,6 @@ def worker_command(
         raise click.ClickException("--metrics-port serves one worker: give it with one --dsn")
     if len(dsns) > 1 and listen_dsn:
         raise click.ClickException("--listen-dsn names one database's listener: give it with one --dsn")
-    if len(dsns) > concurrency:
-        raise click.ClickException(
-            f"--concurrency {concurrency} is less than the {len(dsns)} shards (--dsn): each needs a slot"
-        )
     try:
         handler = load_handler(handler_spec)
         targets = list(dsns) or [db.dsn()]
@@ -254,6 +263,8 @@ def worker_command(
     try:
         run_loop(run_together(workers))
         crashed = any(w.crashed is not None for w in workers)
+    except psycopg.Error as e:  # jobctl.slot_shares's error, e.g. fewer slots than shards
+        raise click.ClickException(first_line(str(e))) from None
     except Exception:
         log.exception("worker failed")
         crashed = True

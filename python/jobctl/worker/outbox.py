@@ -4,8 +4,9 @@ give-backs one by one.
 Finished jobs wait in the outbox, which one task (`run`) sends with complete_jobs as soon as the
 previous batch has its answer: whatever accumulated meanwhile goes in the next batch (at most
 MAX_BATCH). A batch that fails with an error a retry cannot cure is sent again one job at a time; a
-job whose own completion fails is failed, for good when its result was refused (`job.result_refused`:
-SQLSTATE class 22 or 54, JC001 or JC002, e.g. a result nested too deep), else with a retry.
+job whose own completion fails is failed, with cause `refused` when its result was refused
+(`job.result_refused`: SQLSTATE class 22 or 54, JC001 or JC002, e.g. a result nested too deep), for
+which fail_job decides no retry, else as a failure to retry.
 Completions are retried until they get an answer, never dropped; until a batch's statement is sent,
 the heartbeat extends its jobs' leases (`waiting`). A failed fail_job or release_job is logged with
 the job ids, and the job comes back when its lease expires.
@@ -152,10 +153,10 @@ class Outbox:
                 raise
             except psycopg.Error as e:
                 log.error("could not complete job", extra={**ids(job), **error_fields(e)})
-                if result_refused(e):  # the result itself: no retry would help
-                    await self.fail(job, rejection(e), retryable=False)
+                if result_refused(e):  # the result itself
+                    await self.fail(job, rejection(e), cause="refused")
                 else:
-                    await self.fail(job, f"completion failed: {describe(e, one_line=True)}", retryable=True)
+                    await self.fail(job, f"completion failed: {describe(e, one_line=True)}")
                 continue
             self._completed(job, bool(ok))
             if job._span is not None:
@@ -168,15 +169,26 @@ class Outbox:
             self.stats.fenced += 1
             log.warning("job completion fenced: its lease was no longer current", extra=ids(job))
 
-    async def fail(self, job: Job, error: str, *, retryable: bool, traceback: str | None = None) -> None:
+    async def fail(
+        self,
+        job: Job,
+        error: str | None,
+        *,
+        retryable: bool = True,
+        traceback: str | None = None,
+        cause: str | None = None,
+    ) -> None:
         """fail_job: `error` as last_error, `traceback` (calls.trace: a handler's exception's) as
-        last_traceback (None: the failure has none, as a timeout's)."""
+        last_traceback (None: the failure has none, as a timeout's). `retryable` False: the handler
+        said no retry (PermanentError). `cause`: why the attempt ended when no handler failed it,
+        `timed_out` or `refused`; fail_job decides the retry (and a timeout's message) by it."""
         params = {
             "job_id": job.job_id,
             "lease_epoch": job.lease_epoch,
-            "error": error.replace("\x00", "\\0"),  # text cannot hold NUL
+            "error": None if error is None else error.replace("\x00", "\\0"),  # text cannot hold NUL
             "retryable": retryable,
             "traceback": traceback,
+            "cause": cause,
         }
         started_ns = time.time_ns()
         try:
@@ -184,13 +196,13 @@ class Outbox:
         except (GaveUp, psycopg.Error) as e:
             log.error(
                 "could not fail job; it returns when its lease expires",
-                extra={**ids(job), **error_fields(e), "job_error": first_line(error)},
+                extra={**ids(job), **error_fields(e), "job_error": first_line(error or cause or "")},
             )
             return
-        extra = {**ids(job), "error": first_line(error)}
+        extra = {**ids(job), "error": first_line(error or cause or "")}
         if job._span is not None:
             tracing.reported("jobctl fail", job._span, started_ns, time.time_ns(), state is not None, **{
-                "jobctl.state": state or "fenced", "jobctl.retryable": retryable,
+                "jobctl.state": state or "fenced", "jobctl.retryable": state == "failed",
             })  # fmt: skip
         if state is None:
             self.stats.fenced += 1

@@ -146,6 +146,11 @@ class Worker:
         """Its database's claimable weight for its queues (jobctl.claimable_weight); one try."""
         return await self._claimer.claimable_weight()
 
+    async def slot_shares(self, slots: int, weights: list[float | None]) -> list[int]:
+        """`slots` shared among shards of these weights, as its database answers (jobctl.slot_shares);
+        one try."""
+        return await self._claimer.slot_shares(slots, weights)
+
     def share_slots(self, slots: int) -> None:
         """Fill at most `slots` of its slots (a worker among several sharing one process's slots)."""
         self._claimer.set_share(slots)

@@ -228,10 +228,10 @@ class Running:
             try:
                 result = result_json(value)
             except ValueError as e:
-                return self.outbox.fail(job, str(e), retryable=False)
+                return self.outbox.fail(job, str(e), cause="refused")
             self.outbox.add(job, result)
         elif isinstance(error, ResultRefused):  # its transaction could not store the result
-            return self.outbox.fail(job, str(error), retryable=False)
+            return self.outbox.fail(job, str(error), cause="refused")
         elif isinstance(error, LeaseLost):
             self.stats.fenced += 1
             log.warning("job fenced: its lease was lost before it completed", extra=ids(job))
@@ -279,7 +279,7 @@ class Running:
         elif reason == "timed_out":
             self.stats.timed_out += 1
             log.warning("job timed out; handler stopped", extra={**ids(job), "timeout": job.timeout})
-            await self.outbox.fail(job, f"timed out after {job.timeout:g}s", retryable=True)
+            await self.outbox.fail(job, None, cause="timed_out")  # fail_job writes the reaper's message
         else:
             await self.outbox.release(job)
 

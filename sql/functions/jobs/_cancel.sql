@@ -29,7 +29,7 @@ begin
             outcome := 'missing';
             return;
         end if;
-        if v_job.state in ('completed', 'dead', 'cancelled') then
+        if v_job.state <> all(jobctl._action_states('cancel')) then
             outcome := 'state';
             return;
         end if;

@@ -32,7 +32,7 @@ begin
             outcome := 'missing';
             return;
         end if;
-        if v_job.state not in ('failed', 'dead', 'cancelled') then
+        if v_job.state <> all(jobctl._action_states('retry')) then
             outcome := 'state';
             return;
         end if;

@@ -38,7 +38,7 @@ begin
         perform jobctl._require_tenant(v_filter ->> 'tenant_id', 'jobs:cancel', 'filter.tenant_id');
     end if;
     for v_id in
-        select f.id from jobctl._filter_jobs(v_filter, v_tenants, array['pending', 'failed', 'running', 'waiting'], after_id, max_jobs) as f (id)
+        select f.id from jobctl._filter_jobs(v_filter, v_tenants, jobctl._action_states('cancel'), after_id, max_jobs) as f (id)
     loop
         v_seen := v_seen + 1;
         v_last := v_id;

@@ -30,11 +30,7 @@ begin
     if v_filter ? 'tenant_id' then
         perform jobctl._require_tenant(v_filter ->> 'tenant_id', 'jobs:read', 'filter.tenant_id');
     end if;
-    v_states := case action
-        when 'retry' then array['failed', 'dead', 'cancelled']
-        when 'cancel' then array['pending', 'failed', 'running', 'waiting']
-        when 'delete' then array['completed', 'dead', 'cancelled']
-    end;
+    v_states := jobctl._action_states(action);
     select count(*) into v_n
     from jobctl._filter_jobs(v_filter, jobctl._acting_tenants('jobs:read'), v_states, null, max_count + 1);
     return query select least(v_n, max_count), v_n > max_count;

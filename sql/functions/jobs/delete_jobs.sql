@@ -26,11 +26,11 @@ begin
         perform jobctl._require_tenant(v_filter ->> 'tenant_id', 'jobs:delete', 'filter.tenant_id');
     end if;
     v_ids := array(
-        select f.id from jobctl._filter_jobs(v_filter, v_tenants, array['completed', 'dead', 'cancelled'], after_id, max_jobs) as f (id)
+        select f.id from jobctl._filter_jobs(v_filter, v_tenants, jobctl._action_states('delete'), after_id, max_jobs) as f (id)
     );
     with gone as (
         delete from jobctl.job as j
-        where j.job_id = any(v_ids) and j.state in ('completed', 'dead', 'cancelled')
+        where j.job_id = any(v_ids) and j.state = any(jobctl._action_states('delete'))
         returning j.job_id, j.created_at, j.tenant_id, j.queue, j.state
     ),
     history as (

@@ -43,7 +43,7 @@ begin
     end if;
     v_many := not (v_filter ? 'tenant_id') and (v_tenants is null or cardinality(v_tenants) > 1);
     for v_id in
-        select f.id from jobctl._filter_jobs(v_filter, v_tenants, array['failed', 'dead', 'cancelled'], after_id, max_jobs) as f (id)
+        select f.id from jobctl._filter_jobs(v_filter, v_tenants, jobctl._action_states('retry'), after_id, max_jobs) as f (id)
     loop
         begin
             select r.outcome, r.retry_after, (r.job).tenant_id, (r.job).concurrency_key

@@ -20,6 +20,7 @@ declare
     v_expired jsonb;
     v_timed_out jsonb;
     v_count integer := 0;
+    v_failure record;
 begin
     if pg_is_in_recovery() or not jobctl._try_lock('reap') then
         return 0;
@@ -45,13 +46,15 @@ begin
     from gone as g;
     if v_expired is not null then
         v_count := v_count + jsonb_array_length(v_expired);
-        perform jobctl._end_attempts(v_expired, 'lease expired: the worker stopped heartbeating', true, true);
+        select f.* into v_failure from jobctl._failure('lease_expired', null, true) as f;
+        perform jobctl._end_attempts(v_expired, v_failure.error, v_failure.retryable, v_failure.now_due);
         -- those with attempts left are due at once: wake the workers of their queues
         perform jobctl._notify(array(select distinct e ->> 'queue' from jsonb_array_elements(v_expired) as e));
     end if;
     if v_timed_out is not null then
         v_count := v_count + jsonb_array_length(v_timed_out);
-        perform jobctl._end_attempts(v_timed_out, 'timed out: ran past its timeout', true, false);
+        select f.* into v_failure from jobctl._failure('timed_out', null, true) as f;
+        perform jobctl._end_attempts(v_timed_out, v_failure.error, v_failure.retryable, v_failure.now_due);
     end if;
     return v_count;
 end

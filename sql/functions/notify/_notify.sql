@@ -6,13 +6,13 @@
 -- - one transaction per queue sends one at a time: it holds the try-lock hint on the queue
 --   until it ends, and concurrent submitters skip theirs (many producers on one queue);
 -- - a session that finds another transaction sending a hint (any queue: the try-lock hint-busy
---   is taken) sends at most one per queue for the rest of that half-second window, and
+--   is taken) sends at most one per queue for the rest of that window (jobctl._hint_window), and
 --   tries no lock but the queue's meanwhile (many queues, a producer each). The window and the
 --   hashes of the queues hinted in it are kept in the setting jobctl.hinted, which a rollback undoes
 --   together with the NOTIFY it was for. With no other sender in flight, every submit of due work
 --   sends its hint: nothing to wait for.
 -- A skipped hint's job is found by the claims the sent one caused: after a hint the worker looks
--- again every 50 ms for half a second (HINT_WINDOW in python/jobctl/worker/runner.py), and after a
+-- again every 50 ms for jobctl._hint_window() (it asks jobctl.hint_window), and after a
 -- claim that found work 10 ms later (a skipped submit may commit just after that claim). A bare
 -- listener finds it at its next poll.
 -- Sends nothing while the NOTIFY queue is fuller than jobctl._hint_queue_limit() (half, unless set):
@@ -29,7 +29,7 @@ returns void
 language plpgsql  -- not sql: a SQL function called from plpgsql is planned on every call
 as $$
 declare
-    v_window text := floor(extract(epoch from clock_timestamp()) * 2)::bigint::text;
+    v_window text := floor(extract(epoch from clock_timestamp()) / jobctl._hint_window()::numeric)::bigint::text;
     -- the busy window, then the hashes of the queues hinted in it (an int4 never equals a window
     -- number, > 3e9); empty or of a past window: the session has met no other sender since
     v_hinted text[] := string_to_array(current_setting('jobctl.hinted', true), ' ');
