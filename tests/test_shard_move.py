@@ -426,7 +426,7 @@ class Crash(Exception):
 
 
 @pytest.mark.parametrize(
-    "at", ["begin", "mark", "take", "route", "import", "copy", "fence", "keys", "resume", "flip"]
+    "at", ["begin", "mark", "open", "take", "route", "import", "copy", "fence", "keys", "resume", "flip"]
 )
 def test_a_crash_after_any_step_and_a_rerun_converge(cluster: Cluster, at: str) -> None:
     tenant = f"crash-{at}-" + uuid.uuid4().hex[:6]

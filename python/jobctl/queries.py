@@ -264,30 +264,17 @@ order by j.job_id
 # --- shards and the router (jobctl.shards; docs/operations.md, Sharding)
 INIT_SHARD = "select jobctl.init_shard(%(shard)s::int)"
 ROUTER_PUT_SHARD = "select jobctl_router.put_shard(%(shard)s::int, %(connstr)s::text)"
-ROUTER_SHARD_COUNT = "select count(*) from jobctl_router.shard"
+ROUTER_SHARD_COUNT = "select jobctl_router.shard_count()"
 MIGRATE_LOCK = "select pg_advisory_xact_lock(hashtext(%(key)s::text))"
 
-# --- moving a tenant between shards (jobctl.shard_move): on the router, then the source and target
-# shards' private steps (sql/functions/_move_*.sql), each its own transaction
-MOVE_SHARDS = "select shard, connstr from jobctl_router.shard order by shard"
-MOVE_PLACEMENT = "select shard, moving_to from jobctl_router.placement where tenant_id = %(tenant_id)s::text"
-MOVE_MARK = """
-update jobctl_router.placement set moving_to = %(to)s::int, updated_at = now()
-where tenant_id = %(tenant_id)s::text and shard = %(source)s::int
+# --- moving a tenant between shards (jobctl.shard_move): the router names each step in order
+# (jobctl_router.move_next, sql/router/moves.sql) and routes each page's ids; the source and target
+# shards' private steps (sql/functions/_move_*.sql) run each in its own transaction
+MOVE_NEXT = """
+select step, from_shard, from_connstr, to_shard, to_connstr, performed, resumed
+from jobctl_router.move_next(%(tenant_id)s::text, %(to)s::int, %(done)s::text)
 """
-MOVE_FLIP = """
-update jobctl_router.placement set shard = %(to)s::int, moving_to = null, updated_at = now()
-where tenant_id = %(tenant_id)s::text and shard = %(source)s::int
-"""
-MOVE_ROUTE = """
-insert into jobctl_router.job_route (job_id, shard)
-select u.id, %(to)s::int from unnest(%(ids)s::bigint[]) as u (id)
-on conflict (job_id) do update set shard = excluded.shard
-"""
-MOVE_OUT_OPEN = """
-select m.to_shard, m.fenced_at is not null as fenced from jobctl._tenant_move as m
-where m.tenant_id = %(tenant_id)s::text and m.finished_at is null
-"""
+MOVE_ROUTE = "select jobctl_router.move_route(%(tenant_id)s::text, %(ids)s::bigint[]) as routed"
 MOVE_OUT_BEGIN = "select jobctl._move_out_begin(%(tenant_id)s::text, %(to)s::int)::text as config"
 # a page as text (the importer's parameter, never decoded here) and its ids
 MOVE_OUT_JOBS = """
@@ -335,7 +322,8 @@ from jobctl._archive_chunk(%(part)s::regclass, %(tenant_id)s::text, %(day)s::dat
     %(after)s::bigint, %(rows)s::int) as j
 """
 ARCHIVE_EVENTS = """
-select job_id, at, event, attempt, lease_epoch, worker_id, detail from jobctl._archive_events(%(job_ids)s::bigint[])
+select job_id, at, event, attempt, lease_epoch, worker_id, detail
+from jobctl._archive_events(%(job_ids)s::bigint[])
 """
 # a file's URL, committed before the file is written; the ones a crash left, deleted by the next run
 ARCHIVE_WRITING = "select jobctl._archive_writing(%(url)s::text)"
@@ -345,8 +333,8 @@ ARCHIVE_WRITTEN = "select jobctl._archive_written(%(urls)s::text[]) as forgotten
 # the lock and the check (held false: the lease was lost; changed: why the unit is left for the next run)
 ARCHIVE_COMMIT = """
 select held, changed
-from jobctl._archive_commit(%(holder)s::uuid, %(seconds)s::integer, %(part)s::regclass, %(before)s::timestamptz,
-    %(files)s::jsonb, %(id_sum)s::numeric, %(job_ids)s::bigint[])
+from jobctl._archive_commit(%(holder)s::uuid, %(seconds)s::integer, %(part)s::regclass,
+    %(before)s::timestamptz, %(files)s::jsonb, %(id_sum)s::numeric, %(job_ids)s::bigint[])
 """
 # forget_subject's requests, per file of each tenant; a file written again (NULL: gone); requests done
 ARCHIVE_ERASURES = "select tenant_id, subjects, last_id, file_id, url, sha256 from jobctl._archive_erasures()"
