@@ -341,7 +341,7 @@ def _parquet(pa: Any, pq: Any, schema: Any, batches: Iterator[Any]) -> tuple[byt
 
 
 def _put_checked(side: Conn, url: str, data: bytes, rows: int) -> str:
-    """Write the file (its URL recorded first by jobctl._archive_writing, on the autocommit
+    """Write the file (its URL recorded first by jobctl._archive_record_writing, on the autocommit
     connection `side`), read it back, check its bytes and rows; its SHA-256."""
     _, pq, _ = _libraries()
     fs, path = filesystem(url)

@@ -65,6 +65,8 @@ TICK = "select jobctl.tick(false)"  # periodic work, a few times a second (one c
 # --- operating. Each function acts only for the caller's tenants (with an API token: the token's
 # tenant): another tenant's job is as unknown as a missing one.
 GET_JOB = "select * from jobctl.get_job(%(job_id)s::bigint)"
+# get_job with the archive's fallback: the job's row (files NULL), or the archive files that may hold it
+LOCATE_JOB = "select (l.job).*, l.files from jobctl.locate_job(%(job_id)s::bigint) as l"
 LIST_JOBS = """
 select * from jobctl.list_jobs(%(tenant_id)s::text, %(state)s::text, %(queue)s::text, %(before_id)s::bigint,
     %(max_rows)s::int)
@@ -326,7 +328,7 @@ select job_id, at, event, attempt, lease_epoch, worker_id, detail
 from jobctl._archive_events(%(job_ids)s::bigint[])
 """
 # a file's URL, committed before the file is written; the ones a crash left, deleted by the next run
-ARCHIVE_WRITING = "select jobctl._archive_writing(%(url)s::text)"
+ARCHIVE_WRITING = "select jobctl._archive_record_writing(%(url)s::text)"
 ARCHIVE_CRASHED = "select u.url from jobctl._archive_crashed() as u (url)"
 ARCHIVE_WRITTEN = "select jobctl._archive_written(%(urls)s::text[]) as forgotten"
 # a unit's files recorded and its day dropped (or late jobs deleted) in one transaction, after the lease,
