@@ -12,20 +12,23 @@ it had left), one row per job sorted by job_id, its history events in a list col
 that the tenant rule is a manifest lookup in SQL (jobctl.archived_job) and an erasure rewrites one
 tenant's files only.
 
-A day leaves in one transaction, on the schema owner's connection: each tenant's file is written
-(its URL first recorded in jobctl.archive_writing, committed), read back and checked (row count,
-SHA-256 of the bytes); then, last, ACCESS EXCLUSIVE on the archive's parents (50 ms lock_timeout,
+The database's side of the export is in SQL (the private functions jobctl._archive_*, as the schema
+owner): which units are due and in what order, their files' rows, and the commit with every check.
+This module reads the rows they hand it, writes the Parquet files, and passes back what it wrote. A
+unit: each tenant's file is written (its URL first recorded by jobctl._archive_record_writing,
+committed), read back and checked (row count, SHA-256 of the bytes); then jobctl._archive_commit,
+one transaction: the lease renewed, ACCESS EXCLUSIVE on the archive's parents (50 ms lock_timeout,
 three tries), a check that the day holds exactly the jobs written (else it is left for the next
-run), the files recorded in jobctl.archive_manifest, the day's partitions dropped, and the commit.
-Nothing is locked while files are written, so no writer waits for the exporter holding a lock the
-exporter needs. A crash before the commit leaves the database as it was plus the archive_writing
-rows, whose files the next run deletes first; after it, the day is gone and recorded. No statement
-holds a snapshot while files are written (READ COMMITTED, one statement per chunk), and the
-transaction takes no transaction ID until its last statements.
+run), the files recorded in jobctl.archive_manifest, the day's partitions dropped. Nothing is locked
+while files are written, so no writer waits for the exporter holding a lock the exporter needs. A
+crash before the commit leaves the database as it was plus the archive_writing rows, whose files the
+next run deletes first (jobctl._archive_crashed); after it, the day is gone and recorded. No
+statement holds a snapshot while files are written (READ COMMITTED, one statement per chunk).
 
 forget_subject queues an erasure (jobctl.archive_erasure); the next run rewrites the tenant's files
 that hold the subject without its rows (written beside, then moved over the old one, then the
-manifest updated) and deletes the request. Until then the readers skip the subject's rows.
+manifest updated: jobctl._archive_erasures, _archive_rewritten) and deletes the request
+(jobctl._archive_erased). Until then the readers skip the subject's rows.
 
 pyarrow, fsspec and s3fs are the `archive` extra (pip install 'jobctl[archive]'): imported when a file
 is read or written, with a clear error when missing. Storage options (an S3 endpoint, keys) come from
