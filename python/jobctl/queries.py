@@ -312,9 +312,9 @@ ARCHIVE_RELEASE = "select jobctl._archive_release(%(holder)s::uuid) as released"
 ARCHIVE_UNITS = "select archive_url, part::text as part, before, late from jobctl._archive_units()"
 # the columns of jobctl.job in table order, with their types (the files' schema follows them)
 ARCHIVE_COLUMNS = "select name, type from jobctl._archive_columns()"
-# a unit's files: a tenant's jobs of a UTC day each, and how many
+# a unit's files: a tenant's jobs of a UTC day each (jobctl._archive_commit checks the rows written)
 ARCHIVE_TENANTS = """
-select tenant_id, day, job_count from jobctl._archive_tenants(%(part)s::regclass, %(before)s::timestamptz)
+select tenant_id, day from jobctl._archive_tenants(%(part)s::regclass, %(before)s::timestamptz)
 """
 # a file's jobs, a chunk at a time in job_id order; `{columns}`: ARCHIVE_COLUMNS as a select list
 # (psycopg.sql identifiers), JSON and types Arrow has no match for cast to text
