@@ -27,7 +27,6 @@ create or replace function jobctl._archive_commit(
 )
 returns table (held boolean, changed text)
 language plpgsql
-set lock_timeout = '50ms'
 as $$
 declare
     v_part regclass := jobctl._archive_part(p_part);
@@ -37,6 +36,7 @@ declare
     v_sum numeric;
     v_written bigint;
     v_try integer;
+    v_lock_timeout text := current_setting('lock_timeout');
 begin
     if not jobctl._archive_lease(p_holder, p_lease_seconds) then
         return query select false, 'another `jobctl archive run` took over the archive''s lease';
@@ -65,6 +65,8 @@ begin
                 return;
         end;
     else
+        -- the 50 ms for this lock only: the lease's renewal above waits as long as it must
+        perform set_config('lock_timeout', '50ms', true);
         for v_try in 1 .. 3 loop
             begin
                 lock table jobctl.job_archive, jobctl._event_archive in access exclusive mode;
@@ -72,12 +74,14 @@ begin
             exception
                 when lock_not_available then
                     if v_try = 3 then
+                        perform set_config('lock_timeout', v_lock_timeout, true);
                         return query select true, 'the archive''s tables are in use: the lock was not granted';
                         return;
                     end if;
             end;
             perform pg_sleep(0.1 * v_try);
         end loop;
+        perform set_config('lock_timeout', v_lock_timeout, true);
         execute format('select count(*), coalesce(sum(j.job_id), 0) from %s as j', v_part) into v_rows, v_sum;
         if v_rows <> v_written or v_sum <> p_id_sum then
             return query select true, format('%s: %s jobs written, %s there now', v_part, v_written, v_rows);

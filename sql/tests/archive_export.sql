@@ -5,7 +5,7 @@
 -- A day of 2001 made here (two tenants, four jobs, events of a job carried over), rolled back.
 -- The files themselves, a crash mid-run and two runs at once: tests/test_archive.py.
 begin;
-select plan(35);
+select plan(36);
 
 create table jobctl_archive.tap_job_day partition of jobctl.job_archive
 for values from ('2001-01-01 00:00+00') to ('2001-01-02 00:00+00');
@@ -177,6 +177,7 @@ select results_eq(
     'the files are recorded in the manifest'
 );
 select is_empty($$select * from jobctl._archive_crashed()$$, 'their archive_writing rows are gone');
+select is(current_setting('lock_timeout'), '0', 'the lock''s 50 ms lock_timeout ends with the lock');
 select ok(
     to_regclass('jobctl_archive.tap_job_day') is null and to_regclass('jobctl_archive.tap_event_day') is null,
     'the day''s partitions are dropped'
