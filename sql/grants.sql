@@ -66,7 +66,7 @@ begin
         select p.oid::regprocedure as fn, g.grantee
         from (values
             ('get_job', 'jobctl_reader'), ('list_jobs', 'jobctl_reader'), ('job_history', 'jobctl_reader'),
-            ('archived_job', 'jobctl_reader'), ('open_archived_payload', 'jobctl_reader'),
+            ('archived_job', 'jobctl_reader'), ('open_archived_payload', 'jobctl_reader'), ('locate_job', 'jobctl_reader'),
             ('stats', 'jobctl_reader'), ('claim_metrics', 'jobctl_reader'), ('list_schedules', 'jobctl_reader'),
             ('list_tenants', 'jobctl_reader'), ('cron_next', 'jobctl_reader'), ('list_concurrency_limits', 'jobctl_reader'),
             ('count_jobs', 'jobctl_reader'), ('find_jobs', 'jobctl_reader'), ('job_counts', 'jobctl_reader'), ('job_rates', 'jobctl_reader'),

@@ -426,7 +426,7 @@ class Crash(Exception):
 
 
 @pytest.mark.parametrize(
-    "at", ["begin", "mark", "take", "route", "import", "copy", "fence", "keys", "resume", "flip"]
+    "at", ["begin", "mark", "open", "take", "route", "import", "copy", "fence", "keys", "resume", "flip"]
 )
 def test_a_crash_after_any_step_and_a_rerun_converge(cluster: Cluster, at: str) -> None:
     tenant = f"crash-{at}-" + uuid.uuid4().hex[:6]
@@ -515,6 +515,17 @@ def test_refusals(cluster: Cluster) -> None:
     assert refused.value.sqlstate == "JC010" and "schedules" in str(refused.value)
     assert cl.placement(tenant) == (0, None)  # nothing changed
     assert cl.one(0, "select paused from jobctl.tenant where tenant_id = %s", (tenant,)) is False
+    # the router's order: the move waits at its first step; a step reported out of order is refused,
+    # and no page is routed before the copy
+    assert cl.router.execute(
+        "select step from jobctl_router.move where tenant_id = %s", (tenant,)
+    ).fetchone() == ("begin",)
+    with pytest.raises(psycopg.Error, match="at step begin, not copy") as refused:
+        cl.router.execute("select * from jobctl_router.move_next(%s, 1, 'copy')", (tenant,))
+    assert refused.value.sqlstate == "JC010"
+    with pytest.raises(psycopg.Error, match="no move copying") as refused:
+        cl.router.execute("select jobctl_router.move_route(%s, array[64]::bigint[])", (tenant,))
+    assert refused.value.sqlstate == "JC010"
     with pytest.raises(shard_move.MoveError, match="no shard 7"):
         shard_move.move_tenant(cl.router, tenant, 7)
     with pytest.raises(shard_move.MoveError, match="not placed"):

@@ -140,6 +140,9 @@ def test_router_routes_by_tenant_and_by_id(databases: Any) -> None:
             assert r.execute("select job_id, tenant_id from jobctl.get_job(%s)", (job_id,)).fetchall() == [
                 (job_id, t)
             ]
+            # locate_job, the clients' get_job, through the router: the job's row, no files
+            located = "select (l.job).job_id, (l.job).tenant_id, l.files from jobctl.locate_job(%s) as l"
+            assert r.execute(located, (job_id,)).fetchall() == [(job_id, t, None)]
             assert r.execute("select job_id from jobctl.list_jobs(%s)", (t,)).fetchall() == [(job_id,)]
         # a tenant's later submits follow its placement; one tenant's batch is one call
         t0 = tenants[0]

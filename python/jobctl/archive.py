@@ -12,20 +12,23 @@ it had left), one row per job sorted by job_id, its history events in a list col
 that the tenant rule is a manifest lookup in SQL (jobctl.archived_job) and an erasure rewrites one
 tenant's files only.
 
-A day leaves in one transaction, on the schema owner's connection: each tenant's file is written
-(its URL first recorded in jobctl.archive_writing, committed), read back and checked (row count,
-SHA-256 of the bytes); then, last, ACCESS EXCLUSIVE on the archive's parents (50 ms lock_timeout,
+The database's side of the export is in SQL (the private functions jobctl._archive_*, as the schema
+owner): which units are due and in what order, their files' rows, and the commit with every check.
+This module reads the rows they hand it, writes the Parquet files, and passes back what it wrote. A
+unit: each tenant's file is written (its URL first recorded by jobctl._archive_record_writing,
+committed), read back and checked (row count, SHA-256 of the bytes); then jobctl._archive_commit,
+one transaction: the lease renewed, ACCESS EXCLUSIVE on the archive's parents (50 ms lock_timeout,
 three tries), a check that the day holds exactly the jobs written (else it is left for the next
-run), the files recorded in jobctl.archive_manifest, the day's partitions dropped, and the commit.
-Nothing is locked while files are written, so no writer waits for the exporter holding a lock the
-exporter needs. A crash before the commit leaves the database as it was plus the archive_writing
-rows, whose files the next run deletes first; after it, the day is gone and recorded. No statement
-holds a snapshot while files are written (READ COMMITTED, one statement per chunk), and the
-transaction takes no transaction ID until its last statements.
+run), the files recorded in jobctl.archive_manifest, the day's partitions dropped. Nothing is locked
+while files are written, so no writer waits for the exporter holding a lock the exporter needs. A
+crash before the commit leaves the database as it was plus the archive_writing rows, whose files the
+next run deletes first (jobctl._archive_crashed); after it, the day is gone and recorded. No
+statement holds a snapshot while files are written (READ COMMITTED, one statement per chunk).
 
 forget_subject queues an erasure (jobctl.archive_erasure); the next run rewrites the tenant's files
 that hold the subject without its rows (written beside, then moved over the old one, then the
-manifest updated) and deletes the request. Until then the readers skip the subject's rows.
+manifest updated: jobctl._archive_erasures, _archive_rewritten) and deletes the request
+(jobctl._archive_erased). Until then the readers skip the subject's rows.
 
 pyarrow, fsspec and s3fs are the `archive` extra (pip install 'jobctl[archive]'): imported when a file
 is read or written, with a clear error when missing. Storage options (an S3 endpoint, keys) come from
@@ -36,6 +39,7 @@ from __future__ import annotations
 
 import hashlib
 import io
+import itertools
 import json
 import os
 import time
@@ -62,6 +66,7 @@ CHUNK_ROWS = 50_000  # rows read a statement, and written a row group
 ROW_GROUP_ROWS = 1_000
 WHOLE_FILE_BYTES = 4 << 20  # a lookup fetches a file this small whole, a larger one by ranges
 RANGE_BYTES = 1 << 20
+LATE_PART = "jobctl.job_archive_default"  # the late unit (jobctl._archive_units): reported only with files
 EVENT_FIELDS = ("at", "event", "attempt", "lease_epoch", "worker_id", "detail")
 JSON_COLUMNS = ("payload", "result", "backoff", "progress")
 
@@ -254,7 +259,7 @@ class RunReport:
         except _Changed as e:
             self.left.append(str(e))
             return
-        if unit.files or not kwargs.get("late"):
+        if unit.files or unit.source != LATE_PART:
             self.units.append(unit)
 
 
@@ -273,9 +278,9 @@ def _arrow_type(pa: Any, pg_type: str) -> Any:
 
 
 def _columns(conn: Conn, pa: Any) -> tuple[list[tuple[str, Any]], sql.Composable]:
-    """jobctl.job's columns as (name, Arrow type), and the select list that reads them (JSON and
-    types Arrow has no match for as text)."""
-    cols = conn.execute(queries.ARCHIVE_JOB_COLUMNS).fetchall()
+    """jobctl.job's columns as (name, Arrow type), and the select list that reads them from
+    jobctl._archive_chunk (JSON and types Arrow has no match for as text)."""
+    cols = conn.execute(queries.ARCHIVE_COLUMNS).fetchall()
     typed = [(name, _arrow_type(pa, t)) for name, t in cols]
     select = sql.SQL(", ").join(
         sql.SQL("j.{}").format(sql.Identifier(name))
@@ -301,20 +306,20 @@ def _schema(pa: Any, typed: Sequence[tuple[str, Any]]) -> Any:
 
 
 def _chunks(
-    conn: Conn, part: sql.Composable, select: sql.Composable, tenant_id: str, day: date, before: datetime
+    conn: Conn, unit: Row, select: sql.Composable, tenant_id: str, day: date
 ) -> Iterator[tuple[list[tuple[Any, ...]], dict[int, list[Row]]]]:
     """A tenant's rows of a day in job_id order, CHUNK_ROWS at a time, with their events."""
     after = 0
-    statement = sql.SQL(queries.ARCHIVE_CHUNK).format(columns=select, part=part)
+    statement = sql.SQL(queries.ARCHIVE_CHUNK).format(columns=select)
     while True:
-        params = {"tenant_id": tenant_id, "day": day, "before": before, "after": after, "rows": CHUNK_ROWS}
-        rows = conn.execute(statement, params).fetchall()
+        params = {"part": unit["part"], "tenant_id": tenant_id, "day": day, "before": unit["before"]}
+        rows = conn.execute(statement, {**params, "after": after, "rows": CHUNK_ROWS}).fetchall()
         if not rows:
             return
         ids = [r[0] for r in rows]
         events: dict[int, list[Row]] = {}
         with conn.cursor(row_factory=dict_row) as cur:
-            for e in cur.execute(queries.ARCHIVE_CHUNK_EVENTS, {"job_ids": ids}):
+            for e in cur.execute(queries.ARCHIVE_EVENTS, {"job_ids": ids}):
                 events.setdefault(e.pop("job_id"), []).append(e)
         yield rows, events
         if len(rows) < CHUNK_ROWS:
@@ -339,8 +344,8 @@ def _parquet(pa: Any, pq: Any, schema: Any, batches: Iterator[Any]) -> tuple[byt
 
 
 def _put_checked(side: Conn, url: str, data: bytes, rows: int) -> str:
-    """Write the file (its URL recorded in jobctl.archive_writing first, on the autocommit connection
-    `side`), read it back, check its bytes and rows; its SHA-256."""
+    """Write the file (its URL recorded first by jobctl._archive_record_writing, on the autocommit
+    connection `side`), read it back, check its bytes and rows; its SHA-256."""
     _, pq, _ = _libraries()
     fs, path = filesystem(url)
     side.execute(queries.ARCHIVE_WRITING, {"url": url})
@@ -361,20 +366,17 @@ def _export_tenant(
     libs: tuple[Any, Any, Any],
     typed: Sequence[tuple[str, Any]],
     select: sql.Composable,
-    part: sql.Composable,
     base: str,
-    tenant_id: str,
-    day: date,
-    expected: int,
-    before: datetime,
-    late: bool,
+    unit: Row,
+    group: Row,
     ids: list[int],
 ) -> Written:
     pa, pq, _ = libs
     schema = _schema(pa, typed)
+    tenant_id, day = group["tenant_id"], group["day"]
 
     def batches() -> Iterator[Any]:
-        for rows, events in _chunks(conn, part, select, tenant_id, day, before):
+        for rows, events in _chunks(conn, unit, select, tenant_id, day):
             ids.extend(r[0] for r in rows)
             columns = [
                 pa.array(list(col), type=t)
@@ -384,17 +386,17 @@ def _export_tenant(
             yield pa.Table.from_arrays(columns, schema=schema)
 
     data, rows, first, last = _parquet(pa, pq, schema, batches())
-    if rows != expected:
-        raise _Changed(f"{tenant_id} {day}: read {rows} rows of the {expected} counted")
-    url = file_url(base, tenant_id, day, f"late-{first}-{last}.parquet" if late else "jobs.parquet")
+    name = f"late-{first}-{last}.parquet" if unit["late"] else "jobs.parquet"
+    url = file_url(base, tenant_id, day, name)
     digest = _put_checked(side, url, data, rows)
     return Written(tenant_id, day, url, rows, len(data), first, last, digest)
 
 
 @dataclass
 class _Lease:
-    """This run's hold on the exporter's lease (migration 0034): one run at a time, and a run that lost
-    it (stopped past its expiry while another took over) commits nothing more."""
+    """This run's hold on the exporter's lease (jobctl._archive_lease): one run at a time, and a run
+    that lost it (stopped past its expiry while another took over) records nothing more: the
+    functions that record (jobctl._archive_commit, jobctl._archive_rewritten) renew it first."""
 
     holder: str = field(default_factory=lambda: str(uuid.uuid4()))
 
@@ -410,174 +412,162 @@ class _Lease:
         return bool(row and row[0])
 
     def keep(self, conn: Conn) -> None:
-        """Renew it: in a unit's transaction, its row lock holds another run off until the commit."""
+        """Renew it (as each file is written)."""
         if not self.held(conn):
-            raise errors.TryAgain("another `jobctl archive run` took over the archive's lease")
+            raise errors.TryAgain(LEASE_LOST)
+
+    def commit(self, conn: Conn, unit: Row, files: list[Written], ids: list[int]) -> None:
+        """jobctl._archive_commit: the unit recorded and dropped (or its late jobs deleted); _Changed
+        when the function left it for the next run."""
+        params = {
+            "holder": self.holder,
+            "seconds": LEASE_S,
+            "part": unit["part"],
+            "before": unit["before"],
+            "files": json.dumps([{**w.__dict__, "day": w.day.isoformat()} for w in files]),
+            "id_sum": sum(ids),
+            "job_ids": ids if unit["late"] else None,
+        }
+        row = conn.execute(queries.ARCHIVE_COMMIT, params).fetchone()
+        assert row is not None
+        held, changed = row
+        if not held:
+            raise errors.TryAgain(LEASE_LOST)
+        if changed is not None:
+            raise _Changed(changed)
+
+    def rewritten(self, conn: Conn, file_id: int, file: dict[str, Any] | None) -> None:
+        """jobctl._archive_rewritten: a file an erasure wrote again (None: gone)."""
+        params = {"holder": self.holder, "seconds": LEASE_S, "file_id": file_id}
+        params["file"] = None if file is None else json.dumps(file)
+        row = conn.execute(queries.ARCHIVE_REWRITTEN, params).fetchone()
+        if not (row and row[0]):
+            raise errors.TryAgain(LEASE_LOST)
 
     def release(self, conn: Conn) -> None:
         conn.execute(queries.ARCHIVE_RELEASE, {"holder": self.holder})
 
 
+LEASE_LOST = "another `jobctl archive run` took over the archive's lease"
+
+
 def _export(
-    lease: _Lease,
-    conn: Conn,
-    side: Conn,
-    libs: tuple[Any, Any, Any],
-    base: str,
-    part: str,
-    events: str | None,
-    before: datetime,
-    late: bool,
+    lease: _Lease, conn: Conn, side: Conn, libs: tuple[Any, Any, Any], base: str, unit: Row
 ) -> UnitReport:
-    """One unit in one transaction: a day's partition (dropped) or the late jobs (deleted)."""
+    """One unit of jobctl._archive_units: its files written (nothing locked meanwhile), then
+    jobctl._archive_commit, which checks, records and drops in one transaction."""
     pa, _, _ = libs
     started = time.perf_counter()
-    ident = sql.SQL(".").join(sql.Identifier(p) for p in part.split("."))
-    report = UnitReport(part, None)
+    report = UnitReport(unit["part"], None)
     ids: list[int] = []
-    with conn.transaction():
-        typed, select = _columns(conn, pa)
-        groups = conn.execute(
-            sql.SQL(queries.ARCHIVE_TENANTS).format(part=ident), {"before": before}
+    typed, select = _columns(conn, pa)
+    with conn.cursor(row_factory=dict_row) as cur:
+        groups = cur.execute(
+            queries.ARCHIVE_TENANTS, {"part": unit["part"], "before": unit["before"]}
         ).fetchall()
-        for tenant_id, day, rows in groups:
-            report.day = report.day or day
-            lease.keep(side)
-            report.files.append(
-                _export_tenant(
-                    conn, side, libs, typed, select, ident, base, tenant_id, day, rows, before, late, ids
-                )
-            )
-        lease.keep(conn)  # held until the commit: no other run can take over in between
-        for w in report.files:
-            conn.execute(queries.ARCHIVE_RECORD, w.__dict__)
-        conn.execute(queries.ARCHIVE_WRITTEN, {"urls": [w.url for w in report.files]})
-        if late:
-            gone = conn.execute(queries.ARCHIVE_DELETE_LATE, {"job_ids": ids}).fetchone()
-            if gone is None or gone[0] != len(ids):
-                raise _Changed(f"{part}: {len(ids)} jobs written, {gone} deleted")
-        else:
-            _lock_parents(conn)
-            now = conn.execute(sql.SQL(queries.ARCHIVE_PART_SUM).format(part=ident)).fetchone()
-            if now != (len(ids), sum(ids)):
-                raise _Changed(f"{part}: {len(ids)} jobs written, {now and now[0]} there now")
-            if events is not None:
-                evident = sql.SQL(".").join(sql.Identifier(p) for p in events.split("."))
-                conn.execute(sql.SQL(queries.ARCHIVE_KEEP_EVENTS).format(events=evident, part=ident))
-                conn.execute(sql.SQL(queries.ARCHIVE_DROP).format(part=evident))
-            conn.execute(sql.SQL(queries.ARCHIVE_DROP).format(part=ident))
-            if events is not None:
-                conn.execute(queries.ARCHIVE_PUT_BACK_EVENTS)
+    for group in groups:
+        report.day = report.day or group["day"]
+        lease.keep(side)
+        report.files.append(_export_tenant(conn, side, libs, typed, select, base, unit, group, ids))
+    lease.commit(conn, unit, report.files, ids)
     report.seconds = time.perf_counter() - started
     return report
 
 
 class _Changed(Exception):
-    """The rows changed while they were written: the unit is rolled back and left for the next run."""
-
-
-def _lock_parents(conn: Conn) -> None:
-    """ACCESS EXCLUSIVE on the archive's parents, each try under a 50 ms lock_timeout, three tries
-    0.1 and 0.2 s apart (jobctl.maintain_partitions' rule: readers wait at most that long behind it)."""
-    conn.execute("set local lock_timeout = '50ms'")
-    for attempt in 1, 2, 3:
-        try:
-            with conn.transaction():
-                conn.execute(queries.ARCHIVE_LOCK_PARENTS)
-            return
-        except psycopg.errors.LockNotAvailable:
-            if attempt == 3:
-                raise _Changed("the archive's tables are in use: the lock was not granted") from None
-            time.sleep(0.1 * attempt)
+    """The rows changed while they were written: the unit is left for the next run."""
 
 
 def _erase(lease: _Lease, conn: Conn, side: Conn, libs: tuple[Any, Any, Any], report: RunReport) -> None:
-    """forget_subject's requests applied to the files: each file of the tenant that holds a subject's
-    rows written again without them (beside it, then moved over it), the manifest updated."""
+    """forget_subject's requests (jobctl._archive_erasures) applied to the files: each file of the
+    tenant that holds a subject's rows written again without them (beside it, then moved over it)
+    and recorded (jobctl._archive_rewritten), then the tenant's requests marked done."""
     pa, pq, _ = libs
     import pyarrow.compute as pc
 
-    for tenant_id, subjects, last_id in conn.execute(queries.ARCHIVE_ERASURES).fetchall():
-        for file_id, url, _rows, sha in conn.execute(
-            queries.ARCHIVE_FILES_OF, {"tenant_id": tenant_id}
-        ).fetchall():
-            fs, path = filesystem(url)
+    with conn.cursor(row_factory=dict_row) as cur:
+        rows = cur.execute(queries.ARCHIVE_ERASURES).fetchall()
+    for tenant_id, group in itertools.groupby(rows, key=lambda r: r["tenant_id"]):
+        files = list(group)
+        for f in files:
+            if f["file_id"] is None:
+                continue
+            fs, path = filesystem(f["url"])
             try:
                 data = fs.cat_file(path)
             except FileNotFoundError:
-                conn.execute(queries.ARCHIVE_FILE_GONE, {"file_id": file_id})
+                lease.rewritten(conn, f["file_id"], None)
                 continue
             table = pq.read_table(io.BytesIO(data))
-            hit = pc.fill_null(pc.is_in(table.column("subject_key"), value_set=pa.array(subjects)), False)
+            hit = pc.fill_null(
+                pc.is_in(table.column("subject_key"), value_set=pa.array(f["subjects"])), False
+            )
             kept = table.filter(pc.invert(hit))
             if kept.num_rows == table.num_rows:
-                if hashlib.sha256(data).hexdigest() != sha:  # a rewrite moved in before a crash
-                    _record_rewrite(conn, file_id, data, kept)
+                if hashlib.sha256(data).hexdigest() != f["sha256"]:  # a rewrite moved in before a crash
+                    lease.rewritten(conn, f["file_id"], _rewrite(data, kept))
                 continue
             report.erased_files += 1
             report.erased_rows += table.num_rows - kept.num_rows
             if kept.num_rows == 0:
                 fs.rm(path)
-                conn.execute(queries.ARCHIVE_FILE_GONE, {"file_id": file_id})
+                lease.rewritten(conn, f["file_id"], None)
                 continue
-            new, rows, _, _ = _parquet(pa, pq, table.schema, iter([kept]))
-            _put_checked(side, url + ".tmp", new, rows)
+            new, rows_written, _, _ = _parquet(pa, pq, table.schema, iter([kept]))
+            _put_checked(side, f["url"] + ".tmp", new, rows_written)
             lease.keep(side)
             fs.mv(path + ".tmp", path)
-            with conn.transaction():
-                lease.keep(conn)
-                _record_rewrite(conn, file_id, new, kept)
-                conn.execute(queries.ARCHIVE_WRITTEN, {"urls": [url + ".tmp"]})
-        conn.execute(queries.ARCHIVE_ERASED, {"tenant_id": tenant_id, "last_id": last_id})
+            lease.rewritten(conn, f["file_id"], {**_rewrite(new, kept), "tmp_url": f["url"] + ".tmp"})
+        conn.execute(queries.ARCHIVE_ERASED, {"tenant_id": tenant_id, "last_id": files[0]["last_id"]})
 
 
 def _clean_up(conn: Conn) -> None:
-    """The files a crashed run was writing, deleted (none of them is in the manifest)."""
-    for (url,) in conn.execute(queries.ARCHIVE_LEFT_BY_CRASH).fetchall():
+    """The files a crashed run was writing (jobctl._archive_crashed), deleted: none is in the manifest."""
+    for (url,) in conn.execute(queries.ARCHIVE_CRASHED).fetchall():
         fs, path = filesystem(url)
         if fs.exists(path):
             fs.rm(path)
         conn.execute(queries.ARCHIVE_WRITTEN, {"urls": [url]})
 
 
-def _record_rewrite(conn: Conn, file_id: int, data: bytes, table: Any) -> None:
+def _rewrite(data: bytes, table: Any) -> dict[str, Any]:
+    """A rewritten file as jobctl._archive_rewritten records it."""
     ids = table.column("job_id")
-    conn.execute(
-        queries.ARCHIVE_REWRITTEN,
-        {
-            "file_id": file_id,
-            "rows": table.num_rows,
-            "bytes": len(data),
-            "min_job_id": ids[0].as_py(),
-            "max_job_id": ids[-1].as_py(),
-            "sha256": hashlib.sha256(data).hexdigest(),
-        },
-    )
+    return {
+        "rows": table.num_rows,
+        "bytes": len(data),
+        "min_job_id": ids[0].as_py(),
+        "max_job_id": ids[-1].as_py(),
+        "sha256": hashlib.sha256(data).hexdigest(),
+    }
+
+
+def _units(conn: Conn) -> list[Row]:
+    with conn.cursor(row_factory=dict_row) as cur:
+        return cur.execute(queries.ARCHIVE_UNITS).fetchall()
 
 
 def run(dsn: str, *, lock_wait: float = 10.0, max_days: int | None = None) -> RunReport:
-    """`jobctl archive run`: every day past retention.archive exported and dropped (oldest first), then
-    the late jobs, then forget_subject's erasures. Nothing when no archive_url is set. As the schema
-    owner; one run at a time (the exporter's lease, waited for up to lock_wait seconds)."""
+    """`jobctl archive run`: the units jobctl._archive_units names, in its order (every day past
+    retention.archive, oldest first, then the late jobs), then forget_subject's erasures. Nothing when
+    no archive_url is set. As the schema owner; one run at a time (the exporter's lease, waited for
+    up to lock_wait seconds)."""
     with psycopg.connect(dsn, autocommit=True) as conn:
-        url, keep = conn.execute(queries.ARCHIVE_SETTINGS).fetchone() or (None, None)
-        report = RunReport(url)
-        if url is None:
+        units = _units(conn)
+        report = RunReport(units[0]["archive_url"] if units else None)
+        if report.url is None:
             return report
         libs = _libraries()
-        filesystem(url)  # an unknown protocol, a missing s3fs: before any work
+        filesystem(report.url)  # an unknown protocol, a missing s3fs: before any work
         lease = _Lease()
         lease.take(conn, lock_wait)
         try:
             with psycopg.connect(dsn, autocommit=True) as side:
                 _clean_up(conn)
-                days = conn.execute(queries.ARCHIVE_DUE_DAYS, {"archive": keep}).fetchall()
-                for part, events, _lower, upper in days[:max_days]:
-                    report.add(_export, lease, conn, side, libs, url, part, events, upper, late=False)
-                cutoff = conn.execute("select now() - %s::interval", (keep,)).fetchone()
-                assert cutoff is not None
-                default = "jobctl.job_archive_default"
-                report.add(_export, lease, conn, side, libs, url, default, None, cutoff[0], late=True)
+                units = _units(conn)  # again: another run may have exported days meanwhile
+                days = [u for u in units if not u["late"]][:max_days] + [u for u in units if u["late"]]
+                for unit in days:
+                    report.add(_export, lease, conn, side, libs, report.url, unit)
                 _erase(lease, conn, side, libs, report)
         finally:
             if not conn.closed:

@@ -836,14 +836,16 @@ class Client:
     def get_job(self, job_id: int, *, conn: Conn | None = None) -> JobInfo | None:
         """The job, or None when no job has this id (or it is another tenant's). A job that has left
         the database for the object archive is read from its file (jobctl.archive)."""
-        job = _one(JobInfo, self._rows((queries.GET_JOB, {"job_id": check_id(job_id)}), conn))
-        if job is None and (row := self._archived(job_id, conn)) is not None:
-            return _archived_job(row)
-        return job
+        rows = self._rows((queries.LOCATE_JOB, {"job_id": check_id(job_id)}), conn)
+        if rows and rows[0]["files"] is not None:  # not in the database: read from the archive's files
+            row = self._archived(job_id, conn, rows[0]["files"])
+            return None if row is None else _archived_job(row)
+        return _one(JobInfo, rows)
 
-    def _archived(self, job_id: int, conn: Conn | None) -> Row | None:
-        """The job's row in the object archive (None: no file of the caller's tenants holds it)."""
-        files = self._rows((queries.ARCHIVED_JOB, {"job_id": job_id}), conn)
+    def _archived(self, job_id: int, conn: Conn | None, files: list[Row] | None = None) -> Row | None:
+        """The job's row in the object archive (None: no file of the caller's tenants holds it); files:
+        jobctl.locate_job's, else jobctl.archived_job's."""
+        files = self._rows((queries.ARCHIVED_JOB, {"job_id": job_id}), conn) if files is None else files
         row = archive.find_archived(files, job_id) if files else None
         if row is not None and archive.sealed(row):
             opened = self._rows((queries.OPEN_ARCHIVED_PAYLOAD, archive.payload_of(row)), conn)
@@ -1419,13 +1421,17 @@ class AsyncClient:
         return [_typed(Submitted, r) for r in rows]
 
     async def get_job(self, job_id: int, *, conn: AsyncConn | None = None) -> JobInfo | None:
-        job = _one(JobInfo, await self._rows((queries.GET_JOB, {"job_id": check_id(job_id)}), conn))
-        if job is None and (row := await self._archived(job_id, conn)) is not None:
-            return _archived_job(row)
-        return job
+        rows = await self._rows((queries.LOCATE_JOB, {"job_id": check_id(job_id)}), conn)
+        if rows and rows[0]["files"] is not None:
+            row = await self._archived(job_id, conn, rows[0]["files"])
+            return None if row is None else _archived_job(row)
+        return _one(JobInfo, rows)
 
-    async def _archived(self, job_id: int, conn: AsyncConn | None) -> Row | None:
-        files = await self._rows((queries.ARCHIVED_JOB, {"job_id": job_id}), conn)
+    async def _archived(
+        self, job_id: int, conn: AsyncConn | None, files: list[Row] | None = None
+    ) -> Row | None:
+        if files is None:
+            files = await self._rows((queries.ARCHIVED_JOB, {"job_id": job_id}), conn)
         row = await asyncio.to_thread(archive.find_archived, files, job_id) if files else None
         if row is not None and archive.sealed(row):
             opened = await self._rows((queries.OPEN_ARCHIVED_PAYLOAD, archive.payload_of(row)), conn)

@@ -68,6 +68,8 @@ TICK = "select jobctl.tick(false)"  # periodic work, a few times a second (one c
 # --- operating. Each function acts only for the caller's tenants (with an API token: the token's
 # tenant): another tenant's job is as unknown as a missing one.
 GET_JOB = "select * from jobctl.get_job(%(job_id)s::bigint)"
+# get_job with the archive's fallback: the job's row (files NULL), or the archive files that may hold it
+LOCATE_JOB = "select (l.job).*, l.files from jobctl.locate_job(%(job_id)s::bigint) as l"
 LIST_JOBS = """
 select * from jobctl.list_jobs(%(tenant_id)s::text, %(state)s::text, %(queue)s::text, %(before_id)s::bigint,
     %(max_rows)s::int)
@@ -267,30 +269,17 @@ order by j.job_id
 # --- shards and the router (jobctl.shards; docs/operations.md, Sharding)
 INIT_SHARD = "select jobctl.init_shard(%(shard)s::int)"
 ROUTER_PUT_SHARD = "select jobctl_router.put_shard(%(shard)s::int, %(connstr)s::text)"
-ROUTER_SHARD_COUNT = "select count(*) from jobctl_router.shard"
+ROUTER_SHARD_COUNT = "select jobctl_router.shard_count()"
 MIGRATE_LOCK = "select pg_advisory_xact_lock(hashtext(%(key)s::text))"
 
-# --- moving a tenant between shards (jobctl.shard_move): on the router, then the source and target
-# shards' private steps (sql/functions/shard/_move_*.sql), each its own transaction
-MOVE_SHARDS = "select shard, connstr from jobctl_router.shard order by shard"
-MOVE_PLACEMENT = "select shard, moving_to from jobctl_router.placement where tenant_id = %(tenant_id)s::text"
-MOVE_MARK = """
-update jobctl_router.placement set moving_to = %(to)s::int, updated_at = now()
-where tenant_id = %(tenant_id)s::text and shard = %(source)s::int
+# --- moving a tenant between shards (jobctl.shard_move): the router names each step in order
+# (jobctl_router.move_next, sql/router/moves.sql) and routes each page's ids; the source and target
+# shards' private steps (sql/functions/shard/_move_*.sql) run each in its own transaction
+MOVE_NEXT = """
+select step, from_shard, from_connstr, to_shard, to_connstr, performed, resumed
+from jobctl_router.move_next(%(tenant_id)s::text, %(to)s::int, %(done)s::text)
 """
-MOVE_FLIP = """
-update jobctl_router.placement set shard = %(to)s::int, moving_to = null, updated_at = now()
-where tenant_id = %(tenant_id)s::text and shard = %(source)s::int
-"""
-MOVE_ROUTE = """
-insert into jobctl_router.job_route (job_id, shard)
-select u.id, %(to)s::int from unnest(%(ids)s::bigint[]) as u (id)
-on conflict (job_id) do update set shard = excluded.shard
-"""
-MOVE_OUT_OPEN = """
-select m.to_shard, m.fenced_at is not null as fenced from jobctl._tenant_move as m
-where m.tenant_id = %(tenant_id)s::text and m.finished_at is null
-"""
+MOVE_ROUTE = "select jobctl_router.move_route(%(tenant_id)s::text, %(ids)s::bigint[]) as routed"
 MOVE_OUT_BEGIN = "select jobctl._move_out_begin(%(tenant_id)s::text, %(to)s::int)::text as config"
 # a page as text (the importer's parameter, never decoded here) and its ids
 MOVE_OUT_JOBS = """
@@ -309,124 +298,60 @@ MOVE_OUT_KEYS = "select jobctl._move_out_keys(%(tenant_id)s::text)::text as keys
 MOVE_IN_KEYS = "select jobctl._move_in_keys(%(tenant_id)s::text, %(keys)s::jsonb) as recorded"
 MOVE_IN_END = "select jobctl._move_in_end(%(tenant_id)s::text) as forgotten"
 
-# --- the object archive (jobctl.archive, migration 0030). ARCHIVED_JOB is the clients' fallback of
-# get_job and job_history (a function of the contract, with the tenant rule); the rest is the
-# exporter's (`jobctl archive run`, as the schema owner): plain statements on the archive's tables,
-# `{part}`, `{events}`, `{columns}` filled in with psycopg.sql identifiers.
+# --- the object archive (jobctl.archive). ARCHIVED_JOB is the clients' fallback of job_history (a
+# function of the contract, with the tenant rule); the rest is the exporter's (`jobctl archive run`, as
+# the schema owner): the private jobctl._archive_* functions, which hold the export's order and checks
+# (Python reads the rows they hand it, writes the Parquet files, and passes back what it wrote)
 ARCHIVED_JOB = "select url, tenant_id, day, bytes, forgotten from jobctl.archived_job(%(job_id)s::bigint)"
 # a sealed payload of an archived job, opened with the caller's key (as text: the client decodes it)
 OPEN_ARCHIVED_PAYLOAD = """
 select jobctl.open_archived_payload(%(tenant_id)s::text, %(payload)s::jsonb)::text as payload
 """
-# one exporter at a time: a lease only the schema owner can take (migration 0034), taken and renewed
-# (true: held) and given up at the end
+# one exporter at a time: a lease only the schema owner can take, taken and renewed (true: held) and
+# given up at the end
 ARCHIVE_LEASE = "select jobctl._archive_lease(%(holder)s::uuid, %(seconds)s::integer) as held"
 ARCHIVE_RELEASE = "select jobctl._archive_release(%(holder)s::uuid) as released"
-ARCHIVE_SETTINGS = "select archive_url, archive from jobctl.retention"
+# what to export, in order: the due days, then the late jobs (zero rows: no archive_url)
+ARCHIVE_UNITS = "select archive_url, part::text as part, before, late from jobctl._archive_units()"
 # the columns of jobctl.job in table order, with their types (the files' schema follows them)
-ARCHIVE_JOB_COLUMNS = """
-select a.attname::text as name, format_type(a.atttypid, a.atttypmod) as type
-from pg_catalog.pg_attribute as a
-where a.attrelid = 'jobctl.job'::regclass and a.attnum > 0 and not a.attisdropped
-order by a.attnum
-"""
-# the archive's days past the archive retention, oldest first, with their events' partition
-ARCHIVE_DUE_DAYS = """
-select j.part::text as part, e.part::text as events, j.lower_bound, j.upper_bound
-from jobctl._partitions(array['jobctl.job_archive']::regclass[]) as j
-left join jobctl._partitions(array['jobctl._event_archive']::regclass[]) as e on e.lower_bound = j.lower_bound
-where j.upper_bound <= now() - %(archive)s::interval
-order by j.lower_bound
-"""
-# a day leaves under ACCESS EXCLUSIVE on the archive's parents (DROP of a partition takes it on the
-# parent anyway), asked for last and under a short lock_timeout, so that readers queue behind it for
-# at most that long, and no writer (forget_subject, delete_jobs) ever waits for the exporter while
-# holding a lock the exporter needs: no deadlock
-ARCHIVE_LOCK_PARENTS = "lock table jobctl.job_archive, jobctl._event_archive in access exclusive mode"
-# what the day holds now, against what was written: a change since (a late job routed into it, a
-# delete) leaves the day for the next run
-ARCHIVE_PART_SUM = "select count(*) as rows, coalesce(sum(j.job_id), 0) as ids from {part} as j"
+ARCHIVE_COLUMNS = "select name, type from jobctl._archive_columns()"
+# a unit's files: a tenant's jobs of a UTC day each (jobctl._archive_commit checks the rows written)
 ARCHIVE_TENANTS = """
-select j.tenant_id, (j.created_at at time zone 'UTC')::date as day, count(*) as rows
-from {part} as j
-where j.created_at < %(before)s::timestamptz
-group by 1, 2
-order by 1, 2
+select tenant_id, day from jobctl._archive_tenants(%(part)s::regclass, %(before)s::timestamptz)
 """
-# a tenant's jobs of a day, a chunk at a time in job_id order (the (tenant_id, job_id) index)
+# a file's jobs, a chunk at a time in job_id order; `{columns}`: ARCHIVE_COLUMNS as a select list
+# (psycopg.sql identifiers), JSON and types Arrow has no match for cast to text
 ARCHIVE_CHUNK = """
 select {columns}
-from {part} as j
-where j.tenant_id = %(tenant_id)s::text and j.created_at >= %(day)s::date::timestamp at time zone 'UTC'
-    and j.created_at < (%(day)s::date + 1)::timestamp at time zone 'UTC'
-    and j.created_at < %(before)s::timestamptz and j.job_id > %(after)s::bigint
-order by j.job_id
-limit %(rows)s::int
+from jobctl._archive_chunk(%(part)s::regclass, %(tenant_id)s::text, %(day)s::date, %(before)s::timestamptz,
+    %(after)s::bigint, %(rows)s::int) as j
 """
-ARCHIVE_CHUNK_EVENTS = """
-select e.job_id, e.at, e.event, e.attempt, e.lease_epoch, e.worker_id, e.detail
-from jobctl._event_archive as e
-where e.job_id = any(%(job_ids)s::bigint[])
-order by e.job_id, e.at
+ARCHIVE_EVENTS = """
+select job_id, at, event, attempt, lease_epoch, worker_id, detail
+from jobctl._archive_events(%(job_ids)s::bigint[])
 """
-ARCHIVE_RECORD = """
-insert into jobctl.archive_manifest
-    (tenant_id, job_day, url, job_count, bytes, min_job_id, max_job_id, sha256)
-values (%(tenant_id)s::text, %(day)s::date, %(url)s::text, %(rows)s::bigint, %(bytes)s::bigint,
-    %(min_job_id)s::bigint, %(max_job_id)s::bigint, %(sha256)s::text)
-on conflict (url) do update set job_count = excluded.job_count, bytes = excluded.bytes,
-    min_job_id = excluded.min_job_id, max_job_id = excluded.max_job_id, sha256 = excluded.sha256,
-    written_at = now()
+# a file's URL, committed before the file is written; the ones a crash left, deleted by the next run
+ARCHIVE_WRITING = "select jobctl._archive_record_writing(%(url)s::text)"
+ARCHIVE_CRASHED = "select u.url from jobctl._archive_crashed() as u (url)"
+ARCHIVE_WRITTEN = "select jobctl._archive_written(%(urls)s::text[]) as forgotten"
+# a unit's files recorded and its day dropped (or late jobs deleted) in one transaction, after the lease,
+# the lock and the check (held false: the lease was lost; changed: why the unit is left for the next run)
+ARCHIVE_COMMIT = """
+select held, changed
+from jobctl._archive_commit(%(holder)s::uuid, %(seconds)s::integer, %(part)s::regclass,
+    %(before)s::timestamptz, %(files)s::jsonb, %(id_sum)s::numeric, %(job_ids)s::bigint[])
 """
-# a day's partition leaves: the events of jobs not in it (carried over, archived later) are kept
-# aside and put back into the events' default partition once their day's partition is gone
-ARCHIVE_KEEP_EVENTS = """
-create temp table archive_kept on commit drop as
-select e.* from {events} as e where not exists (select from {part} as j where j.job_id = e.job_id)
-"""
-ARCHIVE_DROP = "drop table {part}"
-ARCHIVE_PUT_BACK_EVENTS = "insert into jobctl._event_archive select * from archive_kept"
-# jobs carried over past their day reach the archive's default partition one by one: those past the
-# archive retention leave it by DELETE, with their events
-ARCHIVE_DELETE_LATE = """
-with gone as (
-    delete from jobctl.job_archive_default as j where j.job_id = any(%(job_ids)s::bigint[])
-    returning j.job_id
-),
-events as (
-    delete from jobctl._event_archive as e where e.job_id in (select g.job_id from gone as g)
-)
-select count(*) as rows from gone
-"""
-ARCHIVE_WRITING = "insert into jobctl.archive_writing (url) values (%(url)s::text) on conflict do nothing"
-ARCHIVE_WRITTEN = "delete from jobctl.archive_writing where url = any(%(urls)s::text[])"
-ARCHIVE_LEFT_BY_CRASH = "select url from jobctl.archive_writing order by url"
-ARCHIVE_ERASURES = """
-select e.tenant_id, array_agg(e.subject_key) as subjects, max(e.erasure_id) as last_id
-from jobctl.archive_erasure as e
-group by e.tenant_id
-order by e.tenant_id
-"""
-ARCHIVE_FILES_OF = """
-select file_id, url, job_count, sha256 from jobctl.archive_manifest where tenant_id = %(tenant_id)s::text
-order by job_day, file_id
-"""
+# forget_subject's requests, per file of each tenant; a file written again (NULL: gone); requests done
+ARCHIVE_ERASURES = "select tenant_id, subjects, last_id, file_id, url, sha256 from jobctl._archive_erasures()"
 ARCHIVE_REWRITTEN = """
-update jobctl.archive_manifest set job_count = %(rows)s::bigint, bytes = %(bytes)s::bigint,
-    min_job_id = %(min_job_id)s::bigint, max_job_id = %(max_job_id)s::bigint, sha256 = %(sha256)s::text,
-    rewritten_at = now()
-where file_id = %(file_id)s::bigint
+select jobctl._archive_rewritten(%(holder)s::uuid, %(seconds)s::integer, %(file_id)s::bigint, %(file)s::jsonb)
+    as held
 """
-ARCHIVE_FILE_GONE = "delete from jobctl.archive_manifest where file_id = %(file_id)s::bigint"
-ARCHIVE_ERASED = """
-delete from jobctl.archive_erasure where tenant_id = %(tenant_id)s::text and erasure_id <= %(last_id)s::bigint
-"""
+ARCHIVE_ERASED = "select jobctl._archive_erased(%(tenant_id)s::text, %(last_id)s::bigint) as erased"
 ARCHIVE_LIST = """
-select file_id, tenant_id, job_day as day, url, job_count as rows, bytes, min_job_id, max_job_id, sha256,
-    written_at, rewritten_at
-from jobctl.archive_manifest
-where (%(tenant_id)s::text is null or tenant_id = %(tenant_id)s::text)
-order by job_day, tenant_id, file_id
+select file_id, tenant_id, day, url, job_count as rows, bytes, min_job_id, max_job_id, sha256, written_at,
+    rewritten_at
+from jobctl._archive_files(%(tenant_id)s::text)
 """
 
 # --- the dashboard's own reads (issue 33): what the client's calls do not return

@@ -1,26 +1,13 @@
-"""Moving a tenant between shards (issue 23; docs/operations.md, Moving a tenant between shards).
+"""Moving a tenant between shards (docs/operations.md, Moving a tenant between shards).
 
-The orchestration lives here, not in the router's SQL: a move is a sequence of transactions on three
-databases (router, source, target), and each must commit before the next starts; PL/Proxy runs one
-remote statement per call and cannot hold that sequence, and a Python loop can wait for the source's
-running jobs to drain without holding a transaction open. Each step is one of the shards' private
-functions (sql/functions/shard/_move_*.sql) or one statement on the router's tables, and every step
-can be run again: a crash anywhere (kill -9 of the mover included) and a rerun converge.
-
-    begin   source: record the move, pause the tenant's claims (its running jobs drain)
-            router: placement.moving_to = target (submits still go to the source)
-            target: the tenant with the source's settings, grants and API tokens, paused
-    copy    page by page: source takes the jobs' queue rows (unclaimable from then on) -> router
-            routes their ids to the target -> target inserts them under the same ids -> source
-            deletes them, keeping their dedup keys (a repeat sent there answers the moved job)
-    flip    source: fences the tenant's submits (JC011; the router's callers send them again) ->
-            source: the dedup keys its jobs still hold -> target: records them (a repeat sent there
-            answers the job on the source) -> target: the tenant resumes (unless it was paused) ->
-            router: placement.shard = target
-    drain   copy again until the source has no job of the tenant running, pending or failed and no
-            transaction older than the fence: jobs running at the flip finish on the source (their
-            by-id calls route there by id % 64), their retries move with the next page
-    end     target: forgets the source's keys
+The router holds the order of the move's steps (jobctl_router.move_next, sql/router/moves.sql): this
+module asks it for the next step, does that step on its shard (the shards' private functions,
+sql/functions/shard/_move_*.sql), each its own transaction, and reports it done. A loop in Python, not one
+SQL call, because a move is a sequence of transactions on three databases (router, source, target),
+each committed before the next starts, and PL/Proxy runs one remote statement per call; and because
+the drain waits for the source's running jobs without holding a transaction open. Every step can be
+run again: a crash anywhere (kill -9 of the mover included) leaves the move at its step, and a rerun
+does that step again and goes on.
 
 A job is claimable on at most one shard at a time: on the source only while it has a queue row
 there and the tenant is not paused there, on the target only once it has been copied (after its
@@ -36,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import psycopg
+from psycopg.rows import dict_row
 
 from jobctl import queries
 
@@ -104,13 +92,26 @@ def _copy(
         if not ids:
             return copied
         step("take")
-        router.execute(queries.MOVE_ROUTE, {"ids": ids, "to": report.target})
+        router.execute(queries.MOVE_ROUTE, {"tenant_id": tenant, "ids": ids})
         step("route")
         copied += int(_one(tgt, queries.MOVE_IN_JOBS, {"page": text}))
         step("import")
         _one(src, queries.MOVE_OUT_DELETE, {"tenant_id": tenant, "ids": ids})
         report.pages += 1
         after = max(ids)
+
+
+def _next(router: Conn, tenant_id: str, to: int, done: str | None) -> dict[str, Any]:
+    """jobctl_router.move_next: the step after `done`; its refusals of the move as MoveError."""
+    try:
+        with router.cursor(row_factory=dict_row) as cur:
+            row = cur.execute(queries.MOVE_NEXT, {"tenant_id": tenant_id, "to": to, "done": done}).fetchone()
+    except psycopg.Error as e:
+        if e.sqlstate in ("JC001", "JC010", "P0002") and e.diag.message_primary:
+            raise MoveError(e.diag.message_primary) from None
+        raise
+    assert row is not None
+    return row
 
 
 def move_tenant(
@@ -124,80 +125,91 @@ def move_tenant(
     connect: Callable[[str], Conn] | None = None,
     after_step: Callable[[str], None] | None = None,
 ) -> MoveReport:
-    """Move tenant_id's unfinished jobs to shard `to`, or finish a move an earlier run started.
-    router: an autocommit connection to the router database; connect(connstr) opens the shards
-    (default: psycopg, autocommit). after_step(name) is called after each step (tests)."""
+    """Move tenant_id's unfinished jobs to shard `to`, or finish a move an earlier run started: each
+    step jobctl_router.move_next names, until it says done. router: an autocommit connection to the
+    router database; connect(connstr) opens the shards (default: psycopg, autocommit).
+    after_step(name) is called after each step, and after each page's take, route and import (tests)."""
     started = time.monotonic()
     opener = connect or (lambda s: psycopg.connect(s, autocommit=True))
-    step = after_step or (lambda name: None)
-    shards = dict(router.execute(queries.MOVE_SHARDS).fetchall())
-    if to not in shards:
-        raise MoveError(f"no shard {to} in jobctl_router.shard")
-    placed = router.execute(queries.MOVE_PLACEMENT, {"tenant_id": tenant_id}).fetchone()
-    if placed is None:
-        raise MoveError(f"tenant {tenant_id} is not placed on any shard (it has no jobs)")
-    shard, moving_to = placed
-    if moving_to is not None and moving_to != to:
-        raise MoveError(f"tenant {tenant_id} is moving to shard {moving_to}: run that move again first")
-    report = MoveReport(tenant_id, shard, to)
-    flipped = shard == to
-    if flipped:  # placed on the target: a move that flipped and may still drain on its source
-        report.source = None
-        for number, connstr in shards.items():
-            if number == to:
-                continue
-            with opener(connstr) as c:
-                if c.execute(queries.MOVE_OUT_OPEN, {"tenant_id": tenant_id}).fetchone() is not None:
-                    report.source, report.resumed = number, True
-                    break
-        if report.source is None:  # finished on the source: the target's last step, again
-            with opener(shards[to]) as tgt:
-                _one(tgt, queries.MOVE_IN_END, {"tenant_id": tenant_id})
-            report.total_s = time.monotonic() - started
-            return report
-    assert report.source is not None
-    with opener(shards[report.source]) as src, opener(shards[to]) as tgt:
-        open_move = src.execute(queries.MOVE_OUT_OPEN, {"tenant_id": tenant_id}).fetchone()
-        report.resumed = report.resumed or open_move is not None
-        paused_at = time.monotonic()
-        config = _one(src, queries.MOVE_OUT_BEGIN, {"tenant_id": tenant_id, "to": to})
-        step("begin")
-        was_paused = bool(json.loads(config)["was_paused"])
-        if not flipped:
-            router.execute(queries.MOVE_MARK, {"tenant_id": tenant_id, "to": to, "source": report.source})
-            tgt.execute(queries.MOVE_IN_BEGIN, {"config": config})
-            step("mark")
-            report.moved += _copy(router, src, tgt, report, page, step)
-            step("copy")
-            while not _one(src, queries.MOVE_OUT_FENCE, {"tenant_id": tenant_id}):
-                pass  # the second call records the time after the fence committed
-            step("fence")
-            keys = _one(src, queries.MOVE_OUT_KEYS, {"tenant_id": tenant_id})
-            _one(tgt, queries.MOVE_IN_KEYS, {"tenant_id": tenant_id, "keys": keys})
-            step("keys")
-            tgt.execute(queries.MOVE_IN_FINISH, {"tenant_id": tenant_id, "paused": was_paused})
-            report.pause_s = time.monotonic() - paused_at
-            step("resume")
-            router.execute(queries.MOVE_FLIP, {"tenant_id": tenant_id, "to": to, "source": report.source})
-            step("flip")
-        drain_started = time.monotonic()
-        deadline = drain_started + drain_timeout
-        while True:
-            report.moved += _copy(router, src, tgt, report, page, step)
-            status = _one(src, queries.MOVE_OUT_FINISH, {"tenant_id": tenant_id})
-            if status["finished"]:
-                break
-            if time.monotonic() > deadline:
-                report.drain_s = time.monotonic() - drain_started
-                raise MoveError(
-                    f"tenant {tenant_id}: after {drain_timeout:.0f} s the source still has"
-                    f" {status['running']} running jobs (settled: {status['settled']});"
-                    f" the tenant runs on shard {to}: run the move again to finish"
+    hook = after_step or (lambda name: None)
+    at = _next(router, tenant_id, to, None)
+    report = MoveReport(tenant_id, at["from_shard"], to, resumed=at["resumed"])
+    if at["step"] == "done":
+        report.total_s = time.monotonic() - started
+        return report
+    config: dict[str, Any] = {}
+    paused_at: float | None = None
+    with opener(at["from_connstr"]) as src, opener(at["to_connstr"]) as tgt:
+
+        def settings() -> dict[str, Any]:
+            """The tenant's settings for the target (jobctl._move_out_begin: again, it changes nothing)."""
+            if not config:
+                config.update(
+                    json.loads(_one(src, queries.MOVE_OUT_BEGIN, {"tenant_id": tenant_id, "to": to}))
                 )
-            time.sleep(poll)
-        report.drain_s = time.monotonic() - drain_started
-        step("finish")
-        _one(tgt, queries.MOVE_IN_END, {"tenant_id": tenant_id})
-        step("end")
+            return config
+
+        while at["step"] != "done":
+            name = at["step"]
+            if name == "begin":
+                paused_at = time.monotonic()
+                settings()
+            elif name == "open":
+                tgt.execute(queries.MOVE_IN_BEGIN, {"config": json.dumps(settings())})
+            elif name == "copy":
+                report.moved += _copy(router, src, tgt, report, page, hook)
+            elif name == "fence":
+                while not _one(src, queries.MOVE_OUT_FENCE, {"tenant_id": tenant_id}):
+                    pass  # the second call records the time after the fence committed
+            elif name == "keys":
+                keys = _one(src, queries.MOVE_OUT_KEYS, {"tenant_id": tenant_id})
+                _one(tgt, queries.MOVE_IN_KEYS, {"tenant_id": tenant_id, "keys": keys})
+            elif name == "resume":
+                paused = bool(settings()["was_paused"])
+                tgt.execute(queries.MOVE_IN_FINISH, {"tenant_id": tenant_id, "paused": paused})
+                report.pause_s = None if paused_at is None else time.monotonic() - paused_at
+            elif name == "drain":
+                _drain(router, src, tgt, report, page, drain_timeout, poll, hook)
+                name = "finish"
+            elif name == "end":
+                _one(tgt, queries.MOVE_IN_END, {"tenant_id": tenant_id})
+            else:
+                raise MoveError(
+                    f"tenant {tenant_id}: the router names a step this mover does not know: {name}"
+                )
+            hook(name)
+            at = _next(router, tenant_id, to, at["step"])
+            if at["performed"]:
+                hook(at["performed"])
     report.total_s = time.monotonic() - started
     return report
+
+
+def _drain(
+    router: Conn,
+    src: Conn,
+    tgt: Conn,
+    report: MoveReport,
+    page: int,
+    timeout: float,
+    poll: float,
+    hook: Callable[[str], None],
+) -> None:
+    """Copy again until the source says the move is over there (jobctl._move_out_finish): its
+    running jobs have finished and every transaction older than the fence has ended."""
+    drain_started = time.monotonic()
+    deadline = drain_started + timeout
+    while True:
+        report.moved += _copy(router, src, tgt, report, page, hook)
+        status = _one(src, queries.MOVE_OUT_FINISH, {"tenant_id": report.tenant_id})
+        if status["finished"]:
+            break
+        if time.monotonic() > deadline:
+            report.drain_s = time.monotonic() - drain_started
+            raise MoveError(
+                f"tenant {report.tenant_id}: after {timeout:.0f} s the source still has"
+                f" {status['running']} running jobs (settled: {status['settled']});"
+                f" the tenant runs on shard {report.target}: run the move again to finish"
+            )
+        time.sleep(poll)
+    report.drain_s = time.monotonic() - drain_started

@@ -27,6 +27,16 @@ begin
 end
 $$;
 
+-- jobctl_router.shard_count: how many shards the router has (`jobctl shards init-router` reports it).
+-- As the router's owner (granted to no role). Reads: shard.
+create or replace function jobctl_router.shard_count()
+returns integer
+language sql
+stable
+as $$
+    select count(*)::integer from jobctl_router.shard
+$$;
+
 -- jobctl_router._bump_version: every change of the shard table makes PL/Proxy reload the cluster
 create or replace function jobctl_router._bump_version()
 returns trigger

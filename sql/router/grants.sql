@@ -34,7 +34,8 @@ begin
     for v_grant in
         select p.oid::regprocedure as fn, g.grantee
         from (values
-            ('get_job', 'jobctl_reader'), ('list_jobs', 'jobctl_reader'), ('job_history', 'jobctl_reader'),
+            ('get_job', 'jobctl_reader'), ('locate_job', 'jobctl_reader'), ('list_jobs', 'jobctl_reader'),
+            ('job_history', 'jobctl_reader'),
             ('find_jobs', 'jobctl_reader'), ('stats', 'jobctl_reader'), ('list_tenants', 'jobctl_reader'),
             ('list_schedules', 'jobctl_reader'), ('schedule_runs', 'jobctl_reader'),
             ('list_concurrency_limits', 'jobctl_reader'), ('get_batch', 'jobctl_reader'),

@@ -9,6 +9,14 @@ as $$
     run on jobctl_router.job_shard(job_id);
 $$;
 
+create or replace function jobctl.locate_job(job_id bigint)
+returns table (job jobctl.job_info, files jsonb)
+language plproxy
+as $$
+    cluster 'jobctl';
+    run on jobctl_router.job_shard(job_id);
+$$;
+
 create or replace function jobctl.job_history(job_id bigint)
 returns table (at timestamptz, event text, attempt integer, lease_epoch bigint, worker_id text, detail text)
 language plproxy

@@ -26,6 +26,21 @@ create table if not exists jobctl_router.job_route (
     shard integer not null references jobctl_router.shard
 );
 
+-- the tenant moves of the mover (`jobctl shards move`, python/jobctl/shard_move.py): each one's source,
+-- target and the step it is at (jobctl_router.move_next holds their order, moves.sql). A finished
+-- move stays, at step 'done', until the tenant's next move replaces it.
+create table if not exists jobctl_router.move (
+    tenant_id text primary key,
+    from_shard integer not null references jobctl_router.shard,
+    to_shard integer not null references jobctl_router.shard,
+    step text not null,
+    started_at timestamptz not null default now(),
+    updated_at timestamptz not null default now(),
+    constraint move_step_check check (
+        step in ('begin', 'mark', 'open', 'copy', 'fence', 'keys', 'resume', 'flip', 'drain', 'end', 'done')
+    )
+);
+
 -- the shard table's version, which PL/Proxy compares on every call (plproxy.get_cluster_version)
 create table if not exists jobctl_router.cluster_version (
     singleton boolean primary key default true check (singleton),
