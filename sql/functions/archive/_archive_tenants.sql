@@ -1,8 +1,9 @@
 -- jobctl._archive_tenants: the files one unit of the export (jobctl._archive_units) makes: its jobs
 -- created before p_before, grouped by tenant and UTC day (one file each), with how many rows each
 -- holds now, in tenant and day order. The exporter reads each group's rows (jobctl._archive_chunk);
--- jobctl._archive_commit checks, under its lock, that the unit holds exactly the rows written. Refuses a part that is not the archive's (JC001,
--- jobctl._archive_part). As the schema owner. Reads: the unit's partition.
+-- jobctl._archive_commit checks, under its lock, that the unit holds exactly the rows written.
+-- Refuses a part that is not the archive's (JC001, jobctl._archive_part). As the schema owner.
+-- Reads: the unit's partition.
 create or replace function jobctl._archive_tenants(p_part regclass, p_before timestamptz)
 returns table (tenant_id text, day date, job_count bigint)
 language plpgsql
