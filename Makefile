@@ -113,7 +113,7 @@ bench-dashboard: setup ## The dashboard at 1,000,000 jobs across 1,000 tenants: 
 bench-counters: setup ## The counters' cost on the hot path: submit and claim + complete throughput of HEAD against the commit before them, side by side, 5 rounds (about 3 minutes)
 	@$(BIN)/python benchmarks/counters.py
 
-bench-overhead: setup ## What jobs without dependencies pay for issue 22 (dependencies, batches, scoped keys): submit and claim + complete of HEAD against dae4780, side by side, 7 rounds (about 4 minutes)
+bench-overhead: setup ## What jobs without dependencies pay for dependencies, batches and scoped keys: submit and claim + complete of HEAD against dae4780, side by side, 7 rounds (about 4 minutes)
 	@$(BIN)/python benchmarks/counters.py --base dae4780 --rounds $${ROUNDS:-7} --out workflow_overhead.json
 
 bench-waiters: setup ## The completion hint's cost: claim + complete with the functions that end attempts at HEAD against dae4780's, swapped in one database, and with a waiter on every job (20 blocks, about 2 minutes)
@@ -153,7 +153,7 @@ shard-move: test-db ## Tenant moves between two shard databases of .test-pg unde
 cardinality: test-db ## The metrics and the queue list with 10,000 queues (tests/test_cardinality.py at the issue's size; make test runs it with 2,000; about 3 minutes)
 	@$(TEST_ENV) JOBCTL_CARDINALITY_QUEUES=10000 $(BIN)/pytest -q -s tests/test_cardinality.py
 
-probe: db ## The hostile probe (issues 19 and 33): every hole replayed against the local cluster and its API, held/open per item and a second tenant's claim/submit p99; item 16 fills the NOTIFY queue, 8 GB, for about a minute; items 17-23 the lock table, the archive's lease, replayed hints, the router, parent_results, a client's waits, 10,000 queues (about 9 minutes; QUICK=1: about 3)
+probe: db ## The hostile probe: every hole replayed against the local cluster and its API, held/open per item and a second tenant's claim/submit p99; item 16 fills the NOTIFY queue, 8 GB, for about a minute; items 17-23 the lock table, the archive's lease, replayed hints, the router, parent_results, a client's waits, 10,000 queues (about 9 minutes; QUICK=1: about 3)
 	@$(BIN)/python benchmarks/drills/hostile.py $${QUICK:+--quick} $${ITEMS:+--items $$ITEMS}
 
 sql-reference: db ## Regenerate docs/sql-reference.md from the database's COMMENT ON texts (tests/test_sql_reference.py checks it is current; seconds)

@@ -1,6 +1,6 @@
 """What a change costs on the hot path: submit and claim + complete throughput of jobctl at HEAD
-against jobctl at a base commit, side by side in one run. Made for the counters (migration 0025;
-base 033a8f4, benchmarks/results/counters.json); also run for issue 22's dependencies, batches and
+against jobctl at a base commit, side by side in one run. Made for the counters (base
+033a8f4, benchmarks/results/counters.json); also run for the dependencies, batches and
 scoped keys, which jobs without them must not pay for (make bench-overhead: base dae4780,
 benchmarks/results/workflow_overhead.json).
 

@@ -36,7 +36,7 @@ from claim_depth import bench_dsn, finish, fresh_database
 from compare import cluster_url
 
 DB = "jobctl_bench_dashboard"
-TARGET_MS = 200.0  # the overview's bound at 1,000,000 jobs and 1,000 tenants (issue 21)
+TARGET_MS = 200.0  # the overview's bound at 1,000,000 jobs and 1,000 tenants
 
 
 def fresh(base: str) -> str:

@@ -1,4 +1,4 @@
-"""Concurrency keys and paused queues at scale (issue 18's two bars), on the benchmark cluster.
+"""Concurrency keys and paused queues at scale (two bars: drain and claim cost), on the benchmark cluster.
 
 1. keys: one tenant whose keys have limit 1 (its default), N distinct keys with two jobs each (the
    second waits in _held and is admitted by the first's completion), then C claimers claiming B at

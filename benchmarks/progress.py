@@ -1,8 +1,8 @@
-"""Heartbeats with progress beside plain ones (issue 22): time and row versions.
+"""Heartbeats with progress beside plain ones: time and row versions.
 
 Running leases in a fresh database on the benchmark cluster are heartbeaten with the worker's own
 statement (queries.HEARTBEATS: one statement for all of a worker's jobs) in three ways:
-- none:  no progress (the progress array NULL), as before issue 22;
+- none:  no progress (the progress array NULL), as before progress existed;
 - small: every job a new progress each beat, {"done": i, "total": 1000, "step": "..."} (85 bytes);
 - bound: every job a new progress of 2,000 bytes as jsonb each beat (jobctl.heartbeat's bound).
 Every job gets a new progress on every beat here; the worker sends a job's progress at most once a

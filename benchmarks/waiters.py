@@ -1,4 +1,4 @@
-"""What the completion hint (migration 0029, jobctl._hint_finished) costs a drain: claim + complete
+"""What the completion hint (jobctl._hint_finished) costs a drain: claim + complete
 with the functions that end attempts as they are at HEAD against the same functions at a base commit
 without the hint, side by side, and what a waiter on every job costs.
 

@@ -1,4 +1,4 @@
-"""Dependencies at scale (issue 22's bars), on a scratch database of the benchmark cluster:
+"""Dependencies at scale, on a scratch database of the benchmark cluster:
 
 - dag: a 1,000-node DAG, 10 levels x 100 (--levels), each node of a level depending on 3 nodes of the level
   before (seeded), drained by 4 worker processes; per child, the time from its last parent's

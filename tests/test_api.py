@@ -912,7 +912,7 @@ def test_queues_put_pause_resume_and_list_with_an_admin_token_only(
 def test_names_with_a_slash_reach_their_routes(
     client: httpx.Client, make_token: MakeToken, admin_db: Conn, name: str
 ) -> None:
-    """Issue 33, item 15: a schedule, tenant or queue name holding "/" answered 404 on its path
+    """A schedule, tenant or queue name holding "/" answered 404 on its path
     routes. Names are path segments that may hold "/" ({...:path}); the routes with an action after
     the name are tried first (docs/api.md)."""
     tenant = f"{name}/eu"

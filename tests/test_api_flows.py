@@ -1,4 +1,4 @@
-"""The HTTP API's workflows (issue 22) against a real server and the real database: depends_on and the
+"""The HTTP API's workflows against a real server and the real database: depends_on and the
 dedup scope on POST /api/v1/jobs, POST /api/v1/workflows, POST /api/v1/batches, GET
 /api/v1/batches/{id}, the job's depends_on, workflow_id, batch_id and parent_results, and the errors
 (each names its field)."""

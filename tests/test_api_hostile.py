@@ -1,4 +1,4 @@
-"""The HTTP API against hostile clients (issue 19): real `jobctl serve` processes on loopback, real
+"""The HTTP API against hostile clients: real `jobctl serve` processes on loopback, real
 sockets, the real database. Held locks and slow statements answer 503 within the API's timeouts;
 made-up methods and paths cannot grow /metrics; slowloris sockets are closed within the head
 timeout while the API keeps answering; one tenant's burst of lists is capped (429) while another

@@ -1,4 +1,4 @@
-"""The HTTP API's parameter names (issue 33, item 17) against a real server and the real database:
+"""The HTTP API's parameter names against a real server and the real database:
 `GET /api/v1/jobs` filters by `state` (the name the CLI, the dashboard and SQL use), `status` is its
 alias, and a query parameter no route declares is refused with 422, as an unknown body field is."""
 

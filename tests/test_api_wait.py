@@ -1,4 +1,4 @@
-"""`GET /api/v1/jobs/{id}?wait=S`, the bounded long poll (issue 22), against a real server: answered
+"""`GET /api/v1/jobs/{id}?wait=S`, the bounded long poll, against a real server: answered
 within about 100 ms of the job's completion; at the end of its wait with the job as it is; 422 for a
 `wait` past the bound or not a number; another tenant's job 404 at once; a tenant's long polls capped
 (429) while they hold no pooled connection; a killed hint listener made up for by polling."""

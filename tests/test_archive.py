@@ -1,4 +1,4 @@
-"""The archive in object storage (migration 0030, jobctl.archive): days of finished jobs leave the
+"""The archive in object storage (jobctl.archive): days of finished jobs leave the
 database as Parquet files in a directory and in an S3 bucket (moto's server on loopback, ports
 25550-25559), get_job and job_history still find them from every surface (client, CLI, HTTP API) for
 their own tenant only, forget_subject reaches the files, and an exporter killed with -9 mid-run leaves
@@ -361,8 +361,8 @@ def test_an_exporter_killed_mid_run_loses_and_doubles_nothing(scratch_dsn: str, 
 
 
 def test_no_other_login_can_stop_the_exporter(scratch_dsn: str, tmp_path: Path) -> None:
-    """Issue 33, item 5: `select pg_advisory_lock(hashtext('jobctl archive'))`, run by any login, made
-    every `jobctl archive run` exit 1. One run at a time is now a lease (migration 0034) that only the
+    """`select pg_advisory_lock(hashtext('jobctl archive'))`, run by any login, made
+    every `jobctl archive run` exit 1. One run at a time is now a lease that only the
     schema owner can see or take: with that key held, a run exports its day; a login granted CONNECT
     by name and a tenant's writer can neither read nor take the lease; a run in progress makes a second
     exit 1 with one line, and once the first run's backend is gone, the next run takes the lease."""

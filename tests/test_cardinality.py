@@ -1,4 +1,4 @@
-"""Issue 33, item 8: the metrics and the queue list stay bounded whatever the number of queues. One
+"""The metrics and the queue list stay bounded whatever the number of queues. One
 submit_jobs into QUEUES queues (2,000; `make cardinality`: 10,000), in a database of its own (a
 worker without --queue drains it all):
 the admin /metrics holds the busiest 200 tenant queues (jobctl.job_series, the setting

@@ -1,4 +1,4 @@
-"""`make clean-db` (issue 33, item 19): every cluster of a checkout stopped and its data deleted,
+"""`make clean-db`: every cluster of a checkout stopped and its data deleted,
 wherever it lives. bin/db's own clusters go by `bin/db destroy`; this checks bin/clean-drills, which
 takes what a killed drill left behind: a running server in a drill's directory, and a directory under
 postgres's home that the drill's directory links to. On a checkout of its own (bin/ copied into a

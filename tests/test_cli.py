@@ -372,7 +372,7 @@ def test_stats_joins_counts_and_claims(
 
 
 def test_stats_counts_waiting_jobs(cli: Cli, name: str, conn: psycopg.Connection[tuple[object, ...]]) -> None:
-    """Issue 33, item 18: a job waiting for its parents has a column of its own (it was in none)."""
+    """A job waiting for its parents has a column of its own (it was in none)."""
     row = conn.execute(
         "select job_id from jobctl.submit_job(%s, 'flow', '{}', run_at => now() + interval '1 hour')", (name,)
     ).fetchone()

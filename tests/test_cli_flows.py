@@ -1,4 +1,4 @@
-"""The command line's workflows (issue 22) on the real database: submit's --depends-on and dedup scope,
+"""The command line's workflows on the real database: submit's --depends-on and dedup scope,
 `workflow submit`, `batch submit`, `batch show`, what `get` shows of them, and errors as one line."""
 
 from __future__ import annotations

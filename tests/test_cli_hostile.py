@@ -1,4 +1,4 @@
-"""The CLI against hostile data (issue 19): tenants' strings holding terminal escapes, and a payload
+"""The CLI against hostile data: tenants' strings holding terminal escapes, and a payload
 nested too deeply for Python's JSON decoder. output.py's functions directly, then the real CLI."""
 
 from __future__ import annotations

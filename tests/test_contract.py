@@ -34,7 +34,7 @@ def test_a_created_token_has_the_documented_shape(
 
 
 def test_job_states_are_the_check_constraints(conn: psycopg.Connection[tuple[object, ...]]) -> None:
-    """Every state the constraint allows is in STATES (waiting: issue 22), and no other one."""
+    """Every state the constraint allows is in STATES (waiting among them), and no other one."""
     row = conn.execute(
         "select pg_get_constraintdef(oid) from pg_constraint where conname = 'job_state_check' limit 1"
     ).fetchone()

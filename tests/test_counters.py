@@ -1,4 +1,4 @@
-"""The counters behind job_counts, job_overview and /metrics (migration 0025) stay exact under
+"""The counters behind job_counts, job_overview and /metrics stay exact under
 concurrency: several real processes submit (due, delayed, keyed), claim, complete, fail (retried
 and dead), release, cancel and retry at once, one claimer is killed with kill -9 holding leases,
 ticks fold the deltas meanwhile; afterwards jobctl.recount_counters() (a scan of the jobs) finds
@@ -47,7 +47,7 @@ def _submitter(dsn: str, tenants: list[str], seed: int, seconds: float) -> None:
             # a deadlock victim (40P01) wrote nothing; like any client of PostgreSQL, and like
             # jobctl's worker (calls.retryable), the submitter goes on with its next batch. The cycle
             # that made one here (a bulk batch holding a key while it waited, docs/lab-notes.md,
-            # 2026-12-03) is gone since migration 0032; tests/test_bulk_jobs.py replays it.
+            # 2026-12-03) is gone; tests/test_bulk_jobs.py replays it.
             with contextlib.suppress(psycopg.errors.DeadlockDetected):
                 conn.execute(
                     "select count(*) from jobctl.submit_jobs(%s::jsonb)", [psycopg.types.json.Jsonb(jobs)]

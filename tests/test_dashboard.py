@@ -398,7 +398,7 @@ def test_other_pages_and_a_read_only_token(
 def test_a_waiting_child_links_its_parent_and_is_released(
     page: tuple[Page, Guard], tokens: dict[str, str], db: Conn, worker: Any
 ) -> None:
-    """Issue 22: a job's page shows the jobs it waits for (links, states), its workflow's jobs, its
+    """A job's page shows the jobs it waits for (links, states), its workflow's jobs, its
     batch; the live block shows the child released once its parent completed."""
     p, _ = page
     jobs = [
@@ -419,7 +419,7 @@ def test_a_waiting_child_links_its_parent_and_is_released(
     expect(link).to_be_visible()
     expect(p.locator("#workflow h2")).to_contain_text(f"Workflow {parent}")
     expect(p.locator("#workflow tbody tr")).to_have_count(2)
-    # the names the jobs were given at submit, beside their ids; depends_on by name (issue 33, item 22)
+    # the names the jobs were given at submit, beside their ids; depends_on by name
     expect(p.locator("#workflow thead th").nth(1)).to_have_text("name")
     expect(p.locator("#workflow tbody tr").nth(0).locator("td").nth(1)).to_have_text("extract")
     expect(p.locator("#workflow tbody tr").nth(1).locator("td").nth(1)).to_have_text("load")
@@ -476,7 +476,7 @@ def tenant_token(db: Conn, tenant: str, scopes: list[str] | None = None) -> str:
 def test_waiting_jobs_are_counted_and_the_chips_follow_an_id_filter(
     page: tuple[Page, Guard], db: Conn, worker: Any
 ) -> None:
-    """Issue 33, item 18: jobs waiting for their parents have a tile, a grid column and a chip of their
+    """Jobs waiting for their parents have a tile, a grid column and a chip of their
     own (they were in no count); with job ids in the filter the chips count those jobs only."""
     p, _ = page
     later = (datetime.now(UTC) + timedelta(hours=1)).isoformat()
@@ -501,7 +501,7 @@ def test_waiting_jobs_are_counted_and_the_chips_follow_an_id_filter(
 def test_a_failed_job_shows_its_traceback_escaped(
     page: tuple[Page, Guard], server: Server, tokens: dict[str, str], db: Conn, worker: Any
 ) -> None:
-    """Issue 33, item 22: a handler's exception leaves its traceback (the worker's, bounded by
+    """A handler's exception leaves its traceback (the worker's, bounded by
     fail_job) on the job: the job's page shows it under the error, collapsed, innermost frame last,
     escaped (markup as text, control characters as escapes); the API's job JSON has it."""
     p, _ = page

@@ -290,7 +290,7 @@ def test_a_sealed_payload_shows_its_envelope_with_a_badge(server: Server, admin_
 def test_a_token_that_may_cancel_may_not_delete(
     server: Server, tokens: dict[str, str], tenants: tuple[str, str], admin_db: Conn
 ) -> None:
-    """Deleting needs jobs:delete (issue 33, item 10): jobs:read with jobs:cancel cancels but has no
+    """Deleting needs jobs:delete: jobs:read with jobs:cancel cancels but has no
     delete buttons, and its bulk delete is refused by delete_jobs itself, whatever the form says."""
     mine, _ = tenants
     row = admin_db.execute(
@@ -338,7 +338,7 @@ def _tabs(page: str) -> set[str]:
 def test_tabs_follow_what_the_database_lets_the_token_see(
     server: Server, tokens: dict[str, str], tenants: tuple[str, str], admin_db: Conn
 ) -> None:
-    """Issue 33, item 21: a tenant's token, whatever its scopes, has no Queues or Workers tab (they are
+    """A tenant's token, whatever its scopes, has no Queues or Workers tab (they are
     shared by every tenant: jobctl.caller_access says so); its 403 there names what is missing, acting
     for every tenant, not queues:read, which it holds. A reader's token has the tabs of its scopes; an
     admin token every tab."""

@@ -1,4 +1,4 @@
-"""Fencing across a crash (migration 0033, docs/design.md, Fencing across a crash): a claim that
+"""Fencing across a crash (docs/design.md, Fencing across a crash): a claim that
 committed without waiting for its WAL flush (claim_job's flush => false, as the worker claims) and
 was acknowledged is lost in a crash, and so is the epoch sequence's advance. The epochs handed out
 after the crash must still be above every acknowledged one, so that the lost claim's worker is fenced.

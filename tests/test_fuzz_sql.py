@@ -168,7 +168,7 @@ def test_a_worker_call_with_any_ids_is_fenced_or_refused(
             (job_id, epoch, extend),
             "lost",
         ),
-        (  # with any progress (issue 22)
+        (  # with any progress
             "select jobctl.heartbeat(%s, %s, coalesce(%s, interval '30 seconds'), %s)",
             (job_id, epoch, extend, Jsonb(result)),
             "lost",

@@ -59,7 +59,7 @@ def test_failover_and_switchover_lose_nothing_and_the_callback_moves_the_epoch()
             "expand_schedules": 0,
         }, context
     assert timelines[0] < timelines[1], context
-    # issue 33, item 4: 64 claims the killed leader never streamed (their epochs above the standby's
+    # 64 claims the killed leader never streamed (their epochs above the standby's
     # sequence); on the new primary, claimed again at once, every new epoch is above them, and each
     # zombie's heartbeat and complete with its old epoch is refused
     zombie = events[0]["zombie"]

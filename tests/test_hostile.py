@@ -1,7 +1,7 @@
-"""Issue 19's acceptance with real logins, each in a session of its own: a login with no jobctl role
-trying every advisory lock jobctl ever used (as session locks and in an open transaction) and a
-worker holding a claim in an open transaction do not hold up another tenant's calls; issue 33's: a
-login with no jobctl role cannot fill the lock table; and the probe benchmarks/drills/hostile.py runs and
+"""Hostile logins, each in a session of its own: a login with no jobctl role trying every advisory
+lock jobctl ever used (as session locks and in an open transaction) and a worker holding a claim in
+an open transaction do not hold up another tenant's calls; a login with no jobctl role cannot fill
+the lock table; and the probe benchmarks/drills/hostile.py runs and
 reports each item."""
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from psycopg.types.json import Jsonb
 HOLD = 8.0  # seconds the worker holds its claim's transaction open (the issue: 20)
 BAR = 1.0  # seconds: each of the other tenant's calls must answer within this
 
-# Every key jobctl's advisory locks used before migration 0022 that bears on tenant b's calls, as
+# Every key jobctl's advisory locks used before its lock tables that bears on tenant b's calls, as
 # jobctl computed them (hashtext is open to every login): the periodic work's (19011), the dedup
 # buckets (19012), limited tenants (19013), the shared lane lists (19014: all queues, and each
 # filter), hints (19015, 19016), a concurrency key (19017), limited queues (19018).
@@ -222,7 +222,7 @@ def test_the_probe_reports_each_item_it_runs(dsn: str) -> None:
 def test_a_login_outside_jobctls_roles_cannot_fill_the_lock_table(
     dsn: str, logins: dict[str, str], name: str
 ) -> None:
-    """Issue 33, item 1: a login with no jobctl role ran `select count(pg_advisory_lock(x)) from
+    """A login with no jobctl role ran `select count(pg_advisory_lock(x)) from
     generate_series(1, 1000000) x`; the call failed with 53200 but the session kept the locks it had
     taken, and until it disconnected every tenant's submit failed with 53200. jobctl migrate takes
     CONNECT and TEMPORARY on the database, and the advisory lock functions, from PUBLIC (sql/grants.sql),

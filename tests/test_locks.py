@@ -1,4 +1,4 @@
-"""jobctl's locks (migrations 0022 and 0023): one tenant's open transaction holds up only its own
+"""jobctl's locks: one tenant's open transaction holds up only its own
 tenant's work. Each test keeps a transaction of tenant A open, holding the locks its work took, and
 times tenant B's work of the same kind in another session; B's names are chosen to share A's hash
 bucket, so a lock shared by bucket across tenants (as the advisory locks were) would stall B. The

@@ -99,7 +99,7 @@ def test_no_hint_when_the_setting_is_off(dsn: str, name: str) -> None:
 
 
 def test_a_login_with_no_jobctl_role_hears_no_queue_name(conn: Conn, dsn: str, name: str) -> None:
-    """Any login may LISTEN (issue 19: `LISTEN jobctl` as a role with no jobctl role received every
+    """Any login may LISTEN (a probe: `LISTEN jobctl` as a role with no jobctl role received every
     queue name): a hint carries the queue's tag, which names nothing, and only jobctl's roles may
     ask for tags."""
     role, queue = name + "_nobody", name + "_payroll-layoffs"
@@ -123,7 +123,7 @@ def test_a_login_with_no_jobctl_role_hears_no_queue_name(conn: Conn, dsn: str, n
 
 
 def test_a_listener_that_stops_reading_costs_submits_nothing(conn: Conn, dsn: str, name: str) -> None:
-    """Issue 33: a login with no jobctl role LISTENs in a transaction it keeps open while another
+    """A login with no jobctl role LISTENs in a transaction it keeps open while another
     floods notifications of 7,900 bytes; the queue cannot be trimmed, and once it is full every commit
     that sends a notification fails (54000). Past jobctl._hint_queue_limit() a submit sends no hint:
     here the limit is set to 0.0001 of the queue for the submitter (the default, half of it, is 4 GB

@@ -1,4 +1,4 @@
-"""Progress from a running job (issue 22) with a real worker process, the real database, a real API
+"""Progress from a running job with a real worker process, the real database, a real API
 server and the CLI: a handler's `job.report_progress` is read back through get_job, the client, the
 API, the CLI and the dashboard while the job runs, and kept when it ends; a fenced zombie's report is
 not stored; writes are at most one a second a job, the latest winning; what the database would refuse

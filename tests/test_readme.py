@@ -1,4 +1,4 @@
-"""The README's examples run as written (issue 33, item 20): its SQL block on a fresh database (the
+"""The README's examples run as written: its SQL block on a fresh database (the
 numbers it shows are that database's, its lease epochs set to start at 7), its handler as a real
 `jobctl worker --handler myapp.tasks:send`, and its client block, each against a scratch database."""
 

@@ -1,4 +1,4 @@
-"""A PostgreSQL restart of one second (issue 33, item 14): the worker's and the API's reconnects are
+"""A PostgreSQL restart of one second: the worker's and the API's reconnects are
 capped at about a second (jittered), so both work again within about 2 s of the server being back.
 Before, the first API submit came 10.3 s after the stop and the worker stayed idle 9.5 s: the pools'
 reconnect attempts (psycopg_pool: 1 s doubling) and the worker's retries (0.1 s doubling to 5 s)

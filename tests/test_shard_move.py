@@ -16,7 +16,7 @@ shard it ran on; the ledgers of both shards together must hold every job exactly
   rerun: 0 lost, 0 duplicated;
 - repeats of held dedup keys sent throughout a move (from the first page to after the flip and the
   move's end) through the router and directly to the source: one job per key, answered as
-  duplicates (issue 33, item 3); the tenant's role grants and API tokens come along;
+  duplicates; the tenant's role grants and API tokens come along;
 - SHARD_MOVE_ROUNDS=n (`make shard-move`): n clean moves of a 10,000-job backlog back and forth
   under the same load, with the median move time and pause window.
 """
@@ -295,7 +295,7 @@ def repeats_seen(
 
 
 def test_repeats_of_held_keys_during_a_move_make_one_job_per_key(cluster: Cluster) -> None:
-    """Issue 33, item 3: a key held by a job on the source is repeated throughout the move, through
+    """A key held by a job on the source is repeated throughout the move, through
     the real PL/Proxy router and straight to the source: during the copy (the holder already on the
     target), at the fence and the flip, in the drain (holders still running on the source, or failed
     there and copied by the drain) and after the move. Every repeat answers the key's one job. The

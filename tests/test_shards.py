@@ -290,7 +290,7 @@ def test_a_multi_shard_worker_shares_its_slots_by_claimable_weight(databases: An
 
 
 def test_tenant_weights_hold_across_shards(databases: Any, tmp_path: Any) -> None:
-    """Issue 33, item 9: a tenant of weight 1 alone on shard 0, one of weight 3 alone on shard 1, one
+    """A tenant of weight 1 alone on shard 0, one of weight 3 alone on shard 1, one
     worker process with 4 slots: the heavy tenant runs about 3 jobs to the light one's 1 (equal slots
     a shard would make it 1 : 1)."""
     done = run_shared(databases, tmp_path, [{"light": 1}, {"heavy": 3}], 4)
@@ -400,7 +400,7 @@ def test_every_router_function_has_its_shards_signature(databases: Any) -> None:
 
 
 def test_no_role_of_the_router_writes_its_tables_or_reads_a_connect_string(databases: Any, name: str) -> None:
-    """Issue 33, item 13: a writer granted one tenant could insert rows into jobctl_router.placement
+    """A writer granted one tenant could insert rows into jobctl_router.placement
     (and so send another tenant's calls to a wrong shard) and read jobctl_router.shard's connect
     strings. The routing and cluster functions are SECURITY DEFINER now, and no role holds a privilege
     on the router's tables: the writer's submit through the router still places its tenant; a connect

@@ -1,4 +1,4 @@
-"""Waiting for a job's result (issue 22): `Client.wait` / `AsyncClient.wait` while a real worker
+"""Waiting for a job's result: `Client.wait` / `AsyncClient.wait` while a real worker
 process runs the job. The wait is woken by the completion hint (jobctl.watch_job, jobctl._hint_finished)
 well before its poll would have found the job, also when the job dies or is cancelled; with its
 listener's backend terminated it still returns, by polling; it times out with the job as it is."""
@@ -219,8 +219,8 @@ def test_cli_wait_exit_statuses(conn: Conn, name: str) -> None:
 
 
 def test_concurrent_watch_job_calls_never_exceed_a_jobs_100_waiters(conn: Conn, dsn: str, name: str) -> None:
-    """watch_job's bound of 100 waiters a job holds when many sessions call it at once (issue 33, item
-    7): the count and the insert are serialised per job by a row lock only the owner can take. Each
+    """watch_job's bound of 100 waiters a job holds when many sessions call it at once (a probe raced it
+    to 113): the count and the insert are serialised per job by a row lock only the owner can take. Each
     round fills a job to 95 waiters, then 12 sessions (threads, each on its own connection) call
     watch_job at the same instant, 3 times each; before the lock the counts raced past 100."""
     later = (datetime.now(UTC) + timedelta(hours=1)).isoformat()
@@ -277,7 +277,7 @@ def _connections_of(conn: Conn, role: str) -> int:
 def test_a_clients_waits_share_one_listener(conn: Conn, dsn: str, name: str) -> None:
     """1,000 concurrent AsyncClient.wait calls of one client, and 40 Client.wait calls from threads of
     another, on jobs that then finish: every waiter gets its result, and neither client ever has more
-    than 3 server connections (its own, the shared listener; issue 33, item 7: a listener a wait
+    than 3 server connections (its own, the shared listener; before, a listener a wait
     opened 174 connections for 1,000 waits, and other logins' connections failed)."""
     role = f"{name}_c"
     conn.execute(f'create role "{role}" login in role jobctl_writer')

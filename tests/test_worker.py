@@ -605,7 +605,7 @@ def test_an_error_while_reporting_fails_the_job_for_good(
 def test_a_handler_s_traceback_is_kept_with_its_failure_and_bounded(
     conn: Conn, name: str, spawn: Any, ledger: None
 ) -> None:
-    """Issue 33, item 22: a handler's exception leaves its traceback on the job (fail_job's traceback,
+    """A handler's exception leaves its traceback on the job (fail_job's traceback,
     get_job's last_traceback), innermost frame last; a long one keeps its last 8,192 characters."""
     queue = name + "_q"
     long_message = "m" * 20_000 + " the message's end"

@@ -1,4 +1,4 @@
-"""The worker's view of workflows (issue 22), with a real `jobctl worker` process: a child's handler
+"""The worker's view of workflows, with a real `jobctl worker` process: a child's handler
 reads its parents' results as `job.parent_results`, a batch's callback its batch's counts as
 `job.batch` (sync handlers: the properties; async handlers: `await job.load_...()`)."""
 

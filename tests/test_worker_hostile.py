@@ -1,4 +1,4 @@
-"""The worker against hostile data (issue 19): a payload its JSON decoder cannot take, results nested
+"""The worker against hostile data: a payload its JSON decoder cannot take, results nested
 too deep or not JSON at all, and wake-up hints that carry tags instead of queue names. Real worker
 processes against the real database (helpers from tests/test_worker.py); handlers in
 tests/worker_handlers.py."""
@@ -292,7 +292,7 @@ def test_a_worker_with_a_queue_filter_wakes_on_its_queues_tag_only(
 def test_a_strangers_replayed_tags_wake_no_worker(
     dsn: str, conn: Conn, name: str, spawn: Any, ledger: None
 ) -> None:
-    """Issue 33, item 11: a login outside jobctl's roles that heard a queue's tag NOTIFYs it again, a
+    """A login outside jobctl's roles that heard a queue's tag NOTIFYs it again, a
     thousand times; the worker ignores every one (jobctl.hint_senders), and wakes on the same tag
     from a session of jobctl's. Without the sender check the job completes at the first replay."""
     queue, stranger = name + "_q", name + "_stranger"

@@ -10,7 +10,7 @@ Each reads what to do from the job's payload:
   broken_mapping: return a mapping whose items() fails (an unexpected error in the worker's report);
   bad_str: raise an exception whose str() fails;  nul_error: raise one with a NUL in its message;
   raise_deep: raise a ValueError with this message from three calls down (_innermost_frame_of_the_test),
-  chained to a KeyError (the traceback the worker records: issue 33, item 22).
+  chained to a KeyError (the traceback the worker records).
 Then it writes a row to public.worker_ledger inside job.transaction(), which completes the job.
 The progress handlers (handle_progress, handle_progress_sync) read instead:
   steps: report {"done": i, "total": steps, "attempt": attempt} for i = 1..steps, `pause` seconds apart;
@@ -219,7 +219,7 @@ def handle_sync_crash(job: Job) -> Any:
     return None
 
 
-# --- workflows (issue 22): what a job sees of its parents and its batch (tests/test_worker_flows.py).
+# --- workflows: what a job sees of its parents and its batch (tests/test_worker_flows.py).
 # A payload {"result": X} returns X; {"die": true} fails for good; any other returns what the job read.
 
 

@@ -441,7 +441,7 @@ ZOMBIES = 64  # claims the old primary makes and never streams: more than a sequ
 
 
 def zombie_claims(leader: Node, standby: Node, queue: str) -> dict[str, Any]:
-    """Issue 33, item 4: claims the old primary hands out and never streams. ZOMBIES jobs are submitted
+    """Claims the old primary hands out and never streams. ZOMBIES jobs are submitted
     (a submit waits for the synchronous standby) and seen on the standby; then the leader's WAL senders
     are stopped (SIGSTOP) and one claim takes every job: its epochs reach no standby, and the standby's
     sequence stays behind them. The workers holding them are the zombies: after the promotion their

@@ -1,4 +1,4 @@
-"""Issue 19's probe: replay the holes a hostile tenant, a login with no jobctl role and hostile inputs
+"""The hostile probe: replay the holes a hostile tenant, a login with no jobctl role and hostile inputs
 found, against a running jobctl database (and its HTTP API), and report each item's outcome.
 
 Each item is one function that runs the attack and reports "held" or "open" with what it observed
@@ -6,7 +6,7 @@ Each item is one function that runs the attack and reports "held" or "open" with
 second tenant B in real sessions of its own, threads beside the attack: submits (plain, and with a
 dedup and a concurrency key), get_job and claims (completed at once), while a ticker calls
 jobctl.tick(false) as a worker does; p99 of B's claim and submit just before the attack and during
-it. Item 15 compares another tenant's API GET p50. Item 16 (issue 33) fills the cluster's NOTIFY
+it. Item 15 compares another tenant's API GET p50. Item 16 fills the cluster's NOTIFY
 queue (8 GB of notifications, about a minute; quick: 1 % of it) and empties it at the end.
 
 The probe makes its own login roles, dropped at the end: three tenant logins (members of
@@ -63,7 +63,7 @@ DEPTH_BOUND = 100  # the JSON depth the fixes bound payloads and results to
 # item 15: B's API GET p50 beside A's 16 threads listing its jobs, against its p50 beside 16 threads
 # of A asking the health endpoint just before (the same share of the API's CPU, no database work):
 # at most 3x, or 25 ms more where the baseline is a few ms (the issue saw 8 -> 424 ms, 53x). A ratio
-# of the same run, not a fixed 100 ms: on a busy machine the baseline itself moves (issue 33, item 16)
+# of the same run, not a fixed 100 ms: on a busy machine the baseline itself moves
 GET_P50_RATIO, GET_P50_SLACK_MS = 3.0, 25.0
 
 Result = dict[str, Any]
@@ -603,7 +603,7 @@ def open_claim(p: Probe) -> Result:
 
 
 def lock_keys(p: Probe, queues: list[str], filters: list[list[str] | None]) -> list[tuple[int, int]]:
-    """Every advisory-lock key jobctl took (before migration 0022) that bears on tenant B's calls,
+    """Every advisory-lock key jobctl took (before its lock tables) that bears on tenant B's calls,
     computed as jobctl computed them."""
 
     def h(text: str) -> int:
@@ -915,7 +915,7 @@ def listen_leak(p: Probe) -> Result:
 
 @item(16, "NOTIFY queue filled by nobody")
 def notify_queue_full(p: Probe) -> Result:
-    """Issue 33, item 2: the login with no jobctl role LISTENs in a transaction it keeps open and
+    """The login with no jobctl role LISTENs in a transaction it keeps open and
     floods notifications of 7,900 bytes until the cluster's queue is full (its own NOTIFY fails with
     54000; quick: 1 % of it, with B's login given jobctl.hint_queue_limit 0.005). B's submits, claims
     and reads meanwhile: no error, submit p99 within twice its baseline. The queue is emptied at the
@@ -971,7 +971,7 @@ def notify_queue_full(p: Probe) -> Result:
 
 @item(17, "lock table filled by nobody")
 def lock_table_full(p: Probe) -> Result:
-    """Issue 33, item 1: `select count(pg_advisory_lock(x)) from generate_series(1, 1000000) x` as a
+    """`select count(pg_advisory_lock(x)) from generate_series(1, 1000000) x` as a
     login with no jobctl role failed with 53200 but kept the locks it had taken, and until it
     disconnected every tenant's submit failed with 53200. A login with no grant must not connect to
     this database or to the cluster's postgres database; nobody (CONNECT granted by name) runs that
@@ -1025,7 +1025,7 @@ def lock_table_full(p: Probe) -> Result:
 
 @item(18, "archive stopped by nobody")
 def archive_lease(p: Probe) -> Result:
-    """Issue 33, item 5: `select pg_advisory_lock(hashtext('jobctl archive'))` by any login made every
+    """`select pg_advisory_lock(hashtext('jobctl archive'))` by any login made every
     `jobctl archive run` exit 1. Nobody (CONNECT by name) tries that key, the lease table and the lease
     function, and keeps its session open; meanwhile the exporter's lease (jobctl._archive_lease, what
     `jobctl archive run` takes first) is taken and given back. No export runs: the probe moves none
@@ -1056,7 +1056,7 @@ def archive_lease(p: Probe) -> Result:
 
 @item(19, "replayed hints")
 def replayed_hints(p: Probe) -> Result:
-    """Issue 33, item 11: nobody hears a queue's tag on channel jobctl and NOTIFYs it again, a thousand
+    """Nobody hears a queue's tag on channel jobctl and NOTIFYs it again, a thousand
     times a second: held when an idle worker (`jobctl worker --poll-interval 1` on that queue) claims
     at most 5x as often as over the same time idle. The worker counts a hint only from a session of
     jobctl's roles (jobctl.hint_senders): nobody's wake nothing."""
@@ -1121,7 +1121,7 @@ def replayed_hints(p: Probe) -> Result:
 
 @item(20, "router tables of a writer")
 def router_privileges(p: Probe) -> Result:
-    """Issue 33, item 13: on the router, a writer granted one tenant inserted placements and read the
+    """On the router, a writer granted one tenant inserted placements and read the
     shards' connect strings. A router and a shard are made for the item (databases of this cluster,
     dropped at the end); tenant B's login tries each, and submits through the router."""
     from jobctl import shards
@@ -1161,7 +1161,7 @@ def router_privileges(p: Probe) -> Result:
 
 @item(21, "parent_results of 300 parents")
 def parent_results_bound(p: Probe) -> Result:
-    """Issue 33, item 6: 300 parents with results of about 740 KB and one child depending on all made
+    """300 parents with results of about 740 KB and one child depending on all made
     `GET /api/v1/jobs/{child}` build 222 MB of jsonb and answer 503 after 6 s while B's GETs failed.
     Here A's parents (quick: 30) carry such results; A's GET of the child must answer 200 within 2 s
     (parent_results bounded: null past 8 MiB), and B's GET p50 meanwhile stays within GET_P50_RATIO
@@ -1217,7 +1217,7 @@ def parent_results_bound(p: Probe) -> Result:
 
 @item(22, "1,000 waits of one client")
 def client_waits(p: Probe) -> Result:
-    """Issue 33, item 7: 1,000 concurrent `AsyncClient.wait` calls opened 174 connections, and another
+    """1,000 concurrent `AsyncClient.wait` calls opened 174 connections, and another
     tenant's connection attempts failed. A's client (quick: 300 waits) waits on jobs that complete
     while it waits: every wait gets its job, A's login holds at most 5 connections, and B connects
     meanwhile."""
@@ -1284,7 +1284,7 @@ def client_waits(p: Probe) -> Result:
 
 @item(23, "10,000 queues in one submit")
 def queue_cardinality(p: Probe) -> Result:
-    """Issue 33, item 8: one submit_jobs into 10,000 queues made the admin /metrics 38 MB, still 38 MB
+    """One submit_jobs into 10,000 queues made the admin /metrics 38 MB, still 38 MB
     after the jobs drained, and the dashboard's /queues 12 MB. A submits into 10,000 queues (quick:
     2,000), delayed a day (no worker runs them); the admin /metrics must stay under 1.5 MB and the
     queue list's first page under 300 KB. Forgotten at the end with A's other jobs."""
@@ -1622,9 +1622,7 @@ def main() -> int:
     probe = Probe(args.dsn or db.dsn(), args.api.rstrip("/") if args.api else None, args.quick)
     results: list[Result] = []
     mode = "quick" if args.quick else "full"
-    print(
-        f"hostile probe ({mode}, tag {probe.tag}): issue 19, items {','.join(map(str, chosen))}", flush=True
-    )
+    print(f"hostile probe ({mode}, tag {probe.tag}): items {','.join(map(str, chosen))}", flush=True)
     header = f"{'#':>2}  {'item':<31}  {'outcome':<7}  {'B claim p99':>12}  {'B submit p99':>12}  evidence"
     print(header + "\n" + "-" * len(header), flush=True)
     try:

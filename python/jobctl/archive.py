@@ -1,4 +1,4 @@
-"""The archive in object storage (migration 0030, docs/operations.md "Archive in object storage").
+"""The archive in object storage (docs/operations.md "Archive in object storage").
 
 With `jobctl.retention.archive_url` set (a filesystem path or an fsspec URL such as s3://bucket/jobctl),
 `jobctl archive run` moves each day of the database archive (jobctl.job_archive) past

@@ -179,7 +179,7 @@ select acted, skipped, last_id, done, stopped, retry_after
 from jobctl.delete_jobs(%(filter)s::jsonb, %(max_jobs)s::int, %(after_id)s::bigint)
 """
 
-# --- the dashboard's figures (issue 21): the counters' gauges and rates, never a scan of the jobs
+# --- the dashboard's figures: the counters' gauges and rates, never a scan of the jobs
 JOB_OVERVIEW = """
 select * from jobctl.job_overview(%(window)s::interval, %(tenant_id)s::text, %(queue)s::text)
 """
@@ -209,8 +209,8 @@ order by m.minute
 """
 FAIRNESS = "select * from jobctl.fairness(%(window)s::interval)"
 
-# --- Prometheus and the worker registry (issue 21: metrics and tracing). The job series of /metrics:
-# job_counts of the caller's tenants, bounded (issue 33: jobctl.job_series, the busiest
+# --- Prometheus and the worker registry (metrics and tracing). The job series of /metrics:
+# job_counts of the caller's tenants, bounded (jobctl.job_series: the busiest
 # jobctl.metrics_queues tenant queues and one row, tenant and queue '', summing the rest), the oldest
 # due job's age by the database clock; the buckets come per bucket (not cumulative), one more than
 # histogram_bounds
@@ -230,7 +230,7 @@ select jobctl.worker_beat(%(worker_id)s::text, %(host)s::text, %(pid)s::int, %(q
 """
 WORKER_GONE = "select jobctl.worker_gone(%(worker_id)s::text)"
 
-# --- workflows and batches (issue 22): dependencies, callbacks, the parents' results. submit_jobs
+# --- workflows and batches: dependencies, callbacks, the parents' results. submit_jobs
 # (SUBMIT_JOBS) takes depends_on, on_parent_failure and the dedup_* keys as they are
 SUBMIT_WORKFLOW = """
 select name, job_id, workflow_id from jobctl.submit_workflow(%(jobs)s::jsonb, %(on_parent_failure)s::text)
@@ -354,7 +354,7 @@ select file_id, tenant_id, day, url, job_count as rows, bytes, min_job_id, max_j
 from jobctl._archive_files(%(tenant_id)s::text)
 """
 
-# --- the dashboard's own reads (issue 33): what the client's calls do not return
+# --- the dashboard's own reads: what the client's calls do not return
 # the jobs a filter names by the counters' gauges: the jobs page's chips for a filter of job ids, keys,
 # times or error text (the counters answer only a tenant and a queue)
 COUNT_JOB_STATES = "select * from jobctl.count_job_states(%(filter)s::jsonb, %(max_count)s::int)"

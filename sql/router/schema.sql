@@ -50,7 +50,7 @@ insert into jobctl_router.cluster_version (counter) values (1) on conflict do no
 
 create sequence if not exists jobctl_router.claim_turn as bigint cycle;
 
--- jobctl.job_info as the shards define it (migrations 0001..0029): a test compares the two
+-- jobctl.job_info as the shards define it (migrations/): a test compares the two
 do $$
 begin
     if to_regtype('jobctl.job_info') is null then
@@ -63,7 +63,7 @@ begin
             parent_results jsonb, schedule_name text, fire_time timestamptz, progress jsonb
         );
     end if;
-    -- the attributes the shards' type gained since (migration 0039), on a router made before
+    -- the attributes the shards' type gained since, on a router made before
     if not exists (
         select from pg_catalog.pg_attribute as a
         where a.attrelid = 'jobctl.job_info'::regclass and a.attname = 'last_traceback' and not a.attisdropped

@@ -4,7 +4,7 @@
 -- handler's transaction, so workers that want exactly-once effects connect to the shards themselves
 -- (`jobctl worker --dsn A --dsn B ...`; docs/operations.md, Sharding).
 
--- claim_job's flush parameter came with the shards' migration 0033: a router installed before it has
+-- claim_job's flush parameter came with a later shard schema: a router installed before it has
 -- the old signature, which a new one would not replace
 drop function if exists jobctl.claim_job(text, text[], integer, interval);
 create or replace function jobctl.claim_job(
@@ -75,7 +75,7 @@ as $$
     )
 $$;
 
--- the shards' fail_job gained a traceback (migration 0039), then a cause (0040_fail_job_cause): a new
+-- the shards' fail_job gained a traceback, then a cause (0040_fail_job_cause): a new
 -- signature is a new function
 drop function if exists jobctl.fail_job(bigint, bigint, text, boolean);
 drop function if exists jobctl.fail_job(bigint, bigint, text, boolean, text);

@@ -1,4 +1,4 @@
--- jobctl._archive_lease and jobctl._archive_release (migration 0034): the archive exporter's lease,
+-- jobctl._archive_lease and jobctl._archive_release: the archive exporter's lease,
 -- one run at a time, that no login but the schema owner can take or see. The exporter's use of it
 -- (two runs, a run killed, the old advisory key held): tests/test_archive.py.
 begin;

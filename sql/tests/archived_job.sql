@@ -1,4 +1,4 @@
--- jobctl.archived_job and open_archived_payload: the object archive's files (jobctl.archive_manifest, migration 0030) that may
+-- jobctl.archived_job and open_archived_payload: the object archive's files (jobctl.archive_manifest) that may
 -- hold a job, by id range, of the caller's tenants only, with the subject keys awaiting erasure; and
 -- forget_subject's erasure request. Tenants tap_arch_a, tap_arch_b; manifest rows only (no files).
 begin;

@@ -444,7 +444,7 @@ select results_eq(
 );
 
 -- ---------------------------------------------------------------------------------------------
--- concurrency keys: a batch admits its keyed jobs' keys once, at its end (migration 0032); the
+-- concurrency keys: a batch admits its keyed jobs' keys once, at its end; the
 -- places given up and the jobs made due are admitted as a single cancel_job or retry_job admits them
 select jobctl.put_tenant('tap_bulk_key');
 select jobctl.put_concurrency_limit('tap_bulk_key', 'kk', 1);

@@ -1,4 +1,4 @@
--- Issue 33, item 21: what a caller may see, asked of the database (jobctl.caller_access: the
+-- What a caller may see, asked of the database (jobctl.caller_access: the
 -- dashboard's tabs), and a refusal for what every tenant shares names what is missing (acting for
 -- every tenant), not a scope the token holds. Tenants tap_ca_*.
 begin;

@@ -99,7 +99,7 @@ select is((select pg_temp.queued(job_id) from c_failed), 'nowhere', 'it left job
 select results_eq(
     $$select j.state, j.last_error from c_failed as c cross join pg_temp.job(c.job_id) as j$$,
     $$values ('cancelled', 'cancelled: on request')$$,
-    'it is cancelled; last_error says so (issue 33, item 23: it kept boom)'
+    'it is cancelled; last_error says so (it once kept boom)'
 );
 select is(
     (

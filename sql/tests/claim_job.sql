@@ -342,7 +342,7 @@ select ok(
     'a tenant with one queue gets half of a 20-job claim against a tenant with four (systematic shares: 10 +- 1)'
 );
 
--- a worker with many queues claims (the lane cache keys its filter by a hash: issue 19 found 300
+-- a worker with many queues claims (the lane cache keys its filter by a hash: a probe found 300
 -- names of 32 characters making an index entry too big on every claim), within the filter's bound
 select lives_ok(
     $$select * from jobctl.claim_job('tap_claim_many', array(select repeat('q', 28) || lpad(g::text, 4, '0')
@@ -354,7 +354,7 @@ select throws_ok(
     'JC001', 'queues must hold at most 1000 names of at most 200 characters', 'a filter of 1,001 queues: JC001'
 );
 
--- fencing across a crash (migration 0033): an emptied guard (what crash recovery, a restored backup
+-- fencing across a crash: an emptied guard (what crash recovery, a restored backup
 -- or a promotion leaves) makes the next claim that gets a job move the epochs 2^40 on, once
 truncate jobctl._epoch_guard;
 create temp table epoch_before as select max(lease_epoch) as e from jobctl.job;

@@ -1,4 +1,4 @@
--- The counters (migration 0025): job_counts' gauges through every transition, the fold, the events
+-- The counters: job_counts' gauges through every transition, the fold, the events
 -- and histograms, job_rates, job_overview, fairness, histogram_quantile, recount_counters, bounds.
 -- Tenants tap_ctr_*, queues tap_ctr_*; every claim names its queue. (Under concurrency:
 -- tests/test_counters.py.)

@@ -194,7 +194,7 @@ select is(
         'tenants:write',
         'workers:read'
     ],
-    'the thirteen scopes (jobs:delete: issue 33, item 10)'
+    'the thirteen scopes (jobs:delete among them)'
 );
 select isnt(
     obj_description('jobctl.create_api_token(text, text[], text)'::regprocedure), null, 'create_api_token has a comment'

@@ -1,4 +1,4 @@
--- A child waiting on a parent that delete_jobs or forget_subject erased (issue 33, item 12): the
+-- A child waiting on a parent that delete_jobs or forget_subject erased: the
 -- parent can never complete or be retried, so the child gets the end its policy names for a parent
 -- that will not complete: cancelled, last_error 'cancelled: a job it depends on was deleted', its own
 -- children following their policy; no edge points at the erased job. Tenant tap_er, queues tap_er_*.

@@ -1,4 +1,4 @@
--- Issue 33, item 22: jobctl.fail_job keeps a bounded traceback with the failure (job.last_traceback,
+-- Jobctl.fail_job keeps a bounded traceback with the failure (job.last_traceback,
 -- get_job's last_traceback): the last 8,192 characters, cut from the top ('...' then the last 8,189)
 -- so the innermost frames stay; NULL for a failure without one (the reaper's), cleared by a completion
 -- or a cancel; the lists (list_jobs, find_jobs) leave it NULL. And submit_workflow keeps each job's

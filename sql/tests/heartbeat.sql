@@ -206,7 +206,7 @@ select is(
             )
         order by a.attnum limit 1
     ),
-    'progress', 'progress is job_info''s column after fire_time (the last until migration 0039)'
+    'progress', 'progress is job_info''s column after fire_time (once the last column)'
 );
 
 -- NULL progress keeps the stored one (and still extends the lease)

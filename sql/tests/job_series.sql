@@ -1,5 +1,5 @@
 -- jobctl.job_series: /metrics' job series bounded to max_series tenant queues of their own plus one
--- row ('' , '') summing the rest, so that the sums stay the totals (issue 33, item 8; the size with
+-- row ('' , '') summing the rest, so that the sums stay the totals (the size with
 -- 10,000 queues: tests/test_cardinality.py). Tenant tap_js, queues tap_js_q1..3.
 begin;
 select plan(6);

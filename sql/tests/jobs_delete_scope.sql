@@ -1,4 +1,4 @@
--- Deleting finished jobs needs the jobs:delete scope (issue 33, item 10): a token with jobs:read and
+-- Deleting finished jobs needs the jobs:delete scope: a token with jobs:read and
 -- jobs:cancel is refused by delete_jobs itself (JC021), whatever the caller authenticated it for, and
 -- deletes nothing; a token with jobs:delete deletes. Tenant tap_jds.
 begin;

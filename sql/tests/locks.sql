@@ -1,4 +1,4 @@
--- jobctl's locks (migrations 0022 and 0023, jobctl._try_lock, jobctl._wait_lock): rows of
+-- jobctl's locks (jobctl._try_lock, jobctl._wait_lock): rows of
 -- jobctl._lock and jobctl._tenant_lock that only the owner can lock, every bucket a key can hash to
 -- has its row, and no function of the schema takes an advisory lock (any login can take those).
 -- That another login cannot hold them up with its own locks: tests/test_hostile.py.

@@ -47,7 +47,7 @@ select ok(
     pg_temp.covered('jobctl._event', now() + interval '3 days'), 'jobctl._event has a partition three days ahead'
 );
 
--- fillfactor 50 (migration 0003): on every job partition, and on one pg_partman makes from now on
+-- fillfactor 50: on every job partition, and on one pg_partman makes from now on
 select is_empty(
     $$select i.inhrelid::regclass from pg_inherits as i inner join pg_class as c on i.inhrelid = c.oid
       where i.inhparent = 'jobctl.job'::regclass and not coalesce('fillfactor=50' = any(c.reloptions), false)$$,

@@ -1,4 +1,4 @@
--- Dedup keys across a tenant's move (issue 33, item 3): jobctl._move_out_delete keeps the keys of the
+-- Dedup keys across a tenant's move: jobctl._move_out_delete keeps the keys of the
 -- jobs it takes away (jobctl._move_key), jobctl._submit answers repeats of them as duplicates,
 -- jobctl._move_out_keys hands the fenced source's keys over, jobctl._move_in_keys records them on the
 -- target, jobctl._move_in_jobs and jobctl._move_in_end forget them, jobctl._move_out_finish clears

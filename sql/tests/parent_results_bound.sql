@@ -1,4 +1,4 @@
--- parent_results is bounded (issue 33, item 6): the parents' results, as JSON text, add up to at most
+-- parent_results is bounded: the parents' results, as JSON text, add up to at most
 -- 8 MiB (8,388,608 bytes) in one call; one byte past it, parent_results refuses with JC001 naming
 -- job_id and get_job leaves parent_results NULL (it still answers). The results here compress to a
 -- few KB on disk: the bound is on what a call builds, not on what is stored. Tenant tap_prb, queue

@@ -1,5 +1,5 @@
 -- jobctl.queue_overview: the queues list a page at a time, in name order after `after`, from the
--- counters (issue 33, item 8; 10,000 queues: tests/test_cardinality.py). Queues tap_qo_a..c.
+-- counters (10,000 queues: tests/test_cardinality.py). Queues tap_qo_a..c.
 begin;
 select plan(5);
 

@@ -1,4 +1,4 @@
--- Retention by partitions (migration 0008, jobctl.maintain_partitions): a day past the hot
+-- Retention by partitions (jobctl.maintain_partitions): a day past the hot
 -- retention leaves jobctl.job as a whole partition, detached by pg_partman and attached to
 -- jobctl.job_archive; its unfinished jobs are carried over into the hot default partition and go
 -- on; the archive stays readable until its own retention drops it.

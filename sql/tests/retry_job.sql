@@ -162,7 +162,7 @@ select is(
 select throws_ok($$select jobctl.retry_job(-1)$$, 'P0002', 'job -1 not found', 'an unknown job: P0002');
 select throws_ok($$select jobctl.retry_job(null)$$, 'P0002', null, 'a NULL job id: P0002');
 
--- a retry is a resubmission: max_pending and the submit rate hold (issue 19: cancel, resubmit,
+-- a retry is a resubmission: max_pending and the submit rate hold (a probe: cancel, resubmit,
 -- then retry the cancelled jobs took a tenant to twice its max_pending)
 select jobctl.put_tenant('tap_retry_quota', max_pending => 2);
 create temp table q_jobs as

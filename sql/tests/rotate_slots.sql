@@ -1,4 +1,4 @@
--- jobctl._ready, _running and _lane_cache in two slot partitions (migrations 0009 to 0014) and
+-- jobctl._ready, _running and _lane_cache in two period partitions and
 -- jobctl._rotate_slots, which moves what is left in a past slot on and truncates it.
 begin;
 select plan(23);
@@ -154,7 +154,7 @@ select results_eq(
 );
 select is(
     (select pg_temp.progress_of('jobctl._running', -401)), '{"done": 1, "total": 2}'::jsonb,
-    'its progress moved on with it (migration 0028)'
+    'its progress moved on with it'
 );
 select is(jobctl.heartbeat(-401, -401), 'ok', 'its heartbeat finds it');
 select ok(jobctl.complete_job(-401, -401), 'and so does its completion');

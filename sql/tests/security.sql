@@ -131,7 +131,7 @@ select is_empty(
     'no table in jobctl or jobctl_archive grants anything to PUBLIC'
 );
 
--- issue 33, item 1: a login outside jobctl's roles could fill the shared lock table (advisory locks,
+-- A login outside jobctl's roles could fill the shared lock table (advisory locks,
 -- temporary tables) and stop every submit with 53200 (tests/test_hostile.py runs the attack)
 select is_empty(
     $$select x.priv from unnest(array['CONNECT', 'TEMPORARY']) as x (priv)

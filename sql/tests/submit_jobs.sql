@@ -257,7 +257,7 @@ select throws_ok(
 );
 select is(pg_temp.n_jobs('tap_sj_inf'), 0::bigint, 'nothing was written by the refused submits');
 
--- the bounds of issue 19 (docs/security.md, Bounds), at the bound and one past it
+-- the documented bounds (docs/security.md, Bounds), at the bound and one past it
 select lives_ok(
     $$select * from jobctl.submit_job('tap_sj_bound', 'q', (repeat('[', 100) || repeat(']', 100))::jsonb)$$,
     'a payload 100 levels deep is taken'

@@ -1,4 +1,4 @@
--- Issue 33, item 18: jobs waiting for their parents are counted. job_overview's last column,
+-- Jobs waiting for their parents are counted. job_overview's last column,
 -- waiting (as job_counts' and stats'), and count_job_states: the jobs a filter names by the
 -- counters' gauges (the dashboard's chips for a filter of job ids). Tenants tap_wc_*.
 begin;

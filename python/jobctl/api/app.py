@@ -185,7 +185,7 @@ def create_app(
     app.include_router(schedule_routes.router)
     app.include_router(queue_routes.router)
     app.include_router(admin_routes.router)
-    app.include_router(flow_routes.router)  # workflows and batches (issue 22)
-    # --- the web dashboard (issue 21): pages at /, assets at /static; the API stays under /api/v1
+    app.include_router(flow_routes.router)  # workflows and batches
+    # --- the web dashboard: pages at /, assets at /static; the API stays under /api/v1
     install_dashboard(app)
     return app

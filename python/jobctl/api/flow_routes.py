@@ -1,4 +1,4 @@
-"""The endpoints of workflows and batches (issue 22): submit a workflow (`jobctl.submit_workflow`),
+"""The endpoints of workflows and batches: submit a workflow (`jobctl.submit_workflow`),
 submit a batch with its callbacks (`jobctl.submit_batch`), read a batch (`jobctl.get_batch`). Each is
 what routes.py's endpoints are: the token check, one call of the app's AsyncClient on the request's
 connection, the SQL's rules and errors (a job of another tenant in depends_on: 422 naming

@@ -112,7 +112,7 @@ class JobSubmit(BaseModel):
         "span continues it. With OpenTelemetry in the API, the API's `jobctl submit` span is its child and "
         "the job stores that span's context (same trace). Default: the API's submit span, if any.",
     )
-    # workflows (issue 22)
+    # workflows
     depends_on: list[Annotated[StrictInt, Field(ge=1, le=JOB_ID_MAX)]] | None = Field(
         default=None,
         description="Ids of the tenant's jobs (at most 10,000) that must complete first: the job is "
@@ -536,7 +536,7 @@ class HealthChecks(BaseModel):
     checks: list[HealthCheck] = Field(description="What `jobctl doctor` reports, one row per check.")
 
 
-# --- workflows and batches (issue 22: flow_routes)
+# --- workflows and batches (flow_routes)
 
 
 class WorkflowJobIn(JobSubmit):

@@ -116,7 +116,7 @@ main.add_command(jobs.list_)
 main.add_command(jobs.history)
 main.add_command(jobs.cancel)
 main.add_command(jobs.retry)
-# workflows and batches (issue 22)
+# workflows and batches
 main.add_command(flows.workflow)
 main.add_command(flows.batch)
 # tenants, schedules and API tokens

@@ -1,4 +1,4 @@
-"""The object archive: `archive run`, `archive list`, `archive verify` (jobctl.archive, migration 0030).
+"""The object archive: `archive run`, `archive list`, `archive verify` (jobctl.archive).
 
 `run` is the exporter: run it as the schema owner (the role `jobctl migrate` runs as) from a timer, as
 often as `maintain_partitions` or less (docs/operations.md "Archive in object storage"); it does nothing

@@ -1,4 +1,4 @@
-"""Workflows and batches (issue 22): `workflow submit FILE`, `batch submit FILE`, `batch show ID`,
+"""Workflows and batches: `workflow submit FILE`, `batch submit FILE`, `batch show ID`,
 through jobctl.client; and the parsers of `submit`'s --depends-on and --dedup-states."""
 
 from __future__ import annotations

@@ -459,7 +459,7 @@ FLOW_ROWS = 200  # a workflow's jobs shown on a job's page
 
 
 async def _flow(caller: Caller, job: JobInfo) -> dict[str, Any]:
-    """What a job's page shows of its workflow (issue 22): its parents with their states (find_jobs by
+    """What a job's page shows of its workflow: its parents with their states (find_jobs by
     id, hot or archived), its workflow's jobs (the client's workflow_jobs: find_jobs has no workflow
     filter) with the names they were given at submit, and its batch (get_batch)."""
     parents: list[JobInfo] = []
@@ -479,7 +479,7 @@ async def _flow(caller: Caller, job: JobInfo) -> dict[str, Any]:
         "parents_gone": [i for i in sorted(set(job.depends_on or [])) if i not in shown],
         "flow": flow[:FLOW_ROWS],
         "flow_more": len(flow) > FLOW_ROWS,
-        # the names submit_workflow gave them (migration 0039): the depends-on column shows those
+        # the names submit_workflow gave them: the depends-on column shows those
         "flow_names": {w.job_id: w.workflow_name for w in flow if w.workflow_name is not None},
         "batch": batch,
     }

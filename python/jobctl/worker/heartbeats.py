@@ -15,7 +15,7 @@ database would refuse as too big (over 2,000 bytes as jsonb) is not sent and is 
 Every BEAT_EVERY seconds the same loop as the tick reports the worker to the registry of workers
 (jobctl.worker_beat: host, pid, queues, concurrency, jobs in flight), on the worker's pool, no
 connection of its own; `Registration.gone` removes it at a clean exit (jobctl.worker_gone). A
-schema without the registry (before migration 0025) is logged once and not asked again.
+schema without the registry (an older schema) is logged once and not asked again.
 
 Every TICK_EVERY seconds the worker calls jobctl.tick(false): promotion, reaping, schedules, the
 queue tables' upkeep (one caller at a time per database does the work: a lock on

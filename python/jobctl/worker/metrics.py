@@ -3,7 +3,7 @@ its own served by prometheus_client's start_http_server: jobs in flight, handler
 and outcome, the claim round trip, the counts of `Stats` (read at scrape time), and the process and
 Python collectors. Without a port the worker makes none of this: its hooks are a None check.
 
-The handler histogram's queue label is bounded (issue 33): at most `max_queues` queues (default 100,
+The handler histogram's queue label is bounded: at most `max_queues` queues (default 100,
 `jobctl worker --metrics-queues`) have series of their own, first come; a queue with no handler
 ending for IDLE_SECONDS gives its place up and its series are removed; the others are summed under
 queue="other" (OTHER_QUEUE). A worker without --queue that ran jobs of 10,000 queues serves about

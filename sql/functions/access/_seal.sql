@@ -1,7 +1,7 @@
 -- jobctl._seal: a payload encrypted with a tenant's key, as the envelope {"$jobctl_sealed": base64
 -- of an OpenPGP message (AES-256; s2k-mode 1, a salted key hash: the keys are random, not
 -- passwords, and the iterated mode would cost milliseconds a job)}. Made here, not in a plain
--- file, because pgcrypto's schema is known only at install time (migration 0016).
+-- file, because pgcrypto's schema is known only at install time.
 do $$
 begin
     execute format(

@@ -1,4 +1,4 @@
--- jobctl._archive_lease: take or renew the archive exporter's lease (migration 0034) for p_holder,
+-- jobctl._archive_lease: take or renew the archive exporter's lease for p_holder,
 -- the run's random id, until p_seconds from now; true if p_holder holds it now. It is free when no
 -- run holds it, when its holder's lease has expired, or when the backend that took it is gone (a run
 -- killed with its connection). A renewal (p_holder already holding it) keeps the backend of the take.

@@ -1,4 +1,4 @@
--- jobctl.archived_job: where a job that left the database for the object archive (migration 0030)
+-- jobctl.archived_job: where a job that left the database for the object archive
 -- is: the files whose job-id range holds it, of the caller's tenants only. SQL cannot read Parquet:
 -- get_job's and job_history's Python fallback (python/jobctl/archive.py) reads the file and keeps
 -- the row with this id, unless its subject_key is one of `forgotten` (forget_subject's erasures

@@ -1,4 +1,4 @@
--- jobctl.open_archived_payload: a payload read from the object archive's files (migration 0030),
+-- jobctl.open_archived_payload: a payload read from the object archive's files,
 -- opened with the caller's key for its tenant (jobctl._unseal: the session's jobctl.payload_keys) as
 -- get_job opens a sealed payload in the database; as it is when it is not sealed, or the caller
 -- holds no key that opens it. Only for the caller's tenants. Reads nothing.

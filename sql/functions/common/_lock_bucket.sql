@@ -1,5 +1,5 @@
 -- jobctl._lock_bucket: the bucket that locks p_key under the lock p_name: a hash of the key modulo
--- the name's bucket count, 0 for a singleton (p_key NULL). In jobctl._lock, the rows migration 0022
+-- the name's bucket count, 0 for a singleton (p_key NULL). In jobctl._lock, the rows the schema
 -- made (sql/tests/locks.sql checks that the two agree); in jobctl._tenant_lock (dedup, key), a
 -- tenant's, made on first use. Immutable SQL: inlined where it is used.
 create or replace function jobctl._lock_bucket(p_name text, p_key text)

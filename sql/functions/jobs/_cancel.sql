@@ -50,7 +50,7 @@ begin
             -- stays in job_history (its failed event)
             update jobctl.job as j set state = 'cancelled', finished_at = v_now, last_error = 'cancelled: on request',
                 last_traceback = null,
-                -- a running attempt's last progress, kept by the job (migration 0028)
+                -- a running attempt's last progress, kept by the job
                 progress = case when v_run.job_id is null then j.progress else v_run.progress end
             where j.job_id = v_job.job_id and j.created_at = v_job.created_at;
             perform jobctl._count_finished(array[v_job.tenant_id]);

@@ -33,9 +33,9 @@ select  -- noqa: ST06
     j.batch_id,
     j.schedule_name,
     j.fire_time,
-    -- a running job's: its attempt's, from its lease row; else the last attempt's (migration 0028)
+    -- a running job's: its attempt's, from its lease row; else the last attempt's
     case when j.state = 'running' then r.progress else j.progress end as progress,
-    j.last_traceback,  -- migration 0039
+    j.last_traceback,
     j.workflow_name
 from (
     select * from jobctl.job

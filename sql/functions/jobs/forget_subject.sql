@@ -76,7 +76,7 @@ begin
     -- retried, so they are cancelled (docs/workflows.md)
     perform jobctl._parents_erased(v_gone);
 
-    -- the object archive's files (migration 0030): their rows go at the next `jobctl archive run`,
+    -- the object archive's files: their rows go at the next `jobctl archive run`,
     -- and get_job's fallback hides them until then
     if exists (select from jobctl.retention as r where r.archive_url is not null)
         or exists (select from jobctl.archive_manifest as m where m.tenant_id = forget_subject.tenant_id) then

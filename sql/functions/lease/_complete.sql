@@ -92,7 +92,7 @@ begin
     if v_ids is not null then
         update jobctl.job as j
         set state = 'completed', finished_at = v_now, result = v_results -> j.job_id::text, last_error = null, last_traceback = null,
-            progress = v_progress -> j.job_id::text  -- the attempt's last, kept by the job (migration 0028)
+            progress = v_progress -> j.job_id::text  -- the attempt's last, kept by the job
         where j.job_id = any(v_ids) and j.created_at = any(v_cas) and j.created_at between v_first and v_last;
         perform jobctl._count_finished(v_tenants);
         perform jobctl._hint_finished(v_ids);  -- wakes the jobs' waiters, if any (watch_job)

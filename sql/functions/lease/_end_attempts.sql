@@ -63,7 +63,7 @@ begin
             finished_at = case when p_retryable and j.attempt < j.max_attempts then null else v_now end,
             last_error = p_error,
             last_traceback = p_traceback,
-            progress = v_progress -> j.job_id::text  -- the attempt's last, kept by the job (migration 0028)
+            progress = v_progress -> j.job_id::text  -- the attempt's last, kept by the job
         where j.job_id = any(v_ids) and j.created_at = any(v_cas) and j.created_at between v_first and v_last
         returning j.job_id, j.created_at, j.state, j.run_at, j.queue, j.tenant_id, j.priority, j.concurrency_key
     ),

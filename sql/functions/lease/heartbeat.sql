@@ -20,7 +20,7 @@ begin
     if extend is null or extend <= interval '0' or extend > interval '1 day' then
         raise exception using errcode = 'JC001', message = 'extend must be positive and at most 1 day';
     end if;
-    -- _running has no TOAST table (migration 0014): the row must fit a page, hence 2,000 bytes
+    -- _running has no TOAST table: the row must fit a page, hence 2,000 bytes
     if pg_catalog.pg_column_size(heartbeat.progress) > 2000 or jobctl._too_deep(heartbeat.progress) then
         raise exception using errcode = 'JC001',
             message = case when pg_catalog.pg_column_size(heartbeat.progress) > 2000

@@ -65,7 +65,7 @@ begin
     if exists (select from jobctl.schedule as s where s.next_fire_at <= v_now and not s.paused) then
         v_n := v_n + jobctl.expand_schedules();
     end if;
-    -- the counters' deltas into their totals (migration 0025)
+    -- the counters' deltas into their totals
     if exists (select from jobctl._stat_delta) then
         perform jobctl._stat_fold();
     end if;

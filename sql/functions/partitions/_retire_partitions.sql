@@ -36,7 +36,7 @@ begin
         union all
         select w.job_id from jobctl._waiting as w where w.created_at < now() - p_hot + interval '1 day'
     ) as x;
-    -- the finished jobs of the days that may retire leave the counters' hot gauges (migration 0025):
+    -- the finished jobs of the days that may retire leave the counters' hot gauges:
     -- counted here, before any lock (a scan of those days), and taken off once their partition has
     -- gone to the archive below
     select jsonb_agg(x) into v_finished

@@ -1,5 +1,5 @@
 -- jobctl._rotate_slots: for _ready and _running (partitioned by the half-second slot a row was
--- written in, taken in turn: migrations 0009 to 0013) and _lane_cache (by the 8-second slot:
+-- written in, taken in turn) and _lane_cache (by the 8-second slot:
 -- 0012, 0014), truncate the past slot's partition once it is drained, after moving the rows still
 -- in it (jobs waiting, leases running) on to the current slot under the partition's lock. A
 -- partition holding more than 5,000 rows is left as it is: moving them would hold claims up, and
@@ -12,7 +12,7 @@
 -- TRUNCATE frees a partition and its indexes whatever snapshots are open, where VACUUM would have
 -- to wait for them, so the dead rows a claim, a completion or the reaper can meet are those of the
 -- last slot or two. Each truncation writes a pg_class row per relation that an old snapshot keeps
--- too, hence few relations (migration 0014). Called by jobctl.tick while the xmin horizon is held
+-- too, hence few relations. Called by jobctl.tick while the xmin horizon is held
 -- back (jobctl._horizon_held): otherwise VACUUM and the index scans themselves clean behind claims.
 -- Locks: the try-lock rotate (jobctl._try_lock) for the transaction (a second rotator returns at once);
 -- ACCESS EXCLUSIVE on the partition, asked for with a 20 ms lock_timeout (every claim and

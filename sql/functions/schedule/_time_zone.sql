@@ -2,7 +2,7 @@
 -- matter; NULL is UTC), or JC001 naming p_field. Only names: an abbreviation (CEST) or a POSIX
 -- offset (UTC+3, whose sign is the reverse of ISO 8601's) is a fixed offset that keeps no daylight
 -- saving time, and is refused. Reads: _time_zone_name (a copy of pg_timezone_names made by
--- migration 0027), then pg_timezone_names for a name missing there.
+-- a table of the schema), then pg_timezone_names for a name missing there.
 create or replace function jobctl._time_zone(p_zone text, p_field text default 'time_zone')
 returns text
 language plpgsql

@@ -33,7 +33,7 @@ begin
     if v_ids is null then
         return jsonb_build_object('jobs', '[]'::jsonb, 'events', '[]'::jsonb, 'last_id', null);
     end if;
-    -- the queue rows, and the gauges they stood for (migration 0025)
+    -- the queue rows, and the gauges they stood for
     with ready as (
         delete from jobctl._ready as r where r.tenant_id = p_tenant_id and r.job_id = any(v_ids)
         returning r.queue

@@ -1,5 +1,5 @@
 -- jobctl._count_finished: count jobs that reached a final state (completed, dead, cancelled), one
--- tenant id per job, on their tenants' max_pending counters (see migration 0007); tenants without
+-- tenant id per job, on their tenants' max_pending counters (jobctl._pending); tenants without
 -- max_pending are skipped. Writes: nothing transactional (nextval).
 create or replace function jobctl._count_finished(p_tenant_ids text[])
 returns void

@@ -1,4 +1,4 @@
--- jobctl._stat_fold: fold the counters' deltas (migration 0025) into the totals (jobctl._stat) and
+-- jobctl._stat_fold: fold the counters' deltas into the totals (jobctl._stat) and
 -- the per-minute rows (jobctl._stat_minute), at most p_limit deltas, in one statement: readers see
 -- each delta either still in _stat_delta or in the totals, never both. jobctl.tick calls it under
 -- its lock, so one fold runs at a time. Writes: _stat_delta (delete), _stat, _stat_minute.

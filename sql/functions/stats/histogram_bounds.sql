@@ -1,5 +1,5 @@
 -- jobctl.histogram_bounds: the upper bounds, in seconds, of the wait and run time histograms'
--- buckets (migration 0025). A bucket's array position is jobctl._stat_bucket's answer; the last
+-- buckets. A bucket's array position is jobctl._stat_bucket's answer; the last
 -- position (one past the bounds) holds the times at or over the last bound.
 create or replace function jobctl.histogram_bounds()
 returns double precision[]

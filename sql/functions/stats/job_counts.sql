@@ -1,4 +1,4 @@
--- jobctl.job_counts: the counters (migration 0025) per tenant and queue: jobs by state as they
+-- jobctl.job_counts: the counters per tenant and queue: jobs by state as they
 -- stand, events since the counters began, and the wait and run time histograms. The folded totals
 -- plus the deltas not yet folded: exact at the caller's snapshot, and no scan of the job
 -- partitions (the deltas are a few ticks' worth). oldest_due_at is the tick's last probe of the

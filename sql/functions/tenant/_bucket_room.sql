@@ -1,5 +1,5 @@
 -- jobctl._bucket_room: how many tokens a rate bucket holds now (NULL bucket: no limit, NULL).
--- The bucket (migration 0006) is a sequence holding its theoretical arrival time (TAT, GCRA) in
+-- The bucket is a sequence holding its theoretical arrival time (TAT, GCRA) in
 -- microseconds since the epoch, whose increment is one token's cost T = 1 s / rate (made by
 -- jobctl._put_sequence). A full bucket holds _bucket_size tokens; it lacks one for every T the TAT
 -- is ahead of now. Rounded down to whole tokens.

@@ -1,4 +1,4 @@
--- jobctl._pending: a max_pending tenant's unfinished jobs, from its counters (migration 0007):
+-- jobctl._pending: a max_pending tenant's unfinished jobs, from its counters:
 -- admitted less finished, plus the offset the recount sets. NULL for a tenant without max_pending.
 create or replace function jobctl._pending(p_tenant jobctl.tenant)
 returns bigint
