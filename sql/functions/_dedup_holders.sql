@@ -1,6 +1,6 @@
 -- jobctl._dedup_holders: the "dedup" step of jobctl._submit, for a call with dedup keys: which specs
 -- become jobs (specs: the first of each key in the call, unless a committed job holds the key) and
--- what each spec of the call answers (slots: -k the k-th new job, > 0 the id of the job holding its
+-- what each spec of the call answers (answers: -k the k-th new job, > 0 the id of the job holding its
 -- key; dups: whether that is another spec's or an older job); names: p_names (submit_workflow's) of
 -- the specs that become jobs. Submits sharing a key wait for each other here (the dedup lock,
 -- jobctl._wait_lock: a tenant's keys hash into 256 buckets, locked in order, so two calls cannot
@@ -10,7 +10,7 @@
 -- keys, to the end of the transaction. Reads: job, _move_key, tenant.
 create or replace function jobctl._dedup_holders(
     p_specs jobctl._job_spec[], p_names text[], p_now timestamptz,
-    specs out jobctl._job_spec[], slots out bigint[], dups out boolean[], names out text[]
+    specs out jobctl._job_spec[], answers out bigint[], dups out boolean[], names out text[]
 )
 language plpgsql
 as $$
@@ -36,7 +36,7 @@ begin
     select array_agg(p_specs[m.ord] order by m.ord) filter (where m.is_new),
         array_agg(coalesce(m.held_by, -m.k) order by m.ord),
         array_agg(not m.is_new order by m.ord)
-    into specs, slots, dups
+    into specs, answers, dups
     from (
         select n.*, max(n.k_new) over (partition by n.tenant_id, n.dedup_key, n.first_ord) as k
         from (

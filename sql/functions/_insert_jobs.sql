@@ -2,7 +2,7 @@
 -- statement: the job rows and their counter rows, and each job's queue row: a due job in _ready, or
 -- with a concurrency key in _held (jobctl._admit lets it in while its key has room), a later one in
 -- _delayed, and a job with parents waiting (state waiting, a _waiting row; jobctl._link_parents
--- records its edges) with its parents of the same call found by place (after). Returns the new
+-- records its edges) with its parents of the same call found by position (after). Returns the new
 -- jobs' ids in p_specs order. p_linked: a spec has after (their ids are drawn first); p_workflow:
 -- each job gets the first one's id as workflow_id; p_schedule, p_fire_time: the schedule run every
 -- job is; p_names: the jobs' names (submit_workflow's), in p_specs order.

@@ -31,7 +31,7 @@ declare
     v_sealing boolean;  -- a tenant of the call encrypts its payloads
     v_specs jobctl._job_spec[] := p_specs;  -- the specs that become jobs
     v_names text[] := p_names;              -- their names (submit_workflow's)
-    v_slots bigint[];  -- keyed calls, per spec: -k the k-th new job, > 0 the id of the job holding its key
+    v_answers bigint[];  -- keyed calls, per spec: -k the k-th new job, > 0 the id of the job holding its key
     v_dups boolean[];  -- keyed calls, per spec: whether it answers another spec's or an older job
     v_ids bigint[];    -- the new jobs' ids, in v_specs order
 begin
@@ -49,20 +49,20 @@ begin
         v_specs := p_specs;
     end if;
     if exists (select from unnest(p_specs) as s where s.dedup_key is not null) then
-        select d.specs, d.slots, d.dups, d.names into v_specs, v_slots, v_dups, v_names
+        select d.specs, d.answers, d.dups, d.names into v_specs, v_answers, v_dups, v_names
         from jobctl._dedup_holders(p_specs, p_names, v_now) as d;
     end if;
     if v_limited then
         perform jobctl._submit_limits(v_specs);  -- the new jobs count, not the repeats
     end if;
     v_ids := jobctl._insert_jobs(v_specs, v_now, v_linked, p_workflow, p_schedule, p_fire_time, v_names);
-    if v_slots is null then
+    if v_answers is null then
         return query select u.id, false from unnest(v_ids) as u (id);
     else
-        perform jobctl._debounce_repeats(p_specs, v_slots, v_dups, v_ids);
+        perform jobctl._debounce_repeats(p_specs, v_answers, v_dups, v_ids);
         return query
-        select case when u.slot > 0 then u.slot else v_ids[-u.slot] end, u.dup
-        from unnest(v_slots, v_dups) as u (slot, dup);
+        select case when u.answer > 0 then u.answer else v_ids[-u.answer] end, u.dup
+        from unnest(v_answers, v_dups) as u (answer, dup);
     end if;
     perform jobctl._notify(array_agg(distinct s.queue))
     from unnest(p_specs) as s

@@ -44,7 +44,7 @@ select is(
     'preserve_run_at: the last repeat''s payload, the holder''s run_at'
 );
 
--- slot -1: the first new job of the call (p_ids[1]); a spec that is not a repeat is left alone
+-- answer -1: the first new job of the call (p_ids[1]); a spec that is not a repeat is left alone
 select jobctl._debounce_repeats(
     array[pg_temp.spec('{"v": 9}', 'replace'), pg_temp.spec('{"v": 4}', 'replace', now() + interval '2 hours')],
     array[-1, -1]::bigint[], '{f,t}', array[(select h.id from h)]
@@ -55,7 +55,7 @@ select is(
         where j.job_id = (select h.id from h)
     ),
     row('{"v": 4}'::jsonb, true)::text,
-    'replace: the repeat''s payload and run_at, on the new job its slot names'
+    'replace: the repeat''s payload and run_at, on the new job its answer names'
 );
 select is(pg_temp.queued((select h.id from h)), 'delayed', 'its queue row moved with it');
 

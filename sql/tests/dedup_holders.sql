@@ -1,5 +1,5 @@
 -- jobctl._dedup_holders: the "dedup" step of jobctl._submit: which specs of a keyed call become
--- jobs, and what each spec answers (slot -k: the k-th new job; > 0: the holder's id). Under
+-- jobs, and what each spec answers (answer -k: the k-th new job; > 0: the holder's id). Under
 -- REPEATABLE READ: submit_job_repeatable_read.sql; racing submitters: tests/test_workflows.py and
 -- tests/test_locks.py. Tenants tap_dh_*.
 begin;
@@ -18,7 +18,7 @@ $$;
 create function pg_temp.answers(p_jobs text, p_names text[] default null) returns text
 language sql as $$
     select row(
-        (select array_agg(row(s.tenant_id, s.dedup_key, s.payload)::text) from unnest(d.specs) as s), d.slots, d.dups, d.names
+        (select array_agg(row(s.tenant_id, s.dedup_key, s.payload)::text) from unnest(d.specs) as s), d.answers, d.dups, d.names
     )::text
     from jobctl._dedup_holders(pg_temp.specs(p_jobs), p_names, now()) as d
 $$;
@@ -46,7 +46,7 @@ create temp table h as
 select (select s.job_id from jobctl.submit_job('tap_dh_a', 'q', '{"old": true}', dedup_key => 'held') as s) as id;
 select is(
     (
-        select row(d.specs, d.slots, d.dups)::text
+        select row(d.specs, d.answers, d.dups)::text
         from jobctl._dedup_holders(pg_temp.specs('[
         {"tenant_id": "tap_dh_a", "queue": "q", "payload": {}, "dedup_key": "held"},
         {"tenant_id": "tap_dh_a", "queue": "q", "payload": {}, "dedup_key": "held"}
@@ -56,7 +56,7 @@ select is(
     'a key a job holds: every spec of it answers the holder, and none becomes a job'
 );
 select is(
-    (select d.slots from jobctl._dedup_holders(
+    (select d.answers from jobctl._dedup_holders(
         pg_temp.specs(
             '[{"tenant_id": "tap_dh_a", "queue": "q", "payload": {}, "dedup_key": "held", "dedup_states": ["running"]}]'
         ),
@@ -65,7 +65,7 @@ select is(
     '{-1}'::bigint[], 'dedup_states that the holder is not in: a new job'
 );
 select is(
-    (select d.slots from jobctl._dedup_holders(
+    (select d.answers from jobctl._dedup_holders(
         pg_temp.specs(
             '[{"tenant_id": "tap_dh_a", "queue": "q", "payload": {}, "dedup_key": "held", "dedup_states": ["pending"]}]'
         ),
@@ -74,7 +74,7 @@ select is(
     array[(select h.id from h)], 'dedup_states that it is in: the holder'
 );
 select is(
-    (select d.slots from jobctl._dedup_holders(
+    (select d.answers from jobctl._dedup_holders(
         pg_temp.specs('[{"tenant_id": "tap_dh_a", "queue": "q", "payload": {}, "dedup_key": "held", "dedup_period": "1 hour"}]'),
         null, now() + interval '2 hours'
     ) as d),
@@ -85,7 +85,7 @@ select is(
 insert into jobctl._move_key (job_id, tenant_id, dedup_key, state, created_at)
 values (-7, 'tap_dh_a', 'moved', 'pending', now() - interval '1 minute');
 select is(
-    (select d.slots from jobctl._dedup_holders(
+    (select d.answers from jobctl._dedup_holders(
         pg_temp.specs('[{"tenant_id": "tap_dh_a", "queue": "q", "payload": {}, "dedup_key": "moved"}]'), null, now()
     ) as d),
     '{-7}'::bigint[], 'a key held on the move''s other shard: that job'
@@ -97,7 +97,7 @@ select is(
     '{t}'::boolean[], 'a key held on the move''s other shard: a duplicate'
 );
 select is(
-    (select d.slots from jobctl._dedup_holders(
+    (select d.answers from jobctl._dedup_holders(
         pg_temp.specs(
             '[{"tenant_id": "tap_dh_a", "queue": "q", "payload": {}, "dedup_key": "moved", "dedup_states": ["completed"]}]'
         ),

@@ -51,7 +51,7 @@ select results_eq(
     'the counters: 4 submitted, 3 pending, 1 delayed'
 );
 
--- a workflow: ids drawn first (p_linked), after finds parents of the call by place
+-- a workflow: ids drawn first (p_linked), after finds parents of the call by position
 create temp table wf as
 select
     u.id,
@@ -80,7 +80,7 @@ select results_eq(
             where wf.i = 1
         )
     ),
-    'after: the parent of the call by place; the workflow id is the first job''s; names, schedule and fire time recorded'
+    'after: the parent of the call by position; the workflow id is the first job''s; names, schedule and fire time recorded'
 );
 select is(
     (

@@ -1,4 +1,4 @@
--- jobctl._spec_rows: the specs of a submit with their 1-based places, each spec whole.
+-- jobctl._spec_rows: the specs of a submit with their 1-based positions, each spec whole.
 begin;
 select plan(4);
 
@@ -14,7 +14,7 @@ select jobctl._job_specs($$[
 select results_eq(
     $$select r.ord, (r.spec).tenant_id, (r.spec).priority from jobctl._spec_rows((select s.specs from s)) as r$$,
     $$values (1, 'tap_sr_a', 0), (2, 'tap_sr_b', 5), (3, 'tap_sr_c', 0)$$,
-    'each spec with its 1-based place, in input order'
+    'each spec with its 1-based position, in input order'
 );
 select ok(
     (select bool_and(r.spec = (select s.specs from s)[r.ord]) from jobctl._spec_rows((select s.specs from s)) as r),

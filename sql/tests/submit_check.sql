@@ -80,7 +80,7 @@ select is(
             null, null, null)::jobctl._job_spec
     ], true, true, now())$$),
     'JC001: jobs[0].depends_on must name jobs listed before this one (field: depends_on)',
-    'an edge to itself (after, by place) is refused: no cycle can be written'
+    'an edge to itself (after, by position) is refused: no cycle can be written'
 );
 select is(
     pg_temp.error_of($$select jobctl._submit_check(
