@@ -26,9 +26,9 @@ as $$
 #variable_conflict use_column
 declare
     v_now timestamptz := now();
-    v_linked boolean;   -- a job of the call depends on an earlier one (after: a workflow)
-    v_limited boolean;  -- a tenant of the call has a submit rate or max_pending
-    v_sealing boolean;  -- a tenant of the call encrypts its payloads
+    v_call record;     -- linked, keyed (jobctl._submit_check)
+    v_tenants record;  -- limited, sealing (jobctl._submit_tenants)
+    v_held record;     -- specs, answers, dups, names (jobctl._dedup_holders)
     v_specs jobctl._job_spec[] := p_specs;  -- the specs that become jobs
     v_names text[] := p_names;              -- their names (submit_workflow's)
     v_answers bigint[];  -- keyed calls, per spec: -k the k-th new job, > 0 the id of the job holding its key
@@ -42,20 +42,26 @@ begin
     -- waits for it even where the cluster's default is local (docs/operations.md, failover). In the
     -- body: a SET clause would be undone before the commit it is meant for.
     perform set_config('synchronous_commit', 'on', true);
-    v_linked := jobctl._submit_check(p_specs, p_batch, p_caller, v_now);
-    select t.limited, t.sealing into v_limited, v_sealing from jobctl._submit_tenants(p_specs, p_caller) as t;
-    if v_sealing then
+    -- (a step with OUT parameters is assigned to a record: a plain expression, no query to start)
+    v_call := jobctl._submit_check(p_specs, p_batch, p_caller, v_now);
+    v_tenants := jobctl._submit_tenants(p_specs, p_caller);
+    if v_tenants.sealing then
         p_specs := jobctl._seal_specs(p_specs, p_batch);  -- every step after works on the sealed specs
         v_specs := p_specs;
     end if;
-    if exists (select from unnest(p_specs) as s where s.dedup_key is not null) then
-        select d.specs, d.answers, d.dups, d.names into v_specs, v_answers, v_dups, v_names
-        from jobctl._dedup_holders(p_specs, p_names, v_now) as d;
+    if v_call.keyed then
+        v_held := jobctl._dedup_holders(p_specs, p_names, v_now);
+        v_specs := v_held.specs;
+        v_answers := v_held.answers;
+        v_dups := v_held.dups;
+        v_names := v_held.names;
     end if;
-    if v_limited then
+    if v_tenants.limited then
         perform jobctl._submit_limits(v_specs);  -- the new jobs count, not the repeats
     end if;
-    v_ids := jobctl._insert_jobs(v_specs, v_now, v_linked, p_workflow, p_schedule, p_fire_time, v_names);
+    if v_specs is not null then  -- (NULL: every spec answers a holder)
+        v_ids := jobctl._insert_jobs(v_specs, v_now, v_call.linked, p_workflow, p_schedule, p_fire_time, v_names);
+    end if;
     if v_answers is null then
         return query select u.id, false from unnest(v_ids) as u (id);
     else

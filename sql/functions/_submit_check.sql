@@ -1,18 +1,18 @@
 -- jobctl._submit_check: the "check" step of jobctl._submit: every spec of the call is valid and of
 -- the caller's tenants, or the first that is not raises, naming its field (and, with p_batch, its
 -- index: jobs[3].priority). p_caller: check the caller's access (jobctl._acting_tenants); false
--- for a schedule's run. Returns whether a job of the call depends on an earlier one (after: a
--- workflow), which jobctl._insert_jobs needs. Reads: the caller's tenant grants.
+-- for a schedule's run. Says whether a job of the call depends on an earlier one (linked: after,
+-- a workflow's edges; jobctl._insert_jobs draws their ids first) and whether a spec has a dedup key
+-- (keyed: jobctl._dedup_holders). Reads: the caller's tenant grants.
 create or replace function jobctl._submit_check(
-    p_specs jobctl._job_spec[], p_batch boolean, p_caller boolean, p_now timestamptz
+    p_specs jobctl._job_spec[], p_batch boolean, p_caller boolean, p_now timestamptz,
+    linked out boolean, keyed out boolean
 )
-returns boolean
 language plpgsql
 as $$
 #variable_conflict use_column
 declare
-    v_extra boolean;   -- a spec has depends_on, after, callback_of or a dedup scope
-    v_linked boolean;  -- a job of the call depends on an earlier one
+    v_extra boolean;  -- a spec has depends_on, after, callback_of or a dedup scope
     v_bad record;
     v_msg text;
     v_field text;
@@ -25,19 +25,21 @@ begin
             hint = 'Nothing was submitted; submit them in batches of at most 10000.';
     end if;
     -- whether a spec has a workflow's or a scoped key's options (most calls have none: their rules
-    -- are skipped), and whether one depends on an earlier spec of the call
-    v_extra := exists (
-        select from unnest(p_specs) as s
-        where s.depends_on is not null or s.after is not null or s.callback_of is not null
+    -- are skipped), one depends on an earlier spec of the call, one has a dedup key: one pass
+    select coalesce(bool_or(
+            s.depends_on is not null or s.after is not null or s.callback_of is not null
             or s.dedup_states is not null or s.dedup_period is not null or s.dedup_mode is not null
-    );
-    v_linked := v_extra and exists (select from unnest(p_specs) as s where s.after is not null);
+        ), false),
+        coalesce(bool_or(s.after is not null), false),
+        coalesce(bool_or(s.dedup_key is not null), false)
+    into v_extra, linked, keyed
+    from unnest(p_specs) as s;
 
     -- one CASE per job (jobctl._spec_fault, inlined) finds its first failed rule; the message of the
     -- call's first failure is formatted once, below
     select x.* into v_bad
     from (
-        select r.ord, r.spec, jobctl._spec_fault(r.spec, r.ord, p_now, v_extra, v_linked) as n
+        select r.ord, r.spec, jobctl._spec_fault(r.spec, r.ord, p_now, v_extra, linked) as n
         from jobctl._spec_rows(p_specs) as r
     ) as x
     where x.n is not null
@@ -108,6 +110,5 @@ begin
                 hint = 'Nothing was submitted. An administrator grants a role its tenants with jobctl.grant_tenant(role, tenant).';
         end if;
     end if;
-    return v_linked;
 end
 $$;

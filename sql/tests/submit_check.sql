@@ -2,7 +2,7 @@
 -- naming its field (and with p_batch its index); a call for a tenant that is not the caller's
 -- raises 42501. Writes nothing. Tenants tap_sc_*.
 begin;
-select plan(17);
+select plan(18);
 set local jit = off;
 \ir helpers.psql
 
@@ -24,8 +24,18 @@ language sql as $$
 $$;
 
 select is(
-    jobctl._submit_check(pg_temp.specs('[{"tenant_id": "tap_sc_a", "queue": "q", "payload": {}}]'), false, true, now()),
-    false, 'a valid plain spec: no error, and not linked'
+    jobctl._submit_check(pg_temp.specs('[{"tenant_id": "tap_sc_a", "queue": "q", "payload": {}}]'), false, true, now())::text,
+    '(f,f)', 'a valid plain spec: no error, neither linked nor keyed'
+);
+select is(
+    jobctl._submit_check(
+        pg_temp.specs(
+            '[{"tenant_id": "tap_sc_a", "queue": "q", "payload": {}},
+              {"tenant_id": "tap_sc_a", "queue": "q", "payload": {}, "dedup_key": "k"}]'
+        ),
+        true, true, now()
+    )::text,
+    '(f,t)', 'a spec with a dedup key: keyed'
 );
 select is(
     jobctl._submit_check(
@@ -37,8 +47,8 @@ select is(
             )::jobctl._job_spec
         ),
         true, true, now()
-    ),
-    true, 'a spec with after (a workflow''s edge to an earlier spec): linked'
+    )::text,
+    '(t,f)', 'a spec with after (a workflow''s edge to an earlier spec): linked'
 );
 select is(
     pg_temp.check_of('[
@@ -94,8 +104,8 @@ select is(
     jobctl._submit_check(
         array_fill((pg_temp.specs('[{"tenant_id": "tap_sc_a", "queue": "q", "payload": {}}]'))[1], array[10000]),
         true, true, now()
-    ),
-    false, '10,000 jobs are taken'
+    )::text,
+    '(f,f)', '10,000 jobs are taken'
 );
 
 -- access: a role granted tenant a submits for a only; a schedule's run (p_caller false) for any
