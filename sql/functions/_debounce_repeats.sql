@@ -2,7 +2,9 @@
 -- repeat of a key (p_dups) in replace or preserve_run_at mode updates its holder (p_answers, as
 -- jobctl._dedup_holders gives them; -k is p_ids[k], the k-th new job) while it is pending
 -- (jobctl._debounce), in input order: the last repeat's payload wins. A holder that is no longer
--- pending is left as it is. The caller holds the keys' dedup lock. Writes: those of _debounce.
+-- pending is left as it is. The caller holds the keys' dedup lock.
+-- Calls: _debounce (each repeat to debounce). Locks: through _debounce the holder's queue row.
+-- Writes: through _debounce the holder's job row, its queue row moved, _stat_delta.
 create or replace function jobctl._debounce_repeats(
     p_specs jobctl._job_spec[], p_answers bigint[], p_dups boolean[], p_ids bigint[]
 )

@@ -6,8 +6,10 @@
 -- jobctl._wait_lock: a tenant's keys hash into 256 buckets, locked in order, so two calls cannot
 -- deadlock); the statements after it then see the winner's committed job (READ COMMITTED takes a
 -- new snapshot per statement), so REPEATABLE READ is refused (JC006). A key's holder may be a job
--- on the other shard of the tenant's move (jobctl._move_key). Locks: the dedup lock on the call's
--- keys, to the end of the transaction. Reads: job, _move_key, tenant.
+-- on the other shard of the tenant's move (jobctl._move_key).
+-- Calls: _wait_lock, _refuse_moved (a tenant that moved while this call waited).
+-- Locks: the dedup lock on each key (_tenant_lock rows, waited for, to the end of the transaction).
+-- Writes: _tenant_lock (a lock row's first use).
 create or replace function jobctl._dedup_holders(
     p_specs jobctl._job_spec[], p_names text[], p_now timestamptz,
     specs out jobctl._job_spec[], answers out bigint[], dups out boolean[], names out text[]

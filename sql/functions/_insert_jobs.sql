@@ -6,7 +6,11 @@
 -- jobs' ids in p_specs order. p_linked: a spec has after (their ids are drawn first); p_workflow:
 -- each job gets the first one's id as workflow_id; p_schedule, p_fire_time: the schedule run every
 -- job is; p_names: the jobs' names (submit_workflow's), in p_specs order.
--- Writes: job, _stat_delta, _ready, _held, _delayed, _waiting; through _link_parents _edge.
+-- Calls: _link_parents (jobs with parents), _admit (due jobs with a concurrency key).
+-- Locks: through _link_parents the parents' job rows (FOR SHARE), through _admit the key lock on
+-- each concurrency key (_tenant_lock rows, waited for).
+-- Writes: job, _stat_delta, _ready, _held, _delayed, _waiting (insert), the sequence job_id_seq;
+-- through _link_parents _edge; through _admit _held (delete) and _ready (insert).
 create or replace function jobctl._insert_jobs(
     p_specs jobctl._job_spec[], p_now timestamptz, p_linked boolean, p_workflow boolean,
     p_schedule text, p_fire_time timestamptz, p_names text[]

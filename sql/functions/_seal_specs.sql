@@ -2,7 +2,8 @@
 -- encrypt theirs sealed with the session's key (jobctl._seal); every step after works on them as
 -- given. A tenant whose key jobctl.payload_keys lacks, or holds another key than the one
 -- put_tenant recorded (it would seal jobs its workers cannot open), raises JC008 naming the first
--- such job (jobs[i]. with p_batch). Reads: tenant.
+-- such job (jobs[i]. with p_batch).
+-- Calls: _key_check, _payload_key, _seal. Locks: nothing. Writes: nothing.
 create or replace function jobctl._seal_specs(p_specs jobctl._job_spec[], p_batch boolean)
 returns jobctl._job_spec[]
 language plpgsql

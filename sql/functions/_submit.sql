@@ -11,8 +11,14 @@
 -- given. p_workflow: the jobs are one workflow (submit_workflow). p_schedule, p_fire_time: the
 -- schedule whose run every job of the call is, and its fire time (expand_schedules, run_schedule;
 -- jobctl.schedule_runs). p_names: submit_workflow's names of the jobs, in input order.
--- Locks: the dedup lock on the call's dedup keys (jobctl._wait_lock), through _admit on keys.
--- Writes: tenant, job, _stat_delta, _ready, _held, _delayed, _waiting, _edge; see the steps.
+-- Calls: _submit_check, _submit_tenants, _seal_specs (a tenant that encrypts), _dedup_holders (a
+-- dedup key), _submit_limits (a limited tenant), _insert_jobs (unless every spec answers a holder),
+-- _debounce_repeats (a dedup key), _notify.
+-- Locks: through the steps the dedup lock on each dedup key and the key lock on each concurrency key
+-- (_tenant_lock rows, waited for), the parents' job rows (FOR SHARE), _notify's try-locks.
+-- Writes: through the steps tenant (new tenants), job, _stat_delta, _ready, _held, _delayed,
+-- _waiting, _tenant_lock (a lock row's first use), _edge; debounced holders' job and queue rows;
+-- the sequences job_id_seq, submit rate buckets and admitted counts.
 create or replace function jobctl._submit(
     p_specs jobctl._job_spec[], p_batch boolean, p_caller boolean default true, p_workflow boolean default false,
     p_schedule text default null, p_fire_time timestamptz default null, p_names text[] default null

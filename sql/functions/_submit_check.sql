@@ -3,7 +3,9 @@
 -- index: jobs[3].priority). p_caller: check the caller's access (jobctl._acting_tenants); false
 -- for a schedule's run. Says whether a job of the call depends on an earlier one (linked: after,
 -- a workflow's edges; jobctl._insert_jobs draws their ids first) and whether a spec has a dedup key
--- (keyed: jobctl._dedup_holders). Reads: the caller's tenant grants.
+-- (keyed: jobctl._dedup_holders).
+-- Calls: _spec_rows, _spec_fault (both inlined), _acting_tenants (p_caller), _unprintable (errors).
+-- Locks: nothing. Writes: nothing.
 create or replace function jobctl._submit_check(
     p_specs jobctl._job_spec[], p_batch boolean, p_caller boolean, p_now timestamptz,
     linked out boolean, keyed out boolean

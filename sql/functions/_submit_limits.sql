@@ -5,7 +5,8 @@
 -- bucket is taken from or counter advanced (pass 2), so a refused call takes nothing; the take
 -- checks again (another submitter may have emptied the bucket since). Check-then-advance without a
 -- lock: concurrent submitters may each slip in one batch over a limit (docs/tenants.md).
--- Reads: tenant, the tenants' pending counters. Writes: the tenants' bucket and admitted sequences.
+-- Calls: _pending, _bucket_size, _bucket_room, _take_tokens. Locks: nothing.
+-- Writes: the tenants' submit rate bucket and admitted sequences (not undone by a rollback).
 create or replace function jobctl._submit_limits(p_specs jobctl._job_spec[])
 returns void
 language plpgsql

@@ -3,7 +3,9 @@
 -- refuses a tenant that moved off this shard (jobctl._refuse_moved: JC011), and says whether a
 -- tenant of the call has a submit rate or max_pending (limited: jobctl._submit_limits) and, with
 -- p_caller, whether one encrypts its payloads (sealing: jobctl._seal_specs; a schedule's run,
--- p_caller false, stores its payload as given). Reads and writes: tenant.
+-- p_caller false, stores its payload as given).
+-- Calls: _refuse_moved (a moved tenant). Locks: the tenant rows it inserts.
+-- Writes: tenant (insert).
 create or replace function jobctl._submit_tenants(
     p_specs jobctl._job_spec[], p_caller boolean, limited out boolean, sealing out boolean
 )
