@@ -26,6 +26,7 @@ declare
     v_t timestamptz;
     v_busy boolean;
     v_job bigint;
+    v_spec jobctl._job_spec;  -- a run: its schedule's tenant, queue, payload and priority at its fire time
     v_fire timestamptz;
     v_done integer;
     v_n integer := 0;
@@ -81,13 +82,15 @@ begin
         -- other error) stays due for the next expansion, and claims go on (a subtransaction per
         -- run, only as a schedule fires)
         v_done := 0;
+        v_spec.tenant_id := v_s.tenant_id;
+        v_spec.queue := v_s.queue;
+        v_spec.payload := v_s.payload;
+        v_spec.priority := v_s.priority;
         foreach v_fire in array v_fires loop
+            v_spec.run_at := v_fire;
             begin
                 select s.job_id into v_job
-                from jobctl._submit(array[row(
-                    v_s.tenant_id, v_s.queue, v_s.payload, v_s.priority, v_fire, null, null, null, null, null, null, null,
-                    null, null, null, null, null, null, null, null
-                )::jobctl._job_spec], false, p_caller => false, p_schedule => v_s.name, p_fire_time => v_fire) as s;
+                from jobctl._submit(array[v_spec], false, p_caller => false, p_schedule => v_s.name, p_fire_time => v_fire) as s;
             exception when others then
                 if sqlstate <> 'JC005' then
                     -- to the server log: the worker whose tick expands it may serve other tenants

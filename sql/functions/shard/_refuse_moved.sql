@@ -1,7 +1,8 @@
 -- jobctl._refuse_moved: raise JC011 for a tenant that moved off this shard (tenant.moved_to, set by
 -- jobctl._move_out_fence): the router sent the call by a placement that has just flipped, or the
--- caller came straight here, and nothing of the tenant may land here now. Called by jobctl._submit,
--- before its dedup lock and again after it (jobctl._move_out_keys). Reads: tenant.
+-- caller came straight here, and nothing of the tenant may land here now. Called by jobctl._submit's
+-- steps before its dedup lock (_submit_tenants) and again after it (_dedup_holders:
+-- jobctl._move_out_keys). Reads: tenant.
 create or replace function jobctl._refuse_moved(p_tenant_id text)
 returns void
 language plpgsql

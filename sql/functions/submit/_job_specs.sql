@@ -1,7 +1,7 @@
 -- jobctl._job_specs: the specs of a JSON array of jobs (submit_jobs' elements, and with p_workflow
 -- submit_workflow's: each with a name, its depends_on naming earlier elements or giving job ids),
 -- each field checked and named with its element (jobs[3].priority) when it is bad. The rest of the
--- checks are jobctl._submit's. p_cancel_on_failure is the default of the elements' on_parent_failure.
+-- checks are jobctl._submit_check's. p_cancel_on_failure is the default of the elements' on_parent_failure.
 create or replace function jobctl._job_specs(p_jobs jsonb, p_workflow boolean, p_cancel_on_failure boolean default null)
 returns jobctl._job_spec[]
 language plpgsql

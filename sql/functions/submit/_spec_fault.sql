@@ -10,11 +10,11 @@ begin
 end
 $$;
 
--- jobctl._spec_fault: the first rule a job spec breaks, as a number (NULL: none), for jobctl._submit,
--- which names the field and raises, and for submit_job's plain path, which leaves a faulty spec to
--- _submit. p_ord: the spec's 1-based place in its call; p_extra: the call has a workflow's or a
--- scoped key's options (their rules are looked at only then); p_linked: a job of the call depends
--- on an earlier one. A SQL function that the planner inlines (so no subquery: that would stop it):
+-- jobctl._spec_fault: the first rule a job spec breaks, as a number (NULL: none), for
+-- jobctl._submit_check, which names the field and raises, and for submit_job's plain path, which
+-- leaves a faulty spec to _submit. p_ord: the spec's 1-based position in its call; p_extra: the call
+-- has a workflow's or a scoped key's options (their rules are looked at only then); p_linked: a job
+-- of the call depends on an earlier one. A SQL function that the planner inlines (so no subquery: that would stop it):
 -- one CASE per job, no per-job call.
 create or replace function jobctl._spec_fault(
     s jobctl._job_spec, p_ord bigint, p_now timestamptz, p_extra boolean, p_linked boolean
@@ -40,7 +40,7 @@ as $$
         when s.concurrency_key = '' or length(s.concurrency_key) > 200 then 14
         when jobctl._too_deep(s.payload) then 15
         -- names an operator reads in a terminal or a page: no control or bidirectional-override
-        -- characters (docs/security.md, Bounds); one match a job, the field found by _submit
+        -- characters (docs/security.md, Bounds); one match a job, the field found by _submit_check
         when concat(s.tenant_id, s.queue, s.dedup_key, s.subject_key, s.concurrency_key) ~ jobctl._unprintable()
             then 16
         when s.traceparent !~ '^[0-9a-f]{2}-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$' then 17

@@ -24,6 +24,7 @@ declare
     v_which text[];
     v_tenant text;
     v_bad record;
+    v_i integer;
 begin
     if jobs is null or jsonb_typeof(jobs) <> 'array' or jsonb_array_length(jobs) = 0 then
         raise exception using errcode = 'JC001', message = 'jobs must be a JSON array of 1 to 10000 job objects',
@@ -34,13 +35,10 @@ begin
             detail = 'field: on_finish', hint = 'Nothing was submitted. Use submit_jobs for jobs without a callback.';
     end if;
     v_members := jobctl._job_specs(jobs, false);
-    select o.ord, o.tenant_id, o.dedup_key is not null as keyed into v_bad
-    from unnest(v_members) with ordinality as o (
-        tenant_id, queue, payload, priority, run_at, dedup_key, max_attempts, backoff, timeout, subject_key,
-        concurrency_key, traceparent, depends_on, after, cancel_on_failure, batch_id, callback_of, dedup_states, dedup_period, dedup_mode, ord
-    )
+    select o.ordinality as ord, o.tenant_id, o.dedup_key is not null as keyed into v_bad
+    from unnest(v_members) with ordinality as o
     where o.dedup_key is not null or o.tenant_id is distinct from v_members[1].tenant_id
-    order by o.ord
+    order by o.ordinality
     limit 1;
     if found then
         raise exception using errcode = 'JC001',
@@ -50,18 +48,13 @@ begin
             hint = 'Nothing was submitted.';
     end if;
     v_tenant := v_members[1].tenant_id;
-    v_members := array(
-        select row(
-            o.tenant_id, o.queue, o.payload, o.priority, o.run_at, o.dedup_key, o.max_attempts, o.backoff, o.timeout,
-            o.subject_key, o.concurrency_key, o.traceparent, o.depends_on, o.after, o.cancel_on_failure, v_batch, null,
-            null, null, null
-        )::jobctl._job_spec
-        from unnest(v_members) with ordinality as o (
-            tenant_id, queue, payload, priority, run_at, dedup_key, max_attempts, backoff, timeout, subject_key,
-            concurrency_key, traceparent, depends_on, after, cancel_on_failure, batch_id, callback_of, dedup_states, dedup_period, dedup_mode, ord
-        )
-        order by o.ord
-    );
+    -- each a member of the batch, without a dedup key's options
+    for v_i in 1..cardinality(v_members) loop
+        v_members[v_i].batch_id := v_batch;
+        v_members[v_i].dedup_states := null;
+        v_members[v_i].dedup_period := null;
+        v_members[v_i].dedup_mode := null;
+    end loop;
     -- the callbacks: submit_jobs' objects (tenant_id defaults to the members')
     select array_agg(c.which order by c.n),
         jobctl._job_specs(jsonb_agg(
@@ -75,17 +68,16 @@ begin
             message = 'a batch''s callbacks are jobs of its members'' tenant, without a dedup_key',
             detail = 'field: on_finish', hint = 'Nothing was submitted.';
     end if;
-    v_callbacks := array(
-        select row(
-            o.tenant_id, o.queue, o.payload, o.priority, o.run_at, o.dedup_key, o.max_attempts, o.backoff, o.timeout,
-            o.subject_key, o.concurrency_key, o.traceparent, null, null, false, null, v_batch, null, null, null
-        )::jobctl._job_spec
-        from unnest(v_callbacks) with ordinality as o (
-            tenant_id, queue, payload, priority, run_at, dedup_key, max_attempts, backoff, timeout, subject_key,
-            concurrency_key, traceparent, depends_on, after, cancel_on_failure, batch_id, callback_of, dedup_states, dedup_period, dedup_mode, ord
-        )
-        order by o.ord
-    );
+    -- each waits for the batch's end (callback_of), without parents or a dedup key's options
+    for v_i in 1..cardinality(v_callbacks) loop
+        v_callbacks[v_i].depends_on := null;
+        v_callbacks[v_i].after := null;
+        v_callbacks[v_i].cancel_on_failure := false;
+        v_callbacks[v_i].callback_of := v_batch;
+        v_callbacks[v_i].dedup_states := null;
+        v_callbacks[v_i].dedup_period := null;
+        v_callbacks[v_i].dedup_mode := null;
+    end loop;
 
     -- the batch row first: a member that ends in this transaction (a cancelled parent) ends the batch
     select array_agg(s.job_id order by s.ord) into v_cb
