@@ -949,7 +949,7 @@ class Client(Calls):
             while True:
                 try:
                     done = step() if callable(step) else self._run(_statements(step), conn)
-                except Exception as e:  # to the plan, whose `with` blocks see it
+                except BaseException as e:  # to the plan, whose `with` blocks see it
                     step = steps.throw(e)
                 else:
                     step = steps.send(done)
@@ -1015,7 +1015,7 @@ class AsyncClient(Calls):
                         done = await asyncio.to_thread(step)
                     else:
                         done = await self._run(_statements(step), conn)
-                except Exception as e:  # to the plan, whose `with` blocks see it
+                except BaseException as e:  # to the plan, whose `with` blocks see it
                     step = steps.throw(e)
                 else:
                     step = steps.send(done)
