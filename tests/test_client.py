@@ -3,12 +3,15 @@
 
 from __future__ import annotations
 
+import ast
 import asyncio
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
+from pathlib import Path
 from zoneinfo import ZoneInfo
 
+import jobctl
 import psycopg
 import pytest
 from jobctl import (
@@ -23,7 +26,15 @@ from jobctl import (
     Tenant,
     errors,
 )
-from jobctl.client import ApiToken, ClaimMetrics, ConcurrencyLimit, HealthCheck, Queue, Stats, TenantGrant
+from jobctl.client import (
+    ApiToken,
+    ClaimMetrics,
+    ConcurrencyLimit,
+    HealthCheck,
+    Queue,
+    Stats,
+    TenantGrant,
+)
 
 Conn = psycopg.Connection[tuple[object, ...]]
 
@@ -459,3 +470,39 @@ def test_the_async_client(dsn: str, name: str, conn: Conn) -> None:
 
     asyncio.run(scenario())
     assert count_jobs(conn, name) == 3
+
+
+def test_the_dashboards_reads(client: Client, name: str) -> None:
+    client.put_tenant(name)
+    parent = client.submit(name, "q", {})
+    client.submit(name, "q", {}, depends_on=[parent.job_id])
+    (row,) = client.job_overview(60, name)
+    assert (row.tenant_id, row.queue, row.pending, row.waiting) == (name, "q", 1, 1)
+    counts = client.count_job_states({"tenant_id": name})
+    assert (counts.pending, counts.waiting, counts.capped) == (1, 1, False)
+    assert "q" in [q.queue for q in client.queue_overview(max_rows=1000)]
+    assert "jobs" in client.caller_access()
+
+
+def imported_modules(path: Path) -> set[str]:
+    """Every module a file imports, at any place in it (also under TYPE_CHECKING and in functions)."""
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            found |= {a.name for a in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module is not None:
+            found |= {node.module} | {f"{node.module}.{a.name}" for a in node.names}
+    return found
+
+
+def test_the_row_types_import_no_calls() -> None:
+    """No import circle through the client: its row types, all the worker and the archive take from
+    it, import no jobctl module but the errors."""
+    package = Path(jobctl.__file__).parent
+    assert {m for m in imported_modules(package / "client" / "rows.py") if m.startswith("jobctl")} == {
+        "jobctl",
+        "jobctl.errors",
+    }
+    for module in ("worker/job.py", "archive.py", "tracing.py", "errors.py"):
+        imported = {m for m in imported_modules(package / module) if m.startswith("jobctl.client")}
+        assert {m for m in imported if not m.startswith("jobctl.client.rows")} == set(), module

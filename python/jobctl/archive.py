@@ -55,6 +55,7 @@ from psycopg import sql
 from psycopg.rows import dict_row
 
 from jobctl import errors, queries
+from jobctl.client.rows import load_json
 
 Conn = psycopg.Connection[Any]
 Row = dict[str, Any]
@@ -182,8 +183,6 @@ def payload_of(row: Row) -> dict[str, Any]:
 
 def job_fields(row: Row, names: Sequence[str]) -> dict[str, Any]:
     """An archived row as the fields of client.JobInfo: JSON columns decoded, no lease."""
-    from jobctl.client import load_json
-
     out: dict[str, Any] = {}
     for name in names:
         value = row.get(name)

@@ -67,7 +67,6 @@ TICK = "select jobctl.tick(false)"  # periodic work, a few times a second (one c
 
 # --- operating. Each function acts only for the caller's tenants (with an API token: the token's
 # tenant): another tenant's job is as unknown as a missing one.
-GET_JOB = "select * from jobctl.get_job(%(job_id)s::bigint)"
 # get_job with the archive's fallback: the job's row (files NULL), or the archive files that may hold it
 LOCATE_JOB = "select (l.job).*, l.files from jobctl.locate_job(%(job_id)s::bigint) as l"
 LIST_JOBS = """

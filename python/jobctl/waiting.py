@@ -42,7 +42,8 @@ from psycopg import sql
 from jobctl import db, errors, queries
 
 if TYPE_CHECKING:
-    from jobctl.client import AsyncClient, Client, JobInfo
+    from jobctl.client.calls import AsyncClient, Client
+    from jobctl.client.rows import JobInfo
 
 log = logging.getLogger("jobctl.wait")
 

@@ -22,7 +22,7 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response
 from jobctl import errors
 from jobctl.api.auth import Caller
 from jobctl.client import RawJson
-from jobctl.dashboard import charts, cron_words, reads, web
+from jobctl.dashboard import charts, cron_words, web
 
 log = logging.getLogger("jobctl.dashboard")
 
@@ -290,7 +290,7 @@ async def me_for(caller: Caller, request: Request) -> Me:
     me = Me.of(caller, request)
     if request.headers.get(LIVE_HEADER):
         return me
-    return replace(me, areas=await reads.areas(caller))
+    return replace(me, areas=await caller.client.caller_access(conn=caller.conn))
 
 
 async def page(request: Request, scope: str, template: str, build: Build, section: str) -> Response:

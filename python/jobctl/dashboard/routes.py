@@ -23,12 +23,11 @@ from starlette.responses import RedirectResponse, Response
 from jobctl import errors
 from jobctl.api import auth
 from jobctl.api.auth import Caller
-from jobctl.client import JobInfo
+from jobctl.client import JobInfo, JobOverview, StateCounts
 from jobctl.contract import STATES
-from jobctl.dashboard import charts, reads, web
+from jobctl.dashboard import charts, web
 from jobctl.dashboard.pages import Me, action, clear_cookie, me_for, page, render
 from jobctl.dashboard.pages import field as form_field
-from jobctl.dashboard.reads import GridRow, StateCounts
 
 router = APIRouter(include_in_schema=False)
 T = TypeVar("T")
@@ -170,7 +169,7 @@ class Totals:
     rows: int = 0
     capped: bool = False  # counted by count_job_states, which stopped at its max_count
 
-    def add(self, r: GridRow) -> None:
+    def add(self, r: JobOverview) -> None:
         self.rows += 1
         for name in GAUGES:
             setattr(self, name, getattr(self, name) + getattr(r, name))
@@ -193,7 +192,7 @@ async def _beside(request: Request, scope: str, fetch: Callable[[Caller], Awaita
         return await fetch(caller)
 
 
-def _backlog(r: GridRow) -> tuple[int, int]:
+def _backlog(r: JobOverview) -> tuple[int, int]:
     return (r.pending + r.running + r.retrying + r.dead, r.pending)
 
 
@@ -220,7 +219,7 @@ async def overview(request: Request) -> Response:
 
         # four statements at once, each on a connection (and a token check) of its own
         rows, rates, fair, (health, health_error) = await asyncio.gather(
-            reads.job_overview(caller, WINDOW),
+            caller.client.job_overview(WINDOW, conn=caller.conn),
             _beside(
                 request, "jobs:read", lambda c: c.client.minute_rates(now - timedelta(hours=1), conn=c.conn)
             ),
@@ -384,11 +383,15 @@ async def jobs(request: Request) -> Response:
             if not f.problems:
                 try:
                     async with caller.conn.transaction():  # a savepoint: a refusal leaves the page's
-                        totals = Totals.of_states(await reads.count_job_states(caller, f.bulk()))
+                        totals = Totals.of_states(
+                            await caller.client.count_job_states(f.bulk(), conn=caller.conn)
+                        )
                 except errors.InvalidInput:
                     pass  # the count below says what is wrong with the filter
         else:
-            for r in await reads.job_overview(caller, WINDOW, tenant, f.values.get("queue")):
+            for r in await caller.client.job_overview(
+                WINDOW, tenant, f.values.get("queue"), conn=caller.conn
+            ):
                 totals.add(r)
         tenants = (
             []
@@ -439,7 +442,7 @@ async def job_detail(request: Request, job_id: str) -> Response:
         if job is None:
             raise errors.NotFound(f"No job {number}, or it belongs to another tenant.")
         history = await caller.client.job_history(number, conn=caller.conn)
-        actions = await reads.job_actions(caller, job.state)
+        actions = await caller.client.job_actions(job.state, conn=caller.conn)
         return {
             "title": f"Job {number}",
             "job": job,
@@ -633,7 +636,7 @@ async def queues(request: Request) -> Response:
     after = request.query_params.get("after") or None
 
     async def build(caller: Caller) -> dict[str, Any]:
-        rows = await reads.queue_page(caller, after, QUEUE_PAGE + 1, WINDOW)
+        rows = await caller.client.queue_overview(after, QUEUE_PAGE + 1, WINDOW, conn=caller.conn)
         more = len(rows) > QUEUE_PAGE
         rows = rows[:QUEUE_PAGE]
         return {"title": "Queues", "queues": rows, "note": _note(request), "live": True, "after": after,

@@ -23,7 +23,7 @@ import psycopg
 from psycopg_pool import AsyncConnectionPool, ConnectionPool
 
 from jobctl import queries, tracing
-from jobctl.client import Batch
+from jobctl.client.rows import Batch
 from jobctl.errors import first_line
 
 Conn = psycopg.Connection[tuple[Any, ...]]
