@@ -1,4 +1,4 @@
-"""jobctl.Client and jobctl.AsyncClient's workflows (issue 22) on the real database: depends_on and the
+"""jobctl.Client and jobctl.AsyncClient's workflows on the real database: depends_on and the
 dedup scope on submit and submit_many, submit_workflow, submit_batch, get_batch, parent_results,
 workflow_jobs, the new JobInfo fields, their errors, and a workflow inside the caller's transaction."""
 

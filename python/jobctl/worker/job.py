@@ -245,7 +245,7 @@ class Job:
             if self._cancel is not None:
                 self._cancel.set()
 
-    # --- workflows (issue 22): read on first use through the worker's pool, then cached
+    # --- workflows: read on first use through the worker's pool, then cached
 
     @property
     def parent_results(self) -> dict[str, Any] | None:
