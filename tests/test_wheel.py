@@ -5,6 +5,7 @@ with `jobctl migrate`, and the README's SQL example runs there: submit, claim, c
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -27,6 +28,9 @@ def sh(*cmd: str | Path, cwd: Path, env: dict[str, str] | None = None) -> str:
 
 def test_wheel_installs_outside_the_checkout_and_migrates_an_empty_database(dsn: str, tmp_path: Path) -> None:
     dist, venv = tmp_path / "dist", tmp_path / "venv"
+    # setuptools builds in build/ of the checkout and keeps what an earlier build put there: a module
+    # that became a package, or one no longer listed in pyproject.toml, would come along from it
+    shutil.rmtree(db.ROOT / "build", ignore_errors=True)
     sh(sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", dist, db.ROOT, cwd=tmp_path)
     [wheel] = dist.glob("jobctl-*.whl")
     sh(sys.executable, "-m", "venv", venv, cwd=tmp_path)
