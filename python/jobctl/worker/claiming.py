@@ -67,9 +67,10 @@ SECOND_LOOK = 0.01
 # often for that long, so that the jobs submitted later in its window wait no longer than it
 HINT_LOOK = 0.05
 # The sessions whose hints count (jobctl.hint_senders) are asked again when a hint comes from a
-# process not among them, at most this often (a stranger's flood costs at most 10 asks a second, and
-# a new session of ours waits at most this long to be heard), and at least this often (a process id
-# one of our sessions had may be a stranger's now)
+# process not among them, at most this often (a stranger's flood costs at most 10 asks a second; a
+# new session of ours whose first hint lands within this long of the last ask goes unheard until its
+# next hint, and that job waits for the poll or the next hint at worst), and at least this often (a
+# process id one of our sessions had may be a stranger's now)
 SENDERS_ASK, SENDERS_AGE = 0.1, 10.0
 IGNORED_LOG = 60.0  # ignored hints are logged at most this often
 

@@ -28,7 +28,7 @@ begin
         return false;
     end if;
     update jobctl.job as j
-    set state = 'pending', attempt = j.attempt - 1, run_at = v_now, progress = v_run.progress  --
+    set state = 'pending', attempt = j.attempt - 1, run_at = v_now, progress = v_run.progress
     where j.job_id = v_run.job_id and j.created_at = v_run.created_at
     returning j.priority into v_prio;
     insert into jobctl._event (job_id, job_created_at, at, event, attempt, lease_epoch, worker_id)
