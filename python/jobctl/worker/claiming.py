@@ -115,6 +115,7 @@ class Claimer:
         self.hint_window = 0.0  # how long after a hint (jobctl.hint_window, asked as the listener connects)
         self._senders: frozenset[int] | None = frozenset()  # whose hints count (None: anyone's)
         self._senders_at = -SENDERS_AGE  # time.monotonic() when they were asked for
+        self._asking: asyncio.Future[None] | None = None  # a background ask of the senders (SENDERS_AGE)
         self._ignored = 0  # hints ignored since the last log of them
         self._ignored_logged = -IGNORED_LOG
 
@@ -316,29 +317,38 @@ class Claimer:
             await conn.execute(queries.PING)  # an idle connection: prove it is still there
 
     async def _counts(self, pid: int) -> bool:
-        """Whether a hint from process `pid` counts: a session of jobctl's roles (jobctl.hint_senders,
-        asked again as SENDERS_ASK and SENDERS_AGE say)."""
+        """Whether a hint from process `pid` counts: a session of jobctl's roles (jobctl.hint_senders).
+        A known sender's hint counts at once, and a list older than SENDERS_AGE is asked for again in
+        the background (the ask waits for a pooled connection, which claims and completions hold under
+        load: the listener must not wait with it); an unknown sender's waits for a new list, asked at
+        most every SENDERS_ASK."""
         age = time.monotonic() - self._senders_at
-        known = self._senders is None or pid in self._senders
-        if age >= (SENDERS_AGE if known else SENDERS_ASK):
+        if self._senders is None or pid in self._senders:
+            if age >= SENDERS_AGE and (self._asking is None or self._asking.done()):
+                self._senders_at = time.monotonic()
+                self._asking = asyncio.ensure_future(self._ask_senders())
+            return True
+        if age >= SENDERS_ASK:
             self._senders_at = time.monotonic()
-            try:
-                senders = await self.db.call(
-                    "hint_senders", value(queries.HINT_SENDERS, {}), abort=lambda: True
-                )
-                self._senders = frozenset(senders)
-            except psycopg.errors.UndefinedFunction:  # a schema from before it (not migrated yet)
-                log.warning("jobctl.hint_senders is missing (run jobctl migrate); every hint counts")
-                self._senders = None
-            except (GaveUp, psycopg.Error) as e:  # the last answer stands; the claims poll meanwhile
-                log.warning("could not ask whose hints count", extra=error_fields(e))
-            known = self._senders is None or pid in self._senders
-        if not known:
-            self._ignored += 1
-            if time.monotonic() - self._ignored_logged >= IGNORED_LOG:
-                log.warning(
-                    "ignoring wake-up hints from sessions outside jobctl's roles (any login may NOTIFY)",
-                    extra={"hints": self._ignored, "pid": pid},
-                )
-                self._ignored, self._ignored_logged = 0, time.monotonic()
-        return known
+            await self._ask_senders()
+            if self._senders is None or pid in self._senders:
+                return True
+        self._ignored += 1
+        if time.monotonic() - self._ignored_logged >= IGNORED_LOG:
+            log.warning(
+                "ignoring wake-up hints from sessions outside jobctl's roles (any login may NOTIFY)",
+                extra={"hints": self._ignored, "pid": pid},
+            )
+            self._ignored, self._ignored_logged = 0, time.monotonic()
+        return False
+
+    async def _ask_senders(self) -> None:
+        """The process ids whose hints count, asked for anew (jobctl.hint_senders): one try."""
+        try:
+            senders = await self.db.call("hint_senders", value(queries.HINT_SENDERS, {}), abort=lambda: True)
+            self._senders = frozenset(senders)
+        except psycopg.errors.UndefinedFunction:  # a schema from before it (not migrated yet)
+            log.warning("jobctl.hint_senders is missing (run jobctl migrate); every hint counts")
+            self._senders = None
+        except (GaveUp, psycopg.Error) as e:  # the last answer stands; the claims poll meanwhile
+            log.warning("could not ask whose hints count", extra=error_fields(e))
