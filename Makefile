@@ -49,8 +49,8 @@ test-db: setup ## A fresh test database on the tests' own cluster (.test-pg/, po
 test: lint test-db pgtap pytest ## Run sqlfluff, ruff, mypy, pgTAP (pg_prove) and pytest in a fresh test database on .test-pg/ (about 20 minutes)
 
 lint: setup sqlfluff ## Run sqlfluff, ruff and mypy
-	@$(BIN)/ruff check python tests benchmarks
-	@$(BIN)/ruff format --check python tests benchmarks
+	@$(BIN)/ruff check python tests benchmarks tools
+	@$(BIN)/ruff format --check python tests benchmarks tools
 	@$(BIN)/mypy
 
 sqlfluff: setup ## Lint the SQL files
@@ -157,7 +157,7 @@ probe: db ## The hostile probe: every hole replayed against the local cluster an
 	@$(BIN)/python benchmarks/drills/hostile.py $${QUICK:+--quick} $${ITEMS:+--items $$ITEMS}
 
 sql-reference: db ## Regenerate docs/sql-reference.md from the database's COMMENT ON texts (tests/test_sql_reference.py checks it is current; seconds)
-	@$(BIN)/python -m jobctl.reference --dsn "$(DSN)" > docs/sql-reference.md.tmp && mv docs/sql-reference.md.tmp docs/sql-reference.md
+	@$(BIN)/python tools/sql_reference.py --dsn "$(DSN)" > docs/sql-reference.md.tmp && mv docs/sql-reference.md.tmp docs/sql-reference.md
 
 loc: ## Lines of code: Python under python/jobctl beside plpgsql under sql/functions, now and at 57ee5d7 (BASE=rev for another; seconds)
 	@bin/loc --base $${BASE:-57ee5d7}

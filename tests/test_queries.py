@@ -37,9 +37,6 @@ ELSEWHERE_ALLOWED = {
     # `jobctl migrate` runs before the functions exist (it creates them): its bookkeeping table
     # (jobctl._applied), its advisory lock, its session setting and the script `migrate --sql` prints
     "migrate.py": "migrate creates what the functions need",
-    # `python -m jobctl.reference` writes docs/sql-reference.md from pg_catalog (the functions'
-    # signatures and COMMENTs): a build tool that reads only the catalog
-    "reference.py": "the SQL reference is read from the catalog",
 }
 
 # a string that starts like a statement (not like a sentence: "delete finished jobs"); jobctl writes

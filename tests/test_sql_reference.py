@@ -1,10 +1,16 @@
-"""docs/sql-reference.md is what `python -m jobctl.reference` writes from the test database's
+"""docs/sql-reference.md is what `tools/sql_reference.py` writes from the test database's
 COMMENT ON texts: regenerate it (`make sql-reference`) after changing a comment or a signature."""
 
 from __future__ import annotations
 
+import importlib
+import sys
+
 import psycopg
-from jobctl import db, reference
+from jobctl import db
+
+sys.path.insert(0, str(db.ROOT / "tools"))
+reference = importlib.import_module("sql_reference")
 
 
 def test_the_committed_sql_reference_is_current(dsn: str) -> None:
@@ -12,7 +18,7 @@ def test_the_committed_sql_reference_is_current(dsn: str) -> None:
         functions, types = reference.fetch(conn)
     committed = (db.ROOT / "docs" / "sql-reference.md").read_text()
     assert reference.render(functions, types) == committed, (
-        "docs/sql-reference.md is stale: run `.venv/bin/python -m jobctl.reference > docs/sql-reference.md`"
+        "docs/sql-reference.md is stale: run `make sql-reference`"
     )
 
 
