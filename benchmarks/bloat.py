@@ -341,12 +341,18 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--small", action="store_true", help="depth 1,000, 8 s a scenario")
     ap.add_argument("--sessions", type=int, default=4)
+    ap.add_argument(
+        "--scenarios", default=",".join(SCENARIOS), help=f"a comma-separated subset of {', '.join(SCENARIOS)}"
+    )
     ap.add_argument("--url", help="admin URL of an existing cluster (default: start .bench-pg)")
     args = ap.parse_args()
+    scenarios = args.scenarios.split(",")
+    if unknown := set(scenarios) - set(SCENARIOS):
+        ap.error(f"--scenarios: unknown {', '.join(sorted(unknown))}")
     depth, seconds = (1_000, 8) if args.small else (10_000, 120)
     base = args.url or cluster_url("postgres")
     results = []
-    for scenario in SCENARIOS:
+    for scenario in scenarios:
         row = scenario_run(base, scenario, depth, seconds, args.sessions)
         print(json.dumps(row), flush=True)
         results.append(row)
