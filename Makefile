@@ -10,7 +10,7 @@ TEST_ENV := JOBCTL_PGNAME=.test-pg JOBCTL_PG_DB=jobctl_test JOBCTL_PG_PORT=$(TES
 TEST_DSN = $$(cat .test-pg/dsn)
 
 .DEFAULT_GOAL := help
-.PHONY: help setup db db-stop db-destroy clean-db migrate validate demo demo-stop test test-db test-quick lint sqlfluff pgtap pytest bench-setup bench bench-quick bench-budget bench-claim bench-tenants bench-retention bench-held bench-xids bench-notify bench-bloat bench-sealing bench-access bench-limits bench-dashboard bench-counters bench-metrics bench-progress bench-overhead bench-workflows bench-waiters bench-archive chaos ha-drill shards pooler-test shard-move probe cardinality sql-reference psql loc clean
+.PHONY: help setup db db-stop db-destroy clean-db migrate validate demo demo-stop test test-db test-quick lint sqlfluff pgtap pytest bench-setup bench bench-quick bench-budget bench-claim bench-tenants bench-retention bench-held bench-xids bench-notify bench-bloat bench-sealing bench-access bench-limits bench-dashboard bench-counters bench-metrics bench-progress bench-overhead bench-workflows bench-waiters bench-archive chaos ha-drill shards pooler-test shard-move probe cardinality fuzz sql-reference psql loc clean
 
 help: ## List the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -152,6 +152,9 @@ shard-move: test-db ## Tenant moves between two shard databases of .test-pg unde
 
 cardinality: test-db ## The metrics and the queue list with 10,000 queues (tests/test_cardinality.py at the issue's size; make test runs it with 2,000; about 3 minutes)
 	@$(TEST_ENV) JOBCTL_CARDINALITY_QUEUES=10000 $(BIN)/pytest -q -s tests/test_cardinality.py
+
+fuzz: test-db ## The API fuzzed with 300 generated requests of each kind per operation (tests/test_fuzz_api.py; make test sends 50 and 20; about 10 minutes)
+	@$(TEST_ENV) JOBCTL_FUZZ_EXAMPLES=300 $(BIN)/pytest -q tests/test_fuzz_api.py
 
 probe: db ## The hostile probe: every hole replayed against the local cluster and its API, held/open per item and a second tenant's claim/submit p99; item 16 fills the NOTIFY queue, 8 GB, for about a minute; items 17-23 the lock table, the archive's lease, replayed hints, the router, parent_results, a client's waits, 10,000 queues (about 9 minutes; QUICK=1: about 3)
 	@$(BIN)/python benchmarks/drills/hostile.py $${QUICK:+--quick} $${ITEMS:+--items $$ITEMS}

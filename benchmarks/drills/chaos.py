@@ -64,11 +64,11 @@ SIZES: dict[str, dict[str, Any]] = {
     # seconds of faults (faults) or trials wanted (zombies); lease and stop in seconds
     "faults": {
         "full": {"seconds": 900, "workers": 6, "lease": 30.0, "stop": 40.0, "every": (5.0, 15.0), "rate": 30},
-        "small": {"seconds": 50, "workers": 4, "lease": 2.0, "stop": 3.5, "every": (1.0, 3.0), "rate": 30},
+        "small": {"seconds": 30, "workers": 4, "lease": 2.0, "stop": 3.5, "every": (1.0, 3.0), "rate": 30},
     },
     "zombies": {
         "full": {"trials": 300, "workers": 9, "lease": 2.0, "stop": 3.5, "rate": 30},
-        "small": {"trials": 30, "workers": 6, "lease": 2.0, "stop": 3.5, "rate": 30},
+        "small": {"trials": 20, "workers": 6, "lease": 2.0, "stop": 3.5, "rate": 30},
     },
 }
 LEDGER_DDL = """
