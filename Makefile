@@ -10,7 +10,7 @@ TEST_ENV := JOBCTL_PGNAME=.test-pg JOBCTL_PG_DB=jobctl_test JOBCTL_PG_PORT=$(TES
 TEST_DSN = $$(cat .test-pg/dsn)
 
 .DEFAULT_GOAL := help
-.PHONY: help setup db db-stop db-destroy clean-db migrate validate demo demo-stop test test-db test-quick lint sqlfluff pgtap pytest bench-setup bench bench-quick bench-budget bench-claim bench-tenants bench-retention bench-held bench-xids bench-notify bench-bloat bench-sealing bench-access bench-limits bench-dashboard bench-counters bench-metrics bench-progress bench-overhead bench-workflows bench-waiters bench-archive chaos ha-drill shards pooler-test shard-move probe cardinality fuzz sql-reference psql loc clean
+.PHONY: help setup db db-stop db-destroy clean-db migrate validate demo demo-stop test test-db test-quick lint sqlfluff pgtap pytest bench-setup bench bench-quick bench-budget bench-claim bench-tenants bench-retention bench-held bench-xids bench-notify bench-bloat bench-sealing bench-access bench-limits bench-dashboard bench-counters bench-metrics bench-progress bench-overhead bench-workflows bench-watchers bench-archive chaos ha-drill shards pooler-test shard-move probe cardinality fuzz sql-reference psql loc clean
 
 help: ## List the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -116,8 +116,8 @@ bench-counters: setup ## The counters' cost on the hot path: submit and claim + 
 bench-overhead: setup ## What jobs without dependencies pay for dependencies, batches and scoped keys: submit and claim + complete of HEAD against dae4780, side by side, 7 rounds (about 4 minutes)
 	@$(BIN)/python benchmarks/counters.py --base dae4780 --rounds $${ROUNDS:-7} --out workflow_overhead.json
 
-bench-waiters: setup ## The completion hint's cost: claim + complete with the functions that end attempts at HEAD against dae4780's, swapped in one database, and with a waiter on every job (20 blocks, about 2 minutes)
-	@$(BIN)/python benchmarks/waiters.py --blocks $${BLOCKS:-20}
+bench-watchers: setup ## The completion hint's cost: claim + complete with the functions that end attempts at HEAD against dae4780's, swapped in one database, and with a waiter on every job (20 blocks, about 2 minutes)
+	@$(BIN)/python benchmarks/watchers.py --blocks $${BLOCKS:-20}
 
 bench-workflows: setup ## Dependencies at scale: a 1,000-node DAG (release and claim after the last parent, p50/p99) and a 10,000-parent fan-in beside a plain drain, 4 workers, 3 rounds (about 4 minutes)
 	@$(BIN)/python benchmarks/workflows.py --rounds $${ROUNDS:-3}

@@ -99,7 +99,7 @@ def test_a_lock_on_a_retiring_partition_delays_retention_not_claims(scratch_dsn:
 
 
 def test_a_lock_queued_on_a_job_partition_does_not_fail_the_rotation(dsn: str) -> None:
-    """jobctl._rotate_slots (run by claims) reads the slot partitions' bounds without opening any
+    """jobctl._rotate_periods (run by claims) reads the slot partitions' bounds without opening any
     relation: a bound read with its relation's OID took ACCESS SHARE on every partition in the
     database, and behind a retention's queued ACCESS EXCLUSIVE that ran into the 20 ms lock_timeout."""
     with (
@@ -118,7 +118,7 @@ def test_a_lock_queued_on_a_job_partition_does_not_fail_the_rotation(dsn: str) -
         queued.start()
         try:
             time.sleep(0.3)  # the ACCESS EXCLUSIVE request now waits behind the holder
-            assert admin.execute("select jobctl._rotate_slots() >= 0").fetchone() == (True,)
+            assert admin.execute("select jobctl._rotate_periods() >= 0").fetchone() == (True,)
         finally:
             holder.rollback()
             queued.join(timeout=10)

@@ -1,5 +1,5 @@
 """Waiting for a job's result: `Client.wait` / `AsyncClient.wait` while a real worker
-process runs the job. The wait is woken by the completion hint (jobctl.watch_job, jobctl._hint_finished)
+process runs the job. The wait is woken by the completion hint (jobctl.watch_job, jobctl._notify_watchers)
 well before its poll would have found the job, also when the job dies or is cancelled; with its
 listener's backend terminated it still returns, by polling; it times out with the job as it is."""
 
@@ -100,8 +100,8 @@ def test_a_wait_is_woken_by_the_completion_of_a_real_worker_long_before_its_poll
     assert woken < 0.15, f"the hinted wait returned {woken:.3f} s after the finish"
     assert by_poll > woken + 0.2, f"the finish fell {by_poll:.3f} s before a look: a poll could find it"
     assert lag(polled, polled_returned) > woken + 0.2, (woken, lag(polled, polled_returned))
-    # the hint removed the waiter; a wait with hint=False registers none
-    left = "select count(*) from jobctl._waiter where job_id = any(%s)"
+    # the hint removed the watcher; a wait with hint=False registers none
+    left = "select count(*) from jobctl._watcher where job_id = any(%s)"
     assert conn.execute(left, ([hinted_id, polled_id],)).fetchone() == (0,)
 
 
@@ -126,7 +126,7 @@ def test_a_wait_whose_listener_is_killed_returns_by_polling(
     assert conn.execute(WAIT_BACKENDS).fetchone() is None, "the broken listener is closed"
 
 
-def test_a_job_that_dies_or_is_cancelled_wakes_its_waiters(
+def test_a_job_that_dies_or_is_cancelled_wakes_its_watchers(
     conn: Conn, name: str, spawn: Callable[..., WorkerProcess]
 ) -> None:
     queue = f"{name}_q"
@@ -185,8 +185,8 @@ def test_a_wait_times_out_with_the_job_as_it_is(conn: Conn, name: str) -> None:
         with pytest.raises(errors.InvalidInput) as bad:
             client.wait(job_id, 0)
         assert bad.value.field == "timeout"
-    row = conn.execute("select count(*) from jobctl._waiter where job_id = %s", (job_id,)).fetchone()
-    assert row == (1,), "the waiter stays until it expires (the tick prunes it)"
+    row = conn.execute("select count(*) from jobctl._watcher where job_id = %s", (job_id,)).fetchone()
+    assert row == (1,), "the watcher stays until it expires (the tick prunes it)"
 
 
 def test_poll_schedule_backs_off_from_50_ms_to_1_s() -> None:
@@ -218,10 +218,10 @@ def test_cli_wait_exit_statuses(conn: Conn, name: str) -> None:
     assert r.exit_code == 1 and "not found" in r.output
 
 
-def test_concurrent_watch_job_calls_never_exceed_a_jobs_100_waiters(conn: Conn, dsn: str, name: str) -> None:
-    """watch_job's bound of 100 waiters a job holds when many sessions call it at once (a probe raced it
+def test_concurrent_watch_job_calls_never_exceed_a_jobs_100_watchers(conn: Conn, dsn: str, name: str) -> None:
+    """watch_job's bound of 100 watchers a job holds when many sessions call it at once (a probe raced it
     to 113): the count and the insert are serialised per job by a row lock only the owner can take. Each
-    round fills a job to 95 waiters, then 12 sessions (threads, each on its own connection) call
+    round fills a job to 95 watchers, then 12 sessions (threads, each on its own connection) call
     watch_job at the same instant, 3 times each; before the lock the counts raced past 100."""
     later = (datetime.now(UTC) + timedelta(hours=1)).isoformat()
     sessions, calls, rounds = 12, 3, 8
@@ -255,17 +255,17 @@ def test_concurrent_watch_job_calls_never_exceed_a_jobs_100_waiters(conn: Conn, 
                 t.start()
             for t in threads:
                 t.join(60)
-            row = conn.execute("select count(*) from jobctl._waiter where job_id = %s", (job_id,)).fetchone()
+            row = conn.execute("select count(*) from jobctl._watcher where job_id = %s", (job_id,)).fetchone()
             assert row is not None
             count = int(str(row[0]))
             peak = max(peak, count)
             assert count + len(refused) == 95 + sessions * calls, "every call either registered or got JC004"
-        print(f"\nwatch_job race: {rounds} rounds, {sessions} x {calls} calls at 95 waiters: peak {peak}")
-        assert peak == 100, f"a job has {peak} waiters: the bound of 100 was raced past"
+        print(f"\nwatch_job race: {rounds} rounds, {sessions} x {calls} calls at 95 watchers: peak {peak}")
+        assert peak == 100, f"a job has {peak} watchers: the bound of 100 was raced past"
     finally:
         for c in conns:
             c.close()
-        conn.execute("delete from jobctl._waiter where job_id = any(%s)", (jobs,))
+        conn.execute("delete from jobctl._watcher where job_id = any(%s)", (jobs,))
 
 
 def _connections_of(conn: Conn, role: str) -> int:
@@ -276,7 +276,7 @@ def _connections_of(conn: Conn, role: str) -> int:
 
 def test_a_clients_waits_share_one_listener(conn: Conn, dsn: str, name: str) -> None:
     """1,000 concurrent AsyncClient.wait calls of one client, and 40 Client.wait calls from threads of
-    another, on jobs that then finish: every waiter gets its result, and neither client ever has more
+    another, on jobs that then finish: every watcher gets its result, and neither client ever has more
     than 3 server connections (its own, the shared listener; before, a listener a wait
     opened 174 connections for 1,000 waits, and other logins' connections failed)."""
     role = f"{name}_c"
@@ -301,7 +301,7 @@ def test_a_clients_waits_share_one_listener(conn: Conn, dsn: str, name: str) -> 
         """Claim and complete every job of the test, once their waits are registered (or after 20 s)."""
         with psycopg.connect(dsn, autocommit=True) as c:
             wanted = len(async_jobs) + len(sync_jobs)
-            left = "select count(*) from jobctl._waiter where job_id = any(%s)"
+            left = "select count(*) from jobctl._watcher where job_id = any(%s)"
             deadline = time.monotonic() + 20
             while time.monotonic() < deadline:
                 row = c.execute(left, (async_jobs + sync_jobs,)).fetchone()
@@ -339,7 +339,7 @@ def test_a_clients_waits_share_one_listener(conn: Conn, dsn: str, name: str) -> 
         sampler.join()
         conn.execute("delete from jobctl._role_tenant where role_oid = %s::regrole", (role,))
         conn.execute(f'drop role "{role}"')
-    print(f"\nwaits: {len(got)} returned; peak connections of the waiters' login: {peak}")
+    print(f"\nwaits: {len(got)} returned; peak connections of the watchers' login: {peak}")
     assert [j.job_id for j in got] == async_jobs + sync_jobs
     assert all(j.state == "completed" and j.result == {"id": j.job_id} for j in got)
     assert peak <= 6, f"two clients held {peak} connections at once (at most 3 each)"

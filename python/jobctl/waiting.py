@@ -9,7 +9,7 @@ that job. A wait registers the channel for its job with `jobctl.watch_job` on th
 connection, which returns the job; waits for a job the channel is registered for already (and for at
 least another half second) read it with get_job instead, so a client's thousand waits on one job are one
 waiter row, not a thousand (watch_job allows 100 a job). When the job completes, dies or is cancelled,
-the finishing transaction sends `NOTIFY <channel>, '<job id>'` (jobctl._hint_finished) and the waits
+the finishing transaction sends `NOTIFY <channel>, '<job id>'` (jobctl._notify_watchers) and the waits
 read the job at once. A client thus holds two connections however many waits it runs: its own and the
 listener. The listener goes to `Client(listen_dsn=...)`, JOBCTL_LISTEN_DSN, or the client's DSN; behind
 a transaction pooler (JOBCTL_POOLER=transaction) with neither, there is none and the waits poll only

@@ -1,6 +1,6 @@
--- jobctl.watch_job and jobctl._hint_finished: a waiter is registered for an unfinished job of the
+-- jobctl.watch_job and jobctl._notify_watchers: a watcher is registered for an unfinished job of the
 -- caller's tenants, and removed (its NOTIFY queued for the commit) when the job completes, dies or
--- is cancelled; the tick prunes expired waiters. Whether the NOTIFY arrives needs a commit and a
+-- is cancelled; the tick prunes expired watchers. Whether the NOTIFY arrives needs a commit and a
 -- second session: tests/test_wait.py. Tenants tap_watch_a, tap_watch_b; queue tap_watch_q.
 begin;
 select plan(29);
@@ -14,7 +14,7 @@ select function_returns(
 select isnt(
     obj_description('jobctl.watch_job(bigint, text, interval)'::regprocedure, 'pg_proc'), null, 'it has a comment'
 );
-select has_function('jobctl', '_hint_finished', array['bigint[]'], '_hint_finished(ids) exists');
+select has_function('jobctl', '_notify_watchers', array['bigint[]'], '_notify_watchers(ids) exists');
 
 -- two channels, as two callers would choose them
 create temp table ch (n int, channel text);
@@ -32,8 +32,8 @@ from (
 ) as x (n, tenant)
 cross join lateral jobctl.submit_job(x.tenant, 'tap_watch_q', jsonb_build_object('n', x.n), max_attempts => 1) as j;
 create function pg_temp.id(p_n int) returns bigint language sql as $$ select job_id from s where n = p_n $$;
-create function pg_temp.waiters(p_n int) returns bigint language sql as $$
-    select count(*) from jobctl._waiter where job_id = pg_temp.id(p_n)
+create function pg_temp.watchers(p_n int) returns bigint language sql as $$
+    select count(*) from jobctl._watcher where job_id = pg_temp.id(p_n)
 $$;
 
 -- bounds
@@ -58,12 +58,12 @@ select is_empty(
 );
 select is(
     (
-        select count(*) from jobctl._waiter
+        select count(*) from jobctl._watcher
         where job_id = -1
-    ), 0::bigint, 'and no waiter'
+    ), 0::bigint, 'and no watcher'
 );
 
--- a pending job: the row, and a waiter with the wait as its expiry
+-- a pending job: the row, and a watcher with the wait as its expiry
 select results_eq(
     format($$select job_id, state from jobctl.watch_job(%s, %L, '30 seconds')$$, pg_temp.id(1), pg_temp.ch(1)),
     format($$values (%s::bigint, 'pending'::text)$$, pg_temp.id(1)),
@@ -72,42 +72,42 @@ select results_eq(
 select results_eq(
     format($$select tenant_id, channel,
         expires_at > now() + interval '29 seconds' and expires_at < clock_timestamp() + interval '30 seconds'
-      from jobctl._waiter where job_id = %s$$, pg_temp.id(1)),
+      from jobctl._watcher where job_id = %s$$, pg_temp.id(1)),
     format($$values ('tap_watch_a'::text, %L::text, true)$$, pg_temp.ch(1)),
-    'a waiter with its channel, expiring after the wait'
+    'a watcher with its channel, expiring after the wait'
 );
 select jobctl.watch_job(pg_temp.id(k.n), pg_temp.ch(k.c)) from (values (1, 2), (2, 1), (3, 1), (5, 1)) as k (n, c);
-select is(pg_temp.waiters(1), 2::bigint, 'two callers wait for job 1');
+select is(pg_temp.watchers(1), 2::bigint, 'two callers wait for job 1');
 select results_eq(
-    format($$select tenant_id, bucket from jobctl._tenant_lock where name = 'waiter' and tenant_id = 'tap_watch_a'
-      and bucket = jobctl._lock_bucket('waiter', %L)$$, pg_temp.id(1)::text),
-    format($$values ('tap_watch_a'::text, %s)$$, jobctl._lock_bucket('waiter', pg_temp.id(1)::text)),
-    'the count and insert ran under the job''s waiter lock, a row of the tenant''s own (tests/test_wait.py races it)'
+    format($$select tenant_id, bucket from jobctl._tenant_lock where name = 'watcher' and tenant_id = 'tap_watch_a'
+      and bucket = jobctl._lock_bucket('watcher', %L)$$, pg_temp.id(1)::text),
+    format($$values ('tap_watch_a'::text, %s)$$, jobctl._lock_bucket('watcher', pg_temp.id(1)::text)),
+    'the count and insert ran under the job''s watcher lock, a row of the tenant''s own (tests/test_wait.py races it)'
 );
 
 -- complete 1, fail 2 for good, cancel 3 (the tenant's jobs are claimed in id order: 1, 2, 5)
 create temp table c as
 select * from jobctl.claim_job('tap_watch_w', array['tap_watch_q'], 3);
-select is(pg_temp.waiters(1), 2::bigint, 'a claim does not touch the waiters');
+select is(pg_temp.watchers(1), 2::bigint, 'a claim does not touch the watchers');
 create function pg_temp.epoch(p_n int) returns bigint language sql as $$
     select c.lease_epoch from c where c.job_id = pg_temp.id(p_n)
 $$;
 select ok(jobctl.complete_job(pg_temp.id(1), pg_temp.epoch(1), '{"ok": 1}'), 'job 1 completes');
-select is(pg_temp.waiters(1), 0::bigint, 'its completion removes both waiters (their NOTIFY is queued for the commit)');
+select is(pg_temp.watchers(1), 0::bigint, 'its completion removes both watchers (their NOTIFY is queued for the commit)');
 select is(
     jobctl.fail_job(pg_temp.id(2), pg_temp.epoch(2), 'boom'), 'dead', 'job 2 dies'
 );
-select is(pg_temp.waiters(2), 0::bigint, 'its death removes its waiter');
+select is(pg_temp.watchers(2), 0::bigint, 'its death removes its watcher');
 select is(jobctl.cancel_job(pg_temp.id(3)), 'cancelled', 'job 3 is cancelled');
-select is(pg_temp.waiters(3), 0::bigint, 'the cancel removes its waiter');
-select is(pg_temp.waiters(5), 1::bigint, 'the running job 5 still has its waiter');
+select is(pg_temp.watchers(3), 0::bigint, 'the cancel removes its watcher');
+select is(pg_temp.watchers(5), 1::bigint, 'the running job 5 still has its watcher');
 
--- a finished job: the row, no waiter
+-- a finished job: the row, no watcher
 select results_eq(
     format($$select state from jobctl.watch_job(%s, %L)$$, pg_temp.id(1), pg_temp.ch(1)), $$values ('completed'::text)$$,
     'a finished job: returned at once'
 );
-select is(pg_temp.waiters(1), 0::bigint, 'and no waiter registered');
+select is(pg_temp.watchers(1), 0::bigint, 'and no watcher registered');
 
 -- tenant isolation: a login of tenant a sees b's job as unknown
 create role tap_watch_role;
@@ -127,16 +127,16 @@ select results_eq(
     $$select other, own from iso$$, $$values (0::bigint, 1::bigint)$$,
     'a login of tenant a: b''s job answers zero rows, its own job one'
 );
-select is(pg_temp.waiters(4), 0::bigint, 'no waiter for b''s job');
+select is(pg_temp.watchers(4), 0::bigint, 'no watcher for b''s job');
 
--- the tick prunes expired waiters
-update jobctl._waiter set expires_at = now() - interval '1 second'
+-- the tick prunes expired watchers
+update jobctl._watcher set expires_at = now() - interval '1 second'
 where job_id = pg_temp.id(5) and channel = pg_temp.ch(1);
 select jobctl.tick(false);
-select is(pg_temp.waiters(5), 1::bigint, 'the tick removes the expired waiter, keeps the live one');
+select is(pg_temp.watchers(5), 1::bigint, 'the tick removes the expired watcher, keeps the live one');
 
--- a job's waiters are capped: the 101st is refused
-insert into jobctl._waiter (job_id, tenant_id, channel, expires_at)
+-- a job's watchers are capped: the 101st is refused
+insert into jobctl._watcher (job_id, tenant_id, channel, expires_at)
 select
     pg_temp.id(5) as job_id,
     'tap_watch_a' as tenant_id,
@@ -145,11 +145,11 @@ select
 from generate_series(1, 99);
 select throws_ok(
     format($$select * from jobctl.watch_job(%s, %L)$$, pg_temp.id(5), pg_temp.ch(2)), 'JC004',
-    format('job %s already has 100 waiters, the most', pg_temp.id(5)), 'a job''s 101st waiter: JC004'
+    format('job %s already has 100 watchers, the most', pg_temp.id(5)), 'a job''s 101st watcher: JC004'
 );
 
--- near the tenant's bound (9,000 waiters) the count is taken again under the tenant's own lock
-insert into jobctl._waiter (job_id, tenant_id, channel, expires_at)
+-- near the tenant's bound (9,000 watchers) the count is taken again under the tenant's own lock
+insert into jobctl._watcher (job_id, tenant_id, channel, expires_at)
 select
     -g as job_id,
     'tap_watch_a' as tenant_id,
@@ -160,9 +160,9 @@ select jobctl.watch_job(pg_temp.id(6), pg_temp.ch(2));
 select is(
     (
         select count(*) from jobctl._tenant_lock
-        where name = 'waiters' and tenant_id = 'tap_watch_a'
+        where name = 'watchers' and tenant_id = 'tap_watch_a'
     ), 1::bigint,
-    'a tenant with 9,000 waiters takes its ''waiters'' row as well'
+    'a tenant with 9,000 watchers takes its ''watchers'' row as well'
 );
 
 select * from finish();

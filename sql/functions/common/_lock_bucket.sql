@@ -12,6 +12,6 @@ as $$
         when 'dedup' then 255
         when 'key' then 16383
         when 'lanes' then 1023
-        else 4095  -- hint; waiter and waiters (a tenant's rows of _tenant_lock: jobctl.watch_job)
+        else 4095  -- hint; watcher and watchers (a tenant's rows of _tenant_lock: jobctl.watch_job)
     end end
 $$;

@@ -54,7 +54,7 @@ begin
                 progress = case when v_run.job_id is null then j.progress else v_run.progress end
             where j.job_id = v_job.job_id and j.created_at = v_job.created_at;
             perform jobctl._count_finished(array[v_job.tenant_id]);
-            perform jobctl._hint_finished(array[v_job.job_id]);  -- wakes its waiters, if any (watch_job)
+            perform jobctl._notify_watchers(array[v_job.job_id]);  -- wakes its watchers, if any (watch_job)
             insert into jobctl._stat_delta (tenant_id, queue, cancelled, withdrawn) values (v_job.tenant_id, v_job.queue, 1, 1);
             if v_job.concurrency_key is not null and p_admit then
                 perform jobctl._admit(array[v_job.tenant_id], array[v_job.concurrency_key]);  -- its place, if it had one

@@ -1,17 +1,17 @@
 -- jobctl._complete: complete the jobs running under the given epochs (of the caller's tenants);
 -- the rest are fenced.
 -- A completed job with a concurrency key gives its place to the key's next job (jobctl._admit), and
--- its children whose last parent it was are released (its edges deleted, jobctl._release_waiting).
+-- its children whose last parent it was are released (its edges deleted, jobctl._unblock_children).
 -- The counters move the completed jobs from running to completed, with their run times, and count
 -- the fenced acks of the caller's tenants' jobs.
--- Calls: _too_deep (results), _acting_tenants, _stat_bucket, _count_finished, _hint_finished; _admit
--- for jobs with a concurrency key, _release_waiting to unblock children left without an edge.
+-- Calls: _too_deep (results), _acting_tenants, _stat_bucket, _count_finished, _notify_watchers; _admit
+-- for jobs with a concurrency key, _unblock_children to unblock children left without an edge.
 -- Locks: the _running rows, then the job rows, and the completed jobs' _edge rows (deletes and an
 -- update); through _admit the key lock on each key (_tenant_lock rows, waited for); through
--- _release_waiting the children's _waiting and job rows (and batch rows, a batch's last member).
+-- _unblock_children the children's _waiting and job rows (and batch rows, a batch's last member).
 -- Writes: _running (delete), job (update), _edge (delete), _stat_delta (insert); the tenants'
--- finished sequences (_count_finished); _waiter (delete, _hint_finished); through _admit _held
--- (delete), _ready (insert) and _tenant_lock (a lock row's first use); through _release_waiting
+-- finished sequences (_count_finished); _watcher (delete, _notify_watchers); through _admit _held
+-- (delete), _ready (insert) and _tenant_lock (a lock row's first use); through _unblock_children
 -- _waiting (delete), job (update), _ready, _held, _delayed, _recheck, _stat_delta (insert), batch
 -- (update), and for a batch's callbacks that do not fire jobctl._cancel_waiting's writes.
 create or replace function jobctl._complete(p_ids bigint[], p_epochs bigint[], p_results jsonb[])
@@ -95,13 +95,13 @@ begin
             progress = v_progress -> j.job_id::text  -- the attempt's last, kept by the job
         where j.job_id = any(v_ids) and j.created_at = any(v_cas) and j.created_at between v_first and v_last;
         perform jobctl._count_finished(v_tenants);
-        perform jobctl._hint_finished(v_ids);  -- wakes the jobs' waiters, if any (watch_job)
+        perform jobctl._notify_watchers(v_ids);  -- wakes the jobs' watchers, if any (watch_job)
         if cardinality(array_remove(v_keys, null)) > 0 then
             perform jobctl._admit(v_tenants, v_keys);
         end if;
         -- the children whose last parent this was are released (docs/workflows.md)
         if v_children is not null then
-            perform jobctl._release_waiting(v_children, true);
+            perform jobctl._unblock_children(v_children, true);
         end if;
     end if;
 

@@ -7,12 +7,12 @@
 -- lets the key's next job in) when it waits for its backoff or dies. The counters move them from
 -- running to pending, retrying or dead, with their run times.
 -- Calls: _backoff_delay, _stat_bucket; for jobs that died _count_finished, _parents_ended,
--- _hint_finished; for keys given up _admit.
+-- _notify_watchers; for keys given up _admit.
 -- Locks: the job rows (the update); through _admit the key lock on each key (_tenant_lock rows,
 -- waited for); through _parents_ended the edges and rows of the dead jobs' children it unblocks or
 -- cancels.
 -- Writes: job (update), _event, _ready or _delayed, _stat_delta (insert). For jobs that died:
--- _waiter (delete, _hint_finished), the tenants' finished sequences (_count_finished), _edge
+-- _watcher (delete, _notify_watchers), the tenants' finished sequences (_count_finished), _edge
 -- (delete) and the children's _waiting, job, _event, queue tables, _recheck and batch rows
 -- (_parents_ended). Through _admit _held (delete), _ready (insert) and _tenant_lock (a lock row's
 -- first use).
@@ -110,7 +110,7 @@ begin
         perform jobctl._parents_ended(array(
             select u.id from unnest(v_ids, v_states) as u (id, state) where u.state = 'dead'
         ));
-        perform jobctl._hint_finished(array(
+        perform jobctl._notify_watchers(array(
             select u.job_id from unnest(v_ids, v_states) as u (job_id, state) where u.state = 'dead'
         ));
     end if;

@@ -3,7 +3,7 @@
 -- Locks: through _complete the _running row, then the job row, and the job's _edge rows; with a
 -- concurrency key its key lock, with children theirs (see jobctl._complete).
 -- Writes: through _complete _running (delete), job (update), _edge (delete), _stat_delta (insert),
--- _waiter (delete); with a concurrency key _held and _ready, with children their rows (see
+-- _watcher (delete); with a concurrency key _held and _ready, with children their rows (see
 -- jobctl._complete).
 create or replace function jobctl.complete_job(job_id bigint, lease_epoch bigint, result jsonb default null)
 returns boolean

@@ -3,7 +3,7 @@
 -- Locks: through _complete the _running rows, then the job rows, and the jobs' _edge rows; with
 -- concurrency keys their key locks, with children theirs (see jobctl._complete).
 -- Writes: through _complete _running (delete), job (update), _edge (delete), _stat_delta (insert),
--- _waiter (delete); with concurrency keys _held and _ready, with children their rows (see
+-- _watcher (delete); with concurrency keys _held and _ready, with children their rows (see
 -- jobctl._complete).
 create or replace function jobctl.complete_jobs(
     job_ids bigint[], lease_epochs bigint[], results jsonb[] default null

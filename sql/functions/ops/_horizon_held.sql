@@ -1,7 +1,7 @@
 -- jobctl._horizon_held: whether a client transaction open for more than p_for holds a snapshot or
 -- a transaction ID, and so holds the xmin horizon back: VACUUM cannot remove the rows claims and
 -- completions leave dead, nor can index scans mark their entries dead, so jobctl.tick then rotates
--- the slot partitions (jobctl._rotate_slots). xact_start is shown to the function's owner, a
+-- the slot partitions (jobctl._rotate_periods). xact_start is shown to the function's owner, a
 -- superuser or a member of pg_read_all_stats; to anyone else the horizon never looks held.
 create or replace function jobctl._horizon_held(p_for interval default '1 second')
 returns boolean

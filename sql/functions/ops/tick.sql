@@ -17,20 +17,20 @@
 -- and a looping job would stall DROP DATABASE: docs/operations.md).
 -- Does nothing on a standby. Returns the number of jobs promoted, reaped and enqueued.
 -- Calls, each only when it has work: _promote_due, _recheck_waiting, reap_expired_leases,
--- expand_schedules, _stat_fold; then _stat_probe, _horizon_held, and _rotate_slots while the horizon
+-- expand_schedules, _stat_fold; then _stat_probe, _horizon_held, and _rotate_periods while the horizon
 -- is held; with p_full _recount_pending (also when another caller holds the tick lock).
 -- Locks: jobctl_owner._tick_lock EXCLUSIVE NOWAIT; through the callees _delayed, _recheck, _running
 -- and schedule rows (SKIP LOCKED), the try-locks reap and rotate, ACCESS EXCLUSIVE on each period's
 -- partition it truncates (asked for with a 20 ms lock_timeout), the key locks of keyed jobs made
 -- due, _submit's locks (expand_schedules), and the tenant rows whose pending_offset changes
 -- (_recount_pending). All to the end of the transaction.
--- Writes: _lane_cache, _worker, _waiter (delete: superseded lane lists, gone workers, expired
--- waiters), with p_full _stat_minute (delete: older than 6 hours). Through the callees:
+-- Writes: _lane_cache, _worker, _watcher (delete: superseded lane lists, gone workers, expired
+-- watchers), with p_full _stat_minute (delete: older than 6 hours). Through the callees:
 -- _promote_due's (_delayed, _ready, _held, _stat_delta); the unblocked children's (_recheck_waiting);
 -- the reaper's (_running, job, _event, queue tables, _stat_delta); expand_schedules' (schedule, and
 -- new jobs through _submit); _stat_delta (delete), _stat and _stat_minute (_stat_fold); _stat and
 -- _stat_probed (_stat_probe); the rows of drained periods of _ready, _running and
--- _lane_cache, moved on and truncated (_rotate_slots); tenant (_recount_pending).
+-- _lane_cache, moved on and truncated (_rotate_periods); tenant (_recount_pending).
 create or replace function jobctl.tick(p_full boolean default true)
 returns integer
 language plpgsql
@@ -71,7 +71,7 @@ begin
     end if;
     perform jobctl._stat_probe();
     if jobctl._horizon_held() then
-        perform jobctl._rotate_slots();
+        perform jobctl._rotate_periods();
     else
         delete from jobctl._lane_cache as c
         where c.fresh_until < v_now - interval '1 second'
@@ -80,8 +80,8 @@ begin
     end if;
     -- the registry of workers forgets those not seen for an hour (jobctl.worker_beat; no match: no write)
     delete from jobctl._worker as w where w.last_seen_at < v_now - interval '1 hour';
-    -- waiters whose wait ran out (jobctl.watch_job; no match: no write)
-    delete from jobctl._waiter as w where w.expires_at < v_now;
+    -- watchers whose wait ran out (jobctl.watch_job; no match: no write)
+    delete from jobctl._watcher as w where w.expires_at < v_now;
     if p_full then
         perform jobctl._recount_pending(null);
         delete from jobctl._stat_minute as m where m.minute < v_now - interval '6 hours';

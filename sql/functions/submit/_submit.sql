@@ -79,6 +79,6 @@ begin
     perform jobctl._notify(array_agg(distinct s.queue))
     from unnest(p_specs) as s
     where (s.run_at is null or s.run_at <= v_now) and s.concurrency_key is null  -- (admitted ones: _admit's)
-        and s.depends_on is null and s.after is null and s.callback_of is null;  -- (released ones: _release_waiting's)
+        and s.depends_on is null and s.after is null and s.callback_of is null;  -- (released ones: _unblock_children's)
 end
 $$;

@@ -41,7 +41,7 @@ begin
         return 0;
     end if;
     perform jobctl._count_finished(v_tenants);
-    perform jobctl._hint_finished(v_ids);  -- wakes their waiters, if any (watch_job)
+    perform jobctl._notify_watchers(v_ids);  -- wakes their watchers, if any (watch_job)
     perform jobctl._parents_ended(v_ids);
     return cardinality(v_ids);
 end

@@ -60,7 +60,7 @@ begin
     end if;
     select array_agg(c.id) into v_free from unnest(p_children) as c (id) where c.id <> all(coalesce(v_tied, '{}'));
     if v_free is not null then
-        perform jobctl._release_waiting(v_free, false);
+        perform jobctl._unblock_children(v_free, false);
     end if;
 end
 $$;

@@ -1,7 +1,7 @@
 -- jobctl._parents_ended: what the death or cancellation of jobs means for the jobs waiting on them
 -- (a completion deletes all its edges itself: jobctl._complete). An ended batch member's on_end
 -- edges go, and the children they led to are released when no edge is left
--- (jobctl._release_waiting: a batch's callbacks). The other edges stay: the children that asked for
+-- (jobctl._unblock_children: a batch's callbacks). The other edges stay: the children that asked for
 -- it (cancel_on_failure) are cancelled, downstream too (jobctl._cancel_waiting); the others wait on,
 -- and a retry of the parent that completes releases them. Called by _end_attempts (death), _cancel,
 -- _cancel_waiting and submit_batch.
@@ -23,7 +23,7 @@ begin
     )
     select array_agg(distinct g.child_id) into v_children from gone as g;
     if v_children is not null then
-        perform jobctl._release_waiting(v_children, true);
+        perform jobctl._unblock_children(v_children, true);
     end if;
     select array_agg(distinct e.child_id) into v_doomed
     from jobctl._edge as e

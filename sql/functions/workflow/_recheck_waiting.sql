@@ -1,11 +1,11 @@
 -- jobctl._recheck_waiting: look again at the children some parent's end left waiting while other
--- edges were still in sight (jobctl._release_waiting, p_recheck): at most p_limit _recheck rows
+-- edges were still in sight (jobctl._unblock_children, p_recheck): at most p_limit _recheck rows
 -- (SKIP LOCKED: concurrent callers share them), their children released if no edge is left now.
 -- A child some of whose edges are still being deleted (their transactions in progress, or committed
 -- since the check's snapshot) gets a new _recheck row, as at a parent's end: an end that left the
 -- child to such a parent (whose edge it saw untouched) is looked at again once that commits.
 -- Called by claims before they list lanes, and by the tick. Returns the number released.
--- Writes: _recheck (delete), through _release_waiting the rest.
+-- Writes: _recheck (delete), through _unblock_children the rest.
 create or replace function jobctl._recheck_waiting(p_limit integer default 1000)
 returns integer
 language plpgsql
@@ -24,6 +24,6 @@ begin
     if v_children is null then
         return 0;
     end if;
-    return jobctl._release_waiting(v_children, true);
+    return jobctl._unblock_children(v_children, true);
 end
 $$;

@@ -1,10 +1,10 @@
-"""What the completion hint (jobctl._hint_finished) costs a drain: claim + complete
+"""What the completion hint (jobctl._notify_watchers) costs a drain: claim + complete
 with the functions that end attempts as they are at HEAD against the same functions at a base commit
-without the hint, side by side, and what a waiter on every job costs.
+without the hint, side by side, and what a watcher on every job costs.
 
 One scratch database installed from this checkout and one client session. Each of BLOCKS blocks
 runs every drain on every side in a rotated order; a side first fills the queue (submit_jobs, not
-timed; `waited`: with a waiter for every job, registered by jobctl.watch_job without a listener, the
+timed; `waited`: with a watcher for every job, registered by jobctl.watch_job without a listener, the
 NOTIFY is sent all the same), then re-creates _complete, _end_attempts and _cancel as that side has
 them (`base`: `git show BASE:...`; `head`, `waited`: this checkout's), then drains, timed:
 - `claim`: 1,000 single claims each completed with complete_job, and `claim_batch`: 5,000 jobs in
@@ -18,11 +18,11 @@ with a database per side differed by 10-50 % between databases of identical code
 shared 2-core machine, and each session's generic plans), far more than the 3 % to be shown. Prints
 the median microseconds a job of each side and the median of the per-block ratios to base, in wall
 time and in the CPU time of the server backend (from /proc: the cluster runs on this machine; 10 ms
-ticks), and the cost of one _hint_finished call that finds no waiter (with enable_seqscan off, as its
-hot-path callers run it); writes benchmarks/results/waiters.json. The issue's bar: jobs without
-waiters (`head`) drain within 3 % of `base`.
+ticks), and the cost of one _notify_watchers call that finds no watcher (with enable_seqscan off, as its
+hot-path callers run it); writes benchmarks/results/watchers.json. The issue's bar: jobs without
+watchers (`head`) drain within 3 % of `base`.
 
-    .venv/bin/python benchmarks/waiters.py [--dsn DSN] [--base dae4780] [--blocks 20]
+    .venv/bin/python benchmarks/watchers.py [--dsn DSN] [--base dae4780] [--blocks 20]
 """
 
 from __future__ import annotations
@@ -55,7 +55,7 @@ SWAPPED = ["lease/_complete.sql", "lease/_end_attempts.sql", "jobs/_cancel.sql"]
 
 
 def fill(conn: psycopg.Connection[Any], jobs: int, waited: bool) -> None:
-    """`jobs` due jobs; with `waited`, a waiter for each (no listener: the NOTIFY is sent all the same)."""
+    """`jobs` due jobs; with `waited`, a watcher for each (no listener: the NOTIFY is sent all the same)."""
     batch = json.dumps([{"tenant_id": "bench", "queue": "bench", "payload": {}}] * jobs)
     ids = [r[0] for r in conn.execute("select job_id from jobctl.submit_jobs(%s::jsonb)", [batch])]
     if waited:
@@ -109,10 +109,10 @@ def drain(conn: psycopg.Connection[Any], per_claim: int, jobs: int, commits: boo
 
 
 def probe(conn: psycopg.Connection[Any], ids: int, call: bool, calls: int = 20000) -> float:
-    """Microseconds a loop step that calls jobctl._hint_finished with `ids` ids that have no waiter
+    """Microseconds a loop step that calls jobctl._notify_watchers with `ids` ids that have no watcher
     (call False: the same step without the call)."""
     ids_sql = f"array(select -g::bigint from generate_series(i, i + {ids - 1}) as g)"
-    step = f"perform jobctl._hint_finished({ids_sql});" if call else f"perform {ids_sql};"
+    step = f"perform jobctl._notify_watchers({ids_sql});" if call else f"perform {ids_sql};"
     t0 = time.perf_counter()
     conn.execute(f"do $p$ begin for i in 1..{calls} loop {step} end loop; end $p$".encode())
     return 1e6 * (time.perf_counter() - t0) / calls
@@ -141,7 +141,7 @@ def main() -> None:
         "head": "".join((ROOT / "sql" / "functions" / f).read_text() for f in SWAPPED),
     }
     versions["waited"] = versions["head"]
-    target = make_db(args.dsn, f"bench_waiters_{uuid.uuid4().hex[:6]}", schema_script(None))
+    target = make_db(args.dsn, f"bench_watchers_{uuid.uuid4().hex[:6]}", schema_script(None))
     wall: dict[str, dict[str, list[float]]] = {d: {s: [] for s in spec[3]} for d, spec in DRAINS.items()}
     cpu: dict[str, dict[str, list[float]]] = {d: {s: [] for s in spec[3]} for d, spec in DRAINS.items()}
     conn = psycopg.connect(target, autocommit=True)
@@ -158,7 +158,7 @@ def main() -> None:
                     wall[d][side].append(us)
                     cpu[d][side].append(cpu_us)
             print(f"block {b + 1}/{args.blocks}", flush=True)
-        # the probe alone, with no waiter, less the same loop without it (the array and the loop's cost)
+        # the probe alone, with no watcher, less the same loop without it (the array and the loop's cost)
         conn.execute("set enable_seqscan = off")  # as in _complete and _end_attempts
         calls = {n: [probe(conn, n, True) - probe(conn, n, False) for _ in range(7)] for n in (1, 50)}
     finally:
@@ -175,7 +175,7 @@ def main() -> None:
         "drains": {},
     }
     print(
-        "jobctl._hint_finished, no waiter: "
+        "jobctl._notify_watchers, no watcher: "
         + ", ".join(f"{n} id(s) {statistics.median(v):.2f} us a call" for n, v in calls.items())
     )
     print(f"\n{'drain':<15}{'side':<8}{'us/job':>9}{'vs base':>9}{'cpu us/job':>12}{'vs base':>9}")
@@ -191,7 +191,7 @@ def main() -> None:
                 "cpu_ratio_median": round(cpu_ratio, 3),
             }
             print(f"{d:<15}{s:<8}{us:>9.1f}{ratio:>9.3f}{cpu_us:>12.1f}{cpu_ratio:>9.3f}")
-    (ROOT / "benchmarks" / "results" / "waiters.json").write_text(json.dumps(result, indent=2) + "\n")
+    (ROOT / "benchmarks" / "results" / "watchers.json").write_text(json.dumps(result, indent=2) + "\n")
 
 
 if __name__ == "__main__":

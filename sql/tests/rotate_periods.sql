@@ -1,5 +1,5 @@
 -- jobctl._ready, _running and _lane_cache in two period partitions and
--- jobctl._rotate_slots, which moves what is left in a past slot on and truncates it.
+-- jobctl._rotate_periods, which moves what is left in a past slot on and truncates it.
 begin;
 select plan(23);
 set local jit = off;
@@ -53,7 +53,7 @@ values ('tap_rot_q', 'tap_rot_t', 0, now(), -202, now(), 0), ('tap_rot_q', 'tap_
 delete from jobctl._ready
 where job_id in (-203, -204);
 
-select is(jobctl._rotate_slots(pg_temp.in_slot(1)), 1, 'the past slot is truncated');
+select is(jobctl._rotate_periods(pg_temp.in_slot(1)), 1, 'the past slot is truncated');
 select is(pg_relation_size('jobctl._ready_s0'), 0::bigint, 'the drained slot''s partition is empty on disk');
 select isnt(pg_relation_size('jobctl._ready_s1'), 0::bigint, 'the current slot''s is left alone');
 select results_eq(
@@ -61,7 +61,7 @@ select results_eq(
     $$values (-202::bigint, 'jobctl._ready_s1'::text, 1::smallint)$$,
     'the waiting job moved on to the current slot'
 );
-select is(jobctl._rotate_slots(pg_temp.in_slot(1)), 0, 'a second call finds nothing to do');
+select is(jobctl._rotate_periods(pg_temp.in_slot(1)), 0, 'a second call finds nothing to do');
 
 -- a slot with more than 5,000 waiting jobs is left as it is (moving them would hold claims up)
 insert into jobctl._ready (queue, tenant_id, priority, run_at, job_id, created_at, slot)
@@ -74,7 +74,7 @@ select
     now() as created_at,
     0 as slot
 from generate_series(1, 5001) as i;
-select is(jobctl._rotate_slots(pg_temp.in_slot(1)), 0, 'a slot with 5,001 waiting jobs is not rotated');
+select is(jobctl._rotate_periods(pg_temp.in_slot(1)), 0, 'a slot with 5,001 waiting jobs is not rotated');
 select is(
     (
         select count(*)::integer from jobctl._ready
@@ -84,7 +84,7 @@ select is(
 );
 delete from jobctl._ready
 where job_id between -5301 and -302;
-select is(jobctl._rotate_slots(pg_temp.in_slot(1)), 1, 'with 1 left, it is');
+select is(jobctl._rotate_periods(pg_temp.in_slot(1)), 1, 'with 1 left, it is');
 select results_eq(
     $$select job_id, slot from jobctl._ready where queue = 'tap_rot_q' order by job_id$$,
     $$values (-301::bigint, 1::smallint), (-202, 1::smallint)$$,
@@ -100,7 +100,7 @@ values
 ('tap_rot_key2', now(), '{}', '{}', '{}', '{}', 0, 1),
 ('tap_rot_key2', now() + interval '2 seconds', '{}', '{}', '{}', '{}', 0, 0),
 ('tap_rot_key3', now() - interval '2 minutes', '{}', '{}', '{}', '{}', 0, 1);
-select is(jobctl._rotate_slots(pg_temp.in_slot(0)), 2, 'with slot 0 current, slot 1 of _ready and of the cache are truncated');
+select is(jobctl._rotate_periods(pg_temp.in_slot(0)), 2, 'with slot 0 current, slot 1 of _ready and of the cache are truncated');
 select results_eq(
     $$select queues_key, fresh_until - now(), slot from jobctl._lane_cache order by 1$$,
     $$values ('tap_rot_key'::text, interval '1 second', 0::smallint), ('tap_rot_key2', interval '2 seconds', 0::smallint)$$,
@@ -112,7 +112,7 @@ insert into jobctl._ready (queue, tenant_id, priority, run_at, job_id, created_a
 values ('tap_rot_q', 'tap_rot_t', 0, now(), -205, now(), 0);
 delete from jobctl._ready
 where job_id = -205;
-select is(jobctl._rotate_slots(pg_temp.in_slot(1)), 1, 'with half-second slot 1 current, only _ready is truncated');
+select is(jobctl._rotate_periods(pg_temp.in_slot(1)), 1, 'with half-second slot 1 current, only _ready is truncated');
 select is(
     (
         select count(*)::integer from jobctl._lane_cache
@@ -120,7 +120,7 @@ select is(
     ), 2,
     'the lane cache, still in its 8-second slot 0, keeps its rows'
 );
-select is(jobctl._rotate_slots(pg_temp.in_slot(1, 1)), 1, 'in 8-second slot 1 the lane cache is truncated');
+select is(jobctl._rotate_periods(pg_temp.in_slot(1, 1)), 1, 'in 8-second slot 1 the lane cache is truncated');
 
 -- a running job's lease in a past slot moves on with it: heartbeat and completion find it
 create function pg_temp.progress_of(p_table regclass, p_job_id bigint) returns jsonb
@@ -146,7 +146,7 @@ values (
     -401, now(), 'tap_rot_t', 'tap_rot_q', 1, -401, 'tap_rot_w', now(), now() + interval '1 minute', 1,
     '{"done": 1, "total": 2}'
 );
-select is(jobctl._rotate_slots(pg_temp.in_slot(0)) > 0, true, 'with slot 0 current, slot 1 is rotated');
+select is(jobctl._rotate_periods(pg_temp.in_slot(0)) > 0, true, 'with slot 0 current, slot 1 is rotated');
 select results_eq(
     $$select tableoid::regclass::text, lease_epoch from jobctl._running where job_id = -401$$,
     $$values ('jobctl._running_s0'::text, -401::bigint)$$,

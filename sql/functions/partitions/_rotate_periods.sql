@@ -1,4 +1,4 @@
--- jobctl._rotate_slots: for _ready and _running (partitioned by the half-second slot a row was
+-- jobctl._rotate_periods: for _ready and _running (partitioned by the half-second slot a row was
 -- written in, taken in turn) and _lane_cache (by the 8-second slot:
 -- 0012, 0014), truncate the past slot's partition once it is drained, after moving the rows still
 -- in it (jobs waiting, leases running) on to the current slot under the partition's lock. A
@@ -23,7 +23,7 @@
 -- statement before its snapshot), so it finds a moved row in its new partition.
 -- p_at: the time whose slot is current (a parameter for the tests). Returns the number of
 -- partitions truncated.
-create or replace function jobctl._rotate_slots(p_at timestamptz default clock_timestamp())
+create or replace function jobctl._rotate_periods(p_at timestamptz default clock_timestamp())
 returns integer
 language plpgsql
 set lock_timeout = '20ms'

@@ -1,4 +1,4 @@
--- jobctl._release_waiting: look at waiting jobs some of whose parents just ended (p_children) and
+-- jobctl._unblock_children: look at waiting jobs some of whose parents just ended (p_children) and
 -- release those with no edge left: each becomes pending, due at once (run_at moved up to now) or at
 -- its own later run_at, into _ready, _held (a concurrency key: jobctl._admit) or _delayed. A
 -- batch's callback with no edge left ends its batch (jobctl._end_batches): the callbacks that fire
@@ -9,7 +9,7 @@
 -- child whose every edge in sight is being deleted gets a _recheck row, and a later transaction
 -- looks again (jobctl._recheck_waiting).
 -- Writes: _waiting (delete), job (update), _ready, _held, _delayed, _recheck, _stat_delta, batch.
-create or replace function jobctl._release_waiting(p_children bigint[], p_recheck boolean)
+create or replace function jobctl._unblock_children(p_children bigint[], p_recheck boolean)
 returns integer
 language plpgsql
 set plan_cache_mode = force_generic_plan  -- plans made once per session: docs/design.md §6
