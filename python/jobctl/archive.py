@@ -125,6 +125,12 @@ def file_url(base: str, tenant_id: str, day: date, name: str) -> str:
     return f"{base.rstrip('/')}/tenant={urllib.parse.quote(tenant_id, safe='')}/day={day.isoformat()}/{name}"
 
 
+def _dicts(conn: Conn, statement: str, params: dict[str, Any] | None = None) -> list[Row]:
+    """A statement's rows as dicts keyed by column name."""
+    with conn.cursor(row_factory=dict_row) as cur:
+        return cur.execute(statement, params).fetchall()
+
+
 # --- reading: the clients' fallback of get_job and job_history
 
 
@@ -175,10 +181,6 @@ def sealed(row: Row) -> bool:
     with jobctl.open_archived_payload, as get_job does in the database."""
     payload = row.get("payload")
     return isinstance(payload, str) and payload.startswith('{"$jobctl_sealed":')
-
-
-def payload_of(row: Row) -> dict[str, Any]:
-    return {"tenant_id": row["tenant_id"], "payload": row["payload"]}
 
 
 def job_fields(row: Row, names: Sequence[str]) -> dict[str, Any]:
@@ -317,9 +319,8 @@ def _chunks(
             return
         ids = [r[0] for r in rows]
         events: dict[int, list[Row]] = {}
-        with conn.cursor(row_factory=dict_row) as cur:
-            for e in cur.execute(queries.ARCHIVE_EVENTS, {"job_ids": ids}):
-                events.setdefault(e.pop("job_id"), []).append(e)
+        for e in _dicts(conn, queries.ARCHIVE_EVENTS, {"job_ids": ids}):
+            events.setdefault(e.pop("job_id"), []).append(e)
         yield rows, events
         if len(rows) < CHUNK_ROWS:
             return
@@ -362,7 +363,6 @@ def _put_checked(side: Conn, url: str, data: bytes, rows: int) -> str:
 def _export_tenant(
     conn: Conn,
     side: Conn,
-    libs: tuple[Any, Any, Any],
     typed: Sequence[tuple[str, Any]],
     select: sql.Composable,
     base: str,
@@ -370,7 +370,7 @@ def _export_tenant(
     group: Row,
     ids: list[int],
 ) -> Written:
-    pa, pq, _ = libs
+    pa, pq, _ = _libraries()
     schema = _schema(pa, typed)
     tenant_id, day = group["tenant_id"], group["day"]
 
@@ -450,24 +450,17 @@ class _Lease:
 LEASE_LOST = "another `jobctl archive run` took over the archive's lease"
 
 
-def _export(
-    lease: _Lease, conn: Conn, side: Conn, libs: tuple[Any, Any, Any], base: str, unit: Row
-) -> UnitReport:
+def _export(lease: _Lease, conn: Conn, side: Conn, base: str, unit: Row) -> UnitReport:
     """One unit of jobctl._archive_units: its files written (nothing locked meanwhile), then
     jobctl._archive_commit, which checks, records and drops in one transaction."""
-    pa, _, _ = libs
     started = time.perf_counter()
     report = UnitReport(unit["part"], None)
     ids: list[int] = []
-    typed, select = _columns(conn, pa)
-    with conn.cursor(row_factory=dict_row) as cur:
-        groups = cur.execute(
-            queries.ARCHIVE_TENANTS, {"part": unit["part"], "before": unit["before"]}
-        ).fetchall()
-    for group in groups:
+    typed, select = _columns(conn, _libraries()[0])
+    for group in _dicts(conn, queries.ARCHIVE_TENANTS, {"part": unit["part"], "before": unit["before"]}):
         report.day = report.day or group["day"]
         lease.keep(side)
-        report.files.append(_export_tenant(conn, side, libs, typed, select, base, unit, group, ids))
+        report.files.append(_export_tenant(conn, side, typed, select, base, unit, group, ids))
     lease.commit(conn, unit, report.files, ids)
     report.seconds = time.perf_counter() - started
     return report
@@ -477,15 +470,14 @@ class _Changed(Exception):
     """The rows changed while they were written: the unit is left for the next run."""
 
 
-def _erase(lease: _Lease, conn: Conn, side: Conn, libs: tuple[Any, Any, Any], report: RunReport) -> None:
+def _erase(lease: _Lease, conn: Conn, side: Conn, report: RunReport) -> None:
     """forget_subject's requests (jobctl._archive_erasures) applied to the files: each file of the
     tenant that holds a subject's rows written again without them (beside it, then moved over it)
     and recorded (jobctl._archive_rewritten), then the tenant's requests marked done."""
-    pa, pq, _ = libs
+    pa, pq, _ = _libraries()
     import pyarrow.compute as pc
 
-    with conn.cursor(row_factory=dict_row) as cur:
-        rows = cur.execute(queries.ARCHIVE_ERASURES).fetchall()
+    rows = _dicts(conn, queries.ARCHIVE_ERASURES)
     for tenant_id, group in itertools.groupby(rows, key=lambda r: r["tenant_id"]):
         files = list(group)
         for f in files:
@@ -541,33 +533,29 @@ def _rewrite(data: bytes, table: Any) -> dict[str, Any]:
     }
 
 
-def _units(conn: Conn) -> list[Row]:
-    with conn.cursor(row_factory=dict_row) as cur:
-        return cur.execute(queries.ARCHIVE_UNITS).fetchall()
-
-
 def run(dsn: str, *, lock_wait: float = 10.0, max_days: int | None = None) -> RunReport:
     """`jobctl archive run`: the units jobctl._archive_units names, in its order (every day past
     retention.archive, oldest first, then the late jobs), then forget_subject's erasures. Nothing when
     no archive_url is set. As the schema owner; one run at a time (the exporter's lease, waited for
     up to lock_wait seconds)."""
     with psycopg.connect(dsn, autocommit=True) as conn:
-        units = _units(conn)
+        units = _dicts(conn, queries.ARCHIVE_UNITS)
         report = RunReport(units[0]["archive_url"] if units else None)
         if report.url is None:
             return report
-        libs = _libraries()
-        filesystem(report.url)  # an unknown protocol, a missing s3fs: before any work
+        filesystem(report.url)  # missing libraries, an unknown protocol, a missing s3fs: before any work
         lease = _Lease()
         lease.take(conn, lock_wait)
         try:
             with psycopg.connect(dsn, autocommit=True) as side:
                 _clean_up(conn)
-                units = _units(conn)  # again: another run may have exported days meanwhile
+                units = _dicts(
+                    conn, queries.ARCHIVE_UNITS
+                )  # again: another run may have exported days meanwhile
                 days = [u for u in units if not u["late"]][:max_days] + [u for u in units if u["late"]]
                 for unit in days:
-                    report.add(_export, lease, conn, side, libs, report.url, unit)
-                _erase(lease, conn, side, libs, report)
+                    report.add(_export, lease, conn, side, report.url, unit)
+                _erase(lease, conn, side, report)
         finally:
             if not conn.closed:
                 lease.release(conn)
@@ -575,8 +563,7 @@ def run(dsn: str, *, lock_wait: float = 10.0, max_days: int | None = None) -> Ru
 
 
 def manifest(conn: Conn, tenant_id: str | None = None) -> list[Row]:
-    with conn.cursor(row_factory=dict_row) as cur:
-        return cur.execute(queries.ARCHIVE_LIST, {"tenant_id": tenant_id}).fetchall()
+    return _dicts(conn, queries.ARCHIVE_LIST, {"tenant_id": tenant_id})
 
 
 def verify(conn: Conn, tenant_id: str | None = None) -> list[tuple[Row, str | None]]:

@@ -277,7 +277,8 @@ class Calls:
             files = yield queries.ARCHIVED_JOB, {"job_id": job_id}
         row: Row | None = (yield functools.partial(archive.find_archived, files, job_id)) if files else None
         if row is not None and archive.sealed(row):
-            opened = yield queries.OPEN_ARCHIVED_PAYLOAD, archive.payload_of(row)
+            params = {"tenant_id": row["tenant_id"], "payload": row["payload"]}
+            opened = yield queries.OPEN_ARCHIVED_PAYLOAD, params
             row["payload"] = opened[0]["payload"]
         return row
 
