@@ -897,11 +897,6 @@ def _statements(step: Statement | list[Statement]) -> list[Statement]:
     return step if isinstance(step, list) else [step]
 
 
-def _mapped(e: psycopg.Error) -> BaseException:
-    """The jobctl.errors exception for a database error with a known SQLSTATE, else the error itself."""
-    return errors.from_db(e) or e
-
-
 def _execute(conn: Conn, statement: Statement) -> list[Row]:
     with conn.cursor(row_factory=dict_row) as cur:
         set_json_loads(load_json, cur)
@@ -984,7 +979,7 @@ class Client(Calls):
                 with own.transaction():
                     return [_execute(own, s) for s in statements][-1]
         except psycopg.Error as e:
-            raise _mapped(e) from e
+            raise errors.from_db(e) or e from e  # a known SQLSTATE as its jobctl.errors class
 
 
 class AsyncClient(Calls):
@@ -1048,4 +1043,4 @@ class AsyncClient(Calls):
                 async with own.transaction():
                     return [await _execute_async(own, s) for s in statements][-1]
         except psycopg.Error as e:
-            raise _mapped(e) from e
+            raise errors.from_db(e) or e from e  # a known SQLSTATE as its jobctl.errors class
