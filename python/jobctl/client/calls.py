@@ -386,7 +386,7 @@ class Calls:
         """The results of the job's parents, {"<parent id>": result} (None until a parent completes);
         None for a job without parents, an unknown job or another tenant's."""
         rows = yield queries.PARENT_RESULTS, {"job_id": check_id(job_id)}
-        results: dict[str, Any] | None = rows[0]["results"] if rows else None
+        results: dict[str, Any] | None = rows[0]["results"]
         return results
 
     @call
@@ -563,14 +563,12 @@ class Calls:
     @call
     def pause_queue(self, queue: str, *, conn: AnyConn | None = None) -> Plan[bool]:
         """Stop claims from the queue for every tenant; False when it was paused already."""
-        rows = yield queries.PAUSE_QUEUE, {"queue": queue, "paused": True}
-        return bool(rows and rows[0]["changed"])
+        return bool((yield queries.PAUSE_QUEUE, {"queue": queue, "paused": True})[0]["changed"])
 
     @call
     def resume_queue(self, queue: str, *, conn: AnyConn | None = None) -> Plan[bool]:
         """Let its jobs be claimed again; False when it was not paused."""
-        rows = yield queries.PAUSE_QUEUE, {"queue": queue, "paused": False}
-        return bool(rows and rows[0]["changed"])
+        return bool((yield queries.PAUSE_QUEUE, {"queue": queue, "paused": False})[0]["changed"])
 
     @call
     def queue_overview(
@@ -630,7 +628,7 @@ class Calls:
     def revoke_api_token(self, token_id: int, *, conn: AnyConn | None = None) -> Plan[bool]:
         """False when there is no active token with this id."""
         rows = yield queries.REVOKE_API_TOKEN, {"token_id": check_id(token_id, "token_id")}
-        return bool(rows and rows[0]["revoked"])
+        return bool(rows[0]["revoked"])
 
     @call
     def list_api_tokens(
@@ -651,8 +649,7 @@ class Calls:
         self, role: str, tenant_id: str | None = None, *, conn: AnyConn | None = None
     ) -> Plan[bool]:
         """Take the grant back; False when there was none."""
-        rows = yield queries.REVOKE_TENANT, {"role": role, "tenant_id": tenant_id}
-        return bool(rows and rows[0]["revoked"])
+        return bool((yield queries.REVOKE_TENANT, {"role": role, "tenant_id": tenant_id})[0]["revoked"])
 
     @call
     def list_tenant_grants(
