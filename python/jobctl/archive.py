@@ -55,10 +55,9 @@ from psycopg import sql
 from psycopg.rows import dict_row
 
 from jobctl import errors, queries
-from jobctl.client.rows import load_json
+from jobctl.client.rows import Row, load_json
 
 Conn = psycopg.Connection[Any]
-Row = dict[str, Any]
 
 LEASE_S = 600  # the exporter's lease (jobctl._archive_lease), renewed at each file and each commit
 CHUNK_ROWS = 50_000  # rows read a statement, and written a row group
@@ -68,7 +67,15 @@ ROW_GROUP_ROWS = 1_000
 WHOLE_FILE_BYTES = 4 << 20  # a lookup fetches a file this small whole, a larger one by ranges
 RANGE_BYTES = 1 << 20
 LATE_PART = "jobctl.job_archive_default"  # the late unit (jobctl._archive_units): reported only with files
-EVENT_FIELDS = ("at", "event", "attempt", "lease_epoch", "worker_id", "detail")
+# the fields of a job's events (jobctl._archive_events) and their types, which the files' schema follows
+EVENT_TYPES = {
+    "at": "timestamp with time zone",
+    "event": "text",
+    "attempt": "integer",
+    "lease_epoch": "bigint",
+    "worker_id": "text",
+    "detail": "text",
+}
 JSON_COLUMNS = ("payload", "result", "backoff", "progress")
 
 
@@ -199,10 +206,10 @@ def history_rows(row: Row) -> list[dict[str, Any]]:
     """jobctl.job_history of an archived row: submitted, its events, and the claim and completion
     the row holds (the SQL function's rules)."""
     out: list[tuple[datetime | None, int, dict[str, Any]]] = []
-    blank = dict.fromkeys(EVENT_FIELDS)
+    blank = dict.fromkeys(EVENT_TYPES)
     out.append((row["created_at"], 0, {**blank, "at": row["created_at"], "event": "submitted", "attempt": 0}))
     for e in row.get("events") or []:
-        out.append((e["at"], 1, {k: e.get(k) for k in EVENT_FIELDS}))
+        out.append((e["at"], 1, {k: e.get(k) for k in EVENT_TYPES}))
     who = {"attempt": row["attempt"], "lease_epoch": row["lease_epoch"], "worker_id": row["worker_id"]}
     if row["state"] in ("running", "completed"):
         out.append((row["started_at"], 2, {**blank, **who, "at": row["started_at"], "event": "claimed"}))
@@ -293,16 +300,7 @@ def _columns(conn: Conn, pa: Any) -> tuple[list[tuple[str, Any]], sql.Composable
 
 
 def _schema(pa: Any, typed: Sequence[tuple[str, Any]]) -> Any:
-    event = pa.struct(
-        [
-            ("at", pa.timestamp("us", tz="UTC")),
-            ("event", pa.string()),
-            ("attempt", pa.int32()),
-            ("lease_epoch", pa.int64()),
-            ("worker_id", pa.string()),
-            ("detail", pa.string()),
-        ]
-    )
+    event = pa.struct([(name, _arrow_type(pa, t)) for name, t in EVENT_TYPES.items()])
     return pa.schema([*typed, ("events", pa.list_(event))])
 
 
