@@ -260,16 +260,6 @@ class RunReport:
     erased_rows: int = 0
     left: list[str] = field(default_factory=list)  # units left for the next run, and why
 
-    def add(self, export: Any, *args: Any, **kwargs: Any) -> None:
-        """Run one unit's export; one whose rows changed meanwhile is noted in `left`."""
-        try:
-            unit: UnitReport = export(*args, **kwargs)
-        except _Changed as e:
-            self.left.append(str(e))
-            return
-        if unit.files or unit.source != LATE_PART:
-            self.units.append(unit)
-
 
 def _arrow_type(pa: Any, pg_type: str) -> Any:
     types = {
@@ -552,7 +542,13 @@ def run(dsn: str, *, lock_wait: float = 10.0, max_days: int | None = None) -> Ru
                 )  # again: another run may have exported days meanwhile
                 days = [u for u in units if not u["late"]][:max_days] + [u for u in units if u["late"]]
                 for unit in days:
-                    report.add(_export, lease, conn, side, report.url, unit)
+                    try:
+                        exported = _export(lease, conn, side, report.url, unit)
+                    except _Changed as e:  # its rows changed meanwhile: left for the next run
+                        report.left.append(str(e))
+                        continue
+                    if exported.files or exported.source != LATE_PART:
+                        report.units.append(exported)
                 _erase(lease, conn, side, report)
         finally:
             if not conn.closed:
