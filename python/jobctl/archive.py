@@ -55,10 +55,9 @@ from psycopg import sql
 from psycopg.rows import dict_row
 
 from jobctl import errors, queries
-from jobctl.client.rows import load_json
+from jobctl.client.rows import Row, load_json
 
 Conn = psycopg.Connection[Any]
-Row = dict[str, Any]
 
 LEASE_S = 600  # the exporter's lease (jobctl._archive_lease), renewed at each file and each commit
 CHUNK_ROWS = 50_000  # rows read a statement, and written a row group
@@ -68,7 +67,15 @@ ROW_GROUP_ROWS = 1_000
 WHOLE_FILE_BYTES = 4 << 20  # a lookup fetches a file this small whole, a larger one by ranges
 RANGE_BYTES = 1 << 20
 LATE_PART = "jobctl.job_archive_default"  # the late unit (jobctl._archive_units): reported only with files
-EVENT_FIELDS = ("at", "event", "attempt", "lease_epoch", "worker_id", "detail")
+# the fields of a job's events (jobctl._archive_events) and their types, which the files' schema follows
+EVENT_TYPES = {
+    "at": "timestamp with time zone",
+    "event": "text",
+    "attempt": "integer",
+    "lease_epoch": "bigint",
+    "worker_id": "text",
+    "detail": "text",
+}
 JSON_COLUMNS = ("payload", "result", "backoff", "progress")
 
 
@@ -125,6 +132,12 @@ def file_url(base: str, tenant_id: str, day: date, name: str) -> str:
     return f"{base.rstrip('/')}/tenant={urllib.parse.quote(tenant_id, safe='')}/day={day.isoformat()}/{name}"
 
 
+def _dicts(conn: Conn, statement: str, params: dict[str, Any] | None = None) -> list[Row]:
+    """A statement's rows as dicts keyed by column name."""
+    with conn.cursor(row_factory=dict_row) as cur:
+        return cur.execute(statement, params).fetchall()
+
+
 # --- reading: the clients' fallback of get_job and job_history
 
 
@@ -177,10 +190,6 @@ def sealed(row: Row) -> bool:
     return isinstance(payload, str) and payload.startswith('{"$jobctl_sealed":')
 
 
-def payload_of(row: Row) -> dict[str, Any]:
-    return {"tenant_id": row["tenant_id"], "payload": row["payload"]}
-
-
 def job_fields(row: Row, names: Sequence[str]) -> dict[str, Any]:
     """An archived row as the fields of client.JobInfo: JSON columns decoded, no lease."""
     out: dict[str, Any] = {}
@@ -197,10 +206,10 @@ def history_rows(row: Row) -> list[dict[str, Any]]:
     """jobctl.job_history of an archived row: submitted, its events, and the claim and completion
     the row holds (the SQL function's rules)."""
     out: list[tuple[datetime | None, int, dict[str, Any]]] = []
-    blank = dict.fromkeys(EVENT_FIELDS)
+    blank = dict.fromkeys(EVENT_TYPES)
     out.append((row["created_at"], 0, {**blank, "at": row["created_at"], "event": "submitted", "attempt": 0}))
     for e in row.get("events") or []:
-        out.append((e["at"], 1, {k: e.get(k) for k in EVENT_FIELDS}))
+        out.append((e["at"], 1, {k: e.get(k) for k in EVENT_TYPES}))
     who = {"attempt": row["attempt"], "lease_epoch": row["lease_epoch"], "worker_id": row["worker_id"]}
     if row["state"] in ("running", "completed"):
         out.append((row["started_at"], 2, {**blank, **who, "at": row["started_at"], "event": "claimed"}))
@@ -251,16 +260,6 @@ class RunReport:
     erased_rows: int = 0
     left: list[str] = field(default_factory=list)  # units left for the next run, and why
 
-    def add(self, export: Any, *args: Any, **kwargs: Any) -> None:
-        """Run one unit's export; one whose rows changed meanwhile is noted in `left`."""
-        try:
-            unit: UnitReport = export(*args, **kwargs)
-        except _Changed as e:
-            self.left.append(str(e))
-            return
-        if unit.files or unit.source != LATE_PART:
-            self.units.append(unit)
-
 
 def _arrow_type(pa: Any, pg_type: str) -> Any:
     types = {
@@ -291,16 +290,7 @@ def _columns(conn: Conn, pa: Any) -> tuple[list[tuple[str, Any]], sql.Composable
 
 
 def _schema(pa: Any, typed: Sequence[tuple[str, Any]]) -> Any:
-    event = pa.struct(
-        [
-            ("at", pa.timestamp("us", tz="UTC")),
-            ("event", pa.string()),
-            ("attempt", pa.int32()),
-            ("lease_epoch", pa.int64()),
-            ("worker_id", pa.string()),
-            ("detail", pa.string()),
-        ]
-    )
+    event = pa.struct([(name, _arrow_type(pa, t)) for name, t in EVENT_TYPES.items()])
     return pa.schema([*typed, ("events", pa.list_(event))])
 
 
@@ -317,9 +307,8 @@ def _chunks(
             return
         ids = [r[0] for r in rows]
         events: dict[int, list[Row]] = {}
-        with conn.cursor(row_factory=dict_row) as cur:
-            for e in cur.execute(queries.ARCHIVE_EVENTS, {"job_ids": ids}):
-                events.setdefault(e.pop("job_id"), []).append(e)
+        for e in _dicts(conn, queries.ARCHIVE_EVENTS, {"job_ids": ids}):
+            events.setdefault(e.pop("job_id"), []).append(e)
         yield rows, events
         if len(rows) < CHUNK_ROWS:
             return
@@ -362,7 +351,6 @@ def _put_checked(side: Conn, url: str, data: bytes, rows: int) -> str:
 def _export_tenant(
     conn: Conn,
     side: Conn,
-    libs: tuple[Any, Any, Any],
     typed: Sequence[tuple[str, Any]],
     select: sql.Composable,
     base: str,
@@ -370,7 +358,7 @@ def _export_tenant(
     group: Row,
     ids: list[int],
 ) -> Written:
-    pa, pq, _ = libs
+    pa, pq, _ = _libraries()
     schema = _schema(pa, typed)
     tenant_id, day = group["tenant_id"], group["day"]
 
@@ -450,24 +438,17 @@ class _Lease:
 LEASE_LOST = "another `jobctl archive run` took over the archive's lease"
 
 
-def _export(
-    lease: _Lease, conn: Conn, side: Conn, libs: tuple[Any, Any, Any], base: str, unit: Row
-) -> UnitReport:
+def _export(lease: _Lease, conn: Conn, side: Conn, base: str, unit: Row) -> UnitReport:
     """One unit of jobctl._archive_units: its files written (nothing locked meanwhile), then
     jobctl._archive_commit, which checks, records and drops in one transaction."""
-    pa, _, _ = libs
     started = time.perf_counter()
     report = UnitReport(unit["part"], None)
     ids: list[int] = []
-    typed, select = _columns(conn, pa)
-    with conn.cursor(row_factory=dict_row) as cur:
-        groups = cur.execute(
-            queries.ARCHIVE_TENANTS, {"part": unit["part"], "before": unit["before"]}
-        ).fetchall()
-    for group in groups:
+    typed, select = _columns(conn, _libraries()[0])
+    for group in _dicts(conn, queries.ARCHIVE_TENANTS, {"part": unit["part"], "before": unit["before"]}):
         report.day = report.day or group["day"]
         lease.keep(side)
-        report.files.append(_export_tenant(conn, side, libs, typed, select, base, unit, group, ids))
+        report.files.append(_export_tenant(conn, side, typed, select, base, unit, group, ids))
     lease.commit(conn, unit, report.files, ids)
     report.seconds = time.perf_counter() - started
     return report
@@ -477,15 +458,14 @@ class _Changed(Exception):
     """The rows changed while they were written: the unit is left for the next run."""
 
 
-def _erase(lease: _Lease, conn: Conn, side: Conn, libs: tuple[Any, Any, Any], report: RunReport) -> None:
+def _erase(lease: _Lease, conn: Conn, side: Conn, report: RunReport) -> None:
     """forget_subject's requests (jobctl._archive_erasures) applied to the files: each file of the
     tenant that holds a subject's rows written again without them (beside it, then moved over it)
     and recorded (jobctl._archive_rewritten), then the tenant's requests marked done."""
-    pa, pq, _ = libs
+    pa, pq, _ = _libraries()
     import pyarrow.compute as pc
 
-    with conn.cursor(row_factory=dict_row) as cur:
-        rows = cur.execute(queries.ARCHIVE_ERASURES).fetchall()
+    rows = _dicts(conn, queries.ARCHIVE_ERASURES)
     for tenant_id, group in itertools.groupby(rows, key=lambda r: r["tenant_id"]):
         files = list(group)
         for f in files:
@@ -541,33 +521,35 @@ def _rewrite(data: bytes, table: Any) -> dict[str, Any]:
     }
 
 
-def _units(conn: Conn) -> list[Row]:
-    with conn.cursor(row_factory=dict_row) as cur:
-        return cur.execute(queries.ARCHIVE_UNITS).fetchall()
-
-
 def run(dsn: str, *, lock_wait: float = 10.0, max_days: int | None = None) -> RunReport:
     """`jobctl archive run`: the units jobctl._archive_units names, in its order (every day past
     retention.archive, oldest first, then the late jobs), then forget_subject's erasures. Nothing when
     no archive_url is set. As the schema owner; one run at a time (the exporter's lease, waited for
     up to lock_wait seconds)."""
     with psycopg.connect(dsn, autocommit=True) as conn:
-        units = _units(conn)
+        units = _dicts(conn, queries.ARCHIVE_UNITS)
         report = RunReport(units[0]["archive_url"] if units else None)
         if report.url is None:
             return report
-        libs = _libraries()
-        filesystem(report.url)  # an unknown protocol, a missing s3fs: before any work
+        filesystem(report.url)  # missing libraries, an unknown protocol, a missing s3fs: before any work
         lease = _Lease()
         lease.take(conn, lock_wait)
         try:
             with psycopg.connect(dsn, autocommit=True) as side:
                 _clean_up(conn)
-                units = _units(conn)  # again: another run may have exported days meanwhile
+                units = _dicts(
+                    conn, queries.ARCHIVE_UNITS
+                )  # again: another run may have exported days meanwhile
                 days = [u for u in units if not u["late"]][:max_days] + [u for u in units if u["late"]]
                 for unit in days:
-                    report.add(_export, lease, conn, side, libs, report.url, unit)
-                _erase(lease, conn, side, libs, report)
+                    try:
+                        exported = _export(lease, conn, side, report.url, unit)
+                    except _Changed as e:  # its rows changed meanwhile: left for the next run
+                        report.left.append(str(e))
+                        continue
+                    if exported.files or exported.source != LATE_PART:
+                        report.units.append(exported)
+                _erase(lease, conn, side, report)
         finally:
             if not conn.closed:
                 lease.release(conn)
@@ -575,8 +557,7 @@ def run(dsn: str, *, lock_wait: float = 10.0, max_days: int | None = None) -> Ru
 
 
 def manifest(conn: Conn, tenant_id: str | None = None) -> list[Row]:
-    with conn.cursor(row_factory=dict_row) as cur:
-        return cur.execute(queries.ARCHIVE_LIST, {"tenant_id": tenant_id}).fetchall()
+    return _dicts(conn, queries.ARCHIVE_LIST, {"tenant_id": tenant_id})
 
 
 def verify(conn: Conn, tenant_id: str | None = None) -> list[tuple[Row, str | None]]:

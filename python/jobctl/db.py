@@ -150,25 +150,18 @@ def connection_kwargs(conninfo: str, application_name: str, *, autocommit: bool)
     return kwargs | pooler_kwargs() | session_options(conninfo)
 
 
+def _cli_kwargs(conninfo: str) -> dict[str, Any]:
+    """What connect and connect_dicts open with: application_name jobctl, the pooler's and the
+    session's settings."""
+    return {"application_name": "jobctl"} | pooler_kwargs() | session_options(conninfo)
+
+
 def connect(autocommit: bool = False) -> psycopg.Connection[tuple[object, ...]]:
     conninfo = dsn()
-    return psycopg.connect(
-        conninfo,
-        autocommit=autocommit,
-        application_name="jobctl",
-        **pooler_kwargs(),
-        **session_options(conninfo),
-    )
+    return psycopg.connect(conninfo, autocommit=autocommit, **_cli_kwargs(conninfo))
 
 
 def connect_dicts(autocommit: bool = False) -> psycopg.Connection[dict[str, Any]]:
     """A connection whose rows are dicts keyed by column name."""
     conninfo = dsn()
-    return psycopg.connect(
-        conninfo,
-        autocommit=autocommit,
-        application_name="jobctl",
-        row_factory=dict_row,
-        **pooler_kwargs(),
-        **session_options(conninfo),
-    )
+    return psycopg.connect(conninfo, autocommit=autocommit, row_factory=dict_row, **_cli_kwargs(conninfo))

@@ -79,18 +79,12 @@ def submitting(
     """Around a submit: yields the traceparent the jobs store. With OpenTelemetry, a `jobctl submit`
     span (a child of `traceparent`, else of the current span) whose context it yields; without it,
     or for a malformed traceparent (which the SQL then refuses, JC001), `traceparent` as given."""
-    if TRACER is None:
+    parent = None if TRACER is None else _parent(traceparent)
+    if TRACER is None or (traceparent and parent is None):
         yield traceparent
         return
-    parent = _parent(traceparent)
-    if traceparent and parent is None:
-        yield traceparent
-        return
-    attributes: dict[str, Any] = {"jobctl.jobs": jobs}
-    if tenant_id is not None:
-        attributes["jobctl.tenant_id"] = tenant_id
-    if queue is not None:
-        attributes["jobctl.queue"] = queue
+    given = {"jobctl.jobs": jobs, "jobctl.tenant_id": tenant_id, "jobctl.queue": queue}
+    attributes = {k: v for k, v in given.items() if v is not None}
     with TRACER.start_as_current_span(
         "jobctl submit", context=parent, kind=SpanKind.PRODUCER, attributes=attributes
     ) as span:
@@ -104,11 +98,8 @@ def claimed(
     started_ns: int, ended_ns: int, worker_id: str, asked: int, traceparents: Sequence[str | None]
 ) -> Any:
     """The `jobctl claim` span of a claim that brought jobs; returns its context for the runs' links."""
-    links = []
-    for tp in traceparents:
-        parent = _parent(tp)
-        if parent is not None:
-            links.append(Link(_trace.get_current_span(parent).get_span_context()))
+    parents = [p for p in map(_parent, traceparents) if p is not None]
+    links = [Link(_trace.get_current_span(p).get_span_context()) for p in parents]
     span = TRACER.start_span(
         "jobctl claim",
         kind=SpanKind.CONSUMER,

@@ -127,12 +127,16 @@ def _listen_target(client: Client | AsyncClient, hint: bool) -> str | None:
 
 class _Registry:
     """What a client's listener knows, whether its thread or its task runs it: the channel, which
-    jobs it is registered for (watch_job) until when, and who to wake for a job's hint."""
+    jobs it is registered for (watch_job) until when, and who to wake for a job's hint. `_lock`
+    guards the waits' events: a threading.Lock for the thread, nothing for the task (one loop)."""
 
-    def __init__(self) -> None:
+    def __init__(self, lock: contextlib.AbstractContextManager[Any]) -> None:
         self.channel = new_channel()
         self.listening = False  # connected and LISTENing now
         self.watched: dict[int, float] = {}  # job id -> time.monotonic() its waiter row expires
+        self._lock = lock
+        self._waits = 0
+        self._events: dict[int, set[Any]] = {}  # job id -> the events of its waits
 
     def live(self, job_id: int) -> bool:
         """Registered for the job for at least another MIN_WATCH / 2 seconds."""
@@ -161,15 +165,38 @@ class _Registry:
         self.watched.pop(job_id, None)
         return job_id
 
+    def _enter(self, job_id: int, event: Any) -> None:
+        """A wait's event joins those its job's hint sets (under `_lock`)."""
+        self._waits += 1
+        self._events.setdefault(job_id, set()).add(event)
+
+    def _leave(self, job_id: int, event: Any) -> int:
+        """The wait's event leaves (under `_lock`); how many waits are left."""
+        events = self._events[job_id]
+        events.discard(event)
+        if not events:
+            del self._events[job_id]
+        self._waits -= 1
+        return self._waits
+
+    def _wake(self, payload: str) -> None:
+        job_id = self.hinted(payload)
+        with self._lock:
+            for event in self._events.get(job_id, ()) if job_id is not None else ():
+                event.set()
+
+    def _wake_all(self) -> None:
+        with self._lock:
+            for events in self._events.values():
+                for event in events:
+                    event.set()
+
 
 class Listener(_Registry):
     """A Client's shared listener: a thread holding one connection while the client has waits."""
 
     def __init__(self) -> None:
-        super().__init__()
-        self._lock = threading.Lock()
-        self._waits = 0
-        self._events: dict[int, set[threading.Event]] = {}
+        super().__init__(threading.Lock())
         self._stop: threading.Event | None = None  # the running thread's
         self._ready = threading.Event()  # its first attempt is over, listening or not
         self._thread: threading.Thread | None = None
@@ -180,8 +207,7 @@ class Listener(_Registry):
         lasts; the listener runs while any wait is in such a block."""
         event = threading.Event()
         with self._lock:
-            self._waits += 1
-            self._events.setdefault(job_id, set()).add(event)
+            self._enter(job_id, event)
             if self._stop is None:
                 self._start(target)
             ready = self._ready
@@ -190,12 +216,7 @@ class Listener(_Registry):
             yield event
         finally:
             with self._lock:
-                events = self._events[job_id]
-                events.discard(event)
-                if not events:
-                    del self._events[job_id]
-                self._waits -= 1
-                if self._waits == 0 and self._stop is not None:
+                if self._leave(job_id, event) == 0 and self._stop is not None:
                     self._stop.set()  # the thread closes the connection and ends on its own
                     self._stop, self.listening = None, False
 
@@ -244,71 +265,43 @@ class Listener(_Registry):
             if not stop.is_set():
                 self.listening = listening
 
-    def _wake(self, payload: str) -> None:
-        job_id = self.hinted(payload)
-        with self._lock:
-            for event in self._events.get(job_id, ()) if job_id is not None else ():
-                event.set()
-
-    def _wake_all(self) -> None:
-        with self._lock:
-            for events in self._events.values():
-                for event in events:
-                    event.set()
-
 
 def wait(client: Client, job_id: int, limit: float, hint: bool) -> JobInfo:
+    """The job once finished: a look at the start and after each pause (watch_job when the listener
+    needs the job registered, else get_job), each pause cut short by a hint for the job."""
     deadline = time.monotonic() + limit
-    target = _listen_target(client, hint)
-    if target is None:
-        return _poll(client, job_id, deadline, limit)
-    listener = client._listener
-    with listener.waiting(target, job_id) as event:
-        job = _look(client, listener, job_id, deadline)
+    listener, target = client._listener, _listen_target(client, hint)
+    # without a listener (target None), an event nothing sets: each pause runs in full
+    with (
+        listener.waiting(target, job_id)
+        if target is not None
+        else contextlib.nullcontext(threading.Event()) as event
+    ):
         for pause in polls():
+            if target is None or (wait := listener.to_watch(job_id, deadline)) is None:
+                job = client.get_job(job_id)
+            else:
+                job = client.watch_job(job_id, listener.channel, wait)
+                listener.watching(job_id, wait)
             if (done := _outcome(job_id, job, deadline, limit)) is not None:
                 return done
             event.wait(max(min(pause, deadline - time.monotonic()), 0))
             event.clear()
-            job = _look(client, listener, job_id, deadline)
     raise AssertionError("unreachable")  # polls() never ends
-
-
-def _poll(client: Client, job_id: int, deadline: float, limit: float) -> JobInfo:
-    """A wait without a listener: get_job at each look."""
-    job = client.get_job(job_id)
-    for pause in polls():
-        if (done := _outcome(job_id, job, deadline, limit)) is not None:
-            return done
-        time.sleep(max(min(pause, deadline - time.monotonic()), 0))
-        job = client.get_job(job_id)
-    raise AssertionError("unreachable")
-
-
-def _look(client: Client, listener: Listener, job_id: int, deadline: float) -> JobInfo | None:
-    """The job: registered with watch_job when the listener needs it registered, else read."""
-    if (wait := listener.to_watch(job_id, deadline)) is None:
-        return client.get_job(job_id)
-    job = client.watch_job(job_id, listener.channel, wait)
-    listener.watching(job_id, wait)
-    return job
 
 
 class AsyncListener(_Registry):
     """An AsyncClient's shared listener: a task holding one connection while the client has waits."""
 
     def __init__(self) -> None:
-        super().__init__()
-        self._waits = 0
-        self._events: dict[int, set[asyncio.Event]] = {}
+        super().__init__(contextlib.nullcontext())
         self._task: asyncio.Task[None] | None = None
         self._ready: asyncio.Event | None = None
 
     @contextlib.asynccontextmanager
     async def waiting(self, target: str, job_id: int) -> AsyncIterator[asyncio.Event]:
         event = asyncio.Event()
-        self._waits += 1
-        self._events.setdefault(job_id, set()).add(event)
+        self._enter(job_id, event)
         if self._task is None or self._ready is None:
             self.listening, self._ready = False, asyncio.Event()
             self._task = asyncio.create_task(self._run(target, self._ready), name="jobctl-wait")
@@ -318,12 +311,7 @@ class AsyncListener(_Registry):
                 await asyncio.wait_for(ready.wait(), READY_WAIT)
             yield event
         finally:
-            events = self._events[job_id]
-            events.discard(event)
-            if not events:
-                del self._events[job_id]
-            self._waits -= 1
-            if self._waits == 0:
+            if self._leave(job_id, event) == 0:
                 await self.close()
 
     async def close(self) -> None:
@@ -351,50 +339,25 @@ class AsyncListener(_Registry):
             ready.set()
             await asyncio.sleep(next(pauses))
 
-    def _wake(self, payload: str) -> None:
-        job_id = self.hinted(payload)
-        for event in self._events.get(job_id, ()) if job_id is not None else ():
-            event.set()
-
-    def _wake_all(self) -> None:
-        for events in self._events.values():
-            for event in events:
-                event.set()
-
 
 async def wait_async(client: AsyncClient, job_id: int, limit: float, hint: bool) -> JobInfo:
+    """wait, awaited."""
     deadline = time.monotonic() + limit
-    target = _listen_target(client, hint)
-    if target is None:
-        return await _poll_async(client, job_id, deadline, limit)
-    listener = client._listener
-    async with listener.waiting(target, job_id) as event:
-        job = await _look_async(client, listener, job_id, deadline)
+    listener, target = client._listener, _listen_target(client, hint)
+    async with (
+        listener.waiting(target, job_id)
+        if target is not None
+        else contextlib.nullcontext(asyncio.Event()) as event
+    ):
         for pause in polls():
+            if target is None or (wait := listener.to_watch(job_id, deadline)) is None:
+                job = await client.get_job(job_id)
+            else:
+                job = await client.watch_job(job_id, listener.channel, wait)
+                listener.watching(job_id, wait)
             if (done := _outcome(job_id, job, deadline, limit)) is not None:
                 return done
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(event.wait(), max(min(pause, deadline - time.monotonic()), 0))
             event.clear()
-            job = await _look_async(client, listener, job_id, deadline)
     raise AssertionError("unreachable")
-
-
-async def _poll_async(client: AsyncClient, job_id: int, deadline: float, limit: float) -> JobInfo:
-    job = await client.get_job(job_id)
-    for pause in polls():
-        if (done := _outcome(job_id, job, deadline, limit)) is not None:
-            return done
-        await asyncio.sleep(max(min(pause, deadline - time.monotonic()), 0))
-        job = await client.get_job(job_id)
-    raise AssertionError("unreachable")
-
-
-async def _look_async(
-    client: AsyncClient, listener: AsyncListener, job_id: int, deadline: float
-) -> JobInfo | None:
-    if (wait := listener.to_watch(job_id, deadline)) is None:
-        return await client.get_job(job_id)
-    job = await client.watch_job(job_id, listener.channel, wait)
-    listener.watching(job_id, wait)
-    return job

@@ -277,7 +277,8 @@ class Calls:
             files = yield queries.ARCHIVED_JOB, {"job_id": job_id}
         row: Row | None = (yield functools.partial(archive.find_archived, files, job_id)) if files else None
         if row is not None and archive.sealed(row):
-            opened = yield queries.OPEN_ARCHIVED_PAYLOAD, archive.payload_of(row)
+            params = {"tenant_id": row["tenant_id"], "payload": row["payload"]}
+            opened = yield queries.OPEN_ARCHIVED_PAYLOAD, params
             row["payload"] = opened[0]["payload"]
         return row
 
@@ -385,7 +386,7 @@ class Calls:
         """The results of the job's parents, {"<parent id>": result} (None until a parent completes);
         None for a job without parents, an unknown job or another tenant's."""
         rows = yield queries.PARENT_RESULTS, {"job_id": check_id(job_id)}
-        results: dict[str, Any] | None = rows[0]["results"] if rows else None
+        results: dict[str, Any] | None = rows[0]["results"]
         return results
 
     @call
@@ -562,14 +563,12 @@ class Calls:
     @call
     def pause_queue(self, queue: str, *, conn: AnyConn | None = None) -> Plan[bool]:
         """Stop claims from the queue for every tenant; False when it was paused already."""
-        rows = yield queries.PAUSE_QUEUE, {"queue": queue, "paused": True}
-        return bool(rows and rows[0]["changed"])
+        return bool((yield queries.PAUSE_QUEUE, {"queue": queue, "paused": True})[0]["changed"])
 
     @call
     def resume_queue(self, queue: str, *, conn: AnyConn | None = None) -> Plan[bool]:
         """Let its jobs be claimed again; False when it was not paused."""
-        rows = yield queries.PAUSE_QUEUE, {"queue": queue, "paused": False}
-        return bool(rows and rows[0]["changed"])
+        return bool((yield queries.PAUSE_QUEUE, {"queue": queue, "paused": False})[0]["changed"])
 
     @call
     def queue_overview(
@@ -629,7 +628,7 @@ class Calls:
     def revoke_api_token(self, token_id: int, *, conn: AnyConn | None = None) -> Plan[bool]:
         """False when there is no active token with this id."""
         rows = yield queries.REVOKE_API_TOKEN, {"token_id": check_id(token_id, "token_id")}
-        return bool(rows and rows[0]["revoked"])
+        return bool(rows[0]["revoked"])
 
     @call
     def list_api_tokens(
@@ -650,8 +649,7 @@ class Calls:
         self, role: str, tenant_id: str | None = None, *, conn: AnyConn | None = None
     ) -> Plan[bool]:
         """Take the grant back; False when there was none."""
-        rows = yield queries.REVOKE_TENANT, {"role": role, "tenant_id": tenant_id}
-        return bool(rows and rows[0]["revoked"])
+        return bool((yield queries.REVOKE_TENANT, {"role": role, "tenant_id": tenant_id})[0]["revoked"])
 
     @call
     def list_tenant_grants(
@@ -896,11 +894,6 @@ def _statements(step: Statement | list[Statement]) -> list[Statement]:
     return step if isinstance(step, list) else [step]
 
 
-def _mapped(e: psycopg.Error) -> BaseException:
-    """The jobctl.errors exception for a database error with a known SQLSTATE, else the error itself."""
-    return errors.from_db(e) or e
-
-
 def _execute(conn: Conn, statement: Statement) -> list[Row]:
     with conn.cursor(row_factory=dict_row) as cur:
         set_json_loads(load_json, cur)
@@ -983,7 +976,7 @@ class Client(Calls):
                 with own.transaction():
                     return [_execute(own, s) for s in statements][-1]
         except psycopg.Error as e:
-            raise _mapped(e) from e
+            raise errors.from_db(e) or e from e  # a known SQLSTATE as its jobctl.errors class
 
 
 class AsyncClient(Calls):
@@ -1047,4 +1040,4 @@ class AsyncClient(Calls):
                 async with own.transaction():
                     return [await _execute_async(own, s) for s in statements][-1]
         except psycopg.Error as e:
-            raise _mapped(e) from e
+            raise errors.from_db(e) or e from e  # a known SQLSTATE as its jobctl.errors class
