@@ -8,6 +8,8 @@ Modules: routes (the pages and actions), pages (rendering, the page and action w
 
 from __future__ import annotations
 
+import secrets
+
 from fastapi import FastAPI
 from starlette.staticfiles import StaticFiles
 
@@ -16,7 +18,7 @@ def install(app: FastAPI) -> None:
     """Mount the dashboard on app: its pages at /, its assets at /static, its headers on both."""
     from jobctl.dashboard import routes, web  # here: they import jobctl.api, which imports this
 
-    app.state.dashboard_secret = web.new_secret()  # the CSRF fields' key: per app, never stored
+    app.state.dashboard_secret = secrets.token_bytes(32)  # the CSRF fields' key: per app, never stored
     app.include_router(routes.router)
     app.mount("/static", StaticFiles(packages=[("jobctl.dashboard", "static")]), name="dashboard-static")
     app.add_middleware(web.SecurityHeaders)

@@ -59,14 +59,14 @@ def seconds(value: float | None) -> str:
 def line_chart(
     title: str,
     times: Sequence[datetime],
-    series: Sequence[tuple[str, str, Sequence[float | None]]],
+    series: Sequence[tuple[str, Sequence[float | None]]],
     unit: str = "",
     formatter: str = "number",
 ) -> Markup:
-    """A line chart of a few series over the same minutes: (label, css class, values). Gaps (None)
-    break a line."""
+    """A line chart of a few series over the same minutes: (css class, values); the page's legend names
+    them. Gaps (None) break a line."""
     fmt = seconds if formatter == "seconds" else (lambda v: number(v, unit))
-    peak = max((v for _, _, values in series for v in values if v is not None), default=0.0)
+    peak = max((v for _, values in series for v in values if v is not None), default=0.0)
     top, intervals = _axis(peak)
     plot_w, plot_h = WIDTH - LEFT - RIGHT, HEIGHT - TOP - BOTTOM
     n = max(len(times), 2)
@@ -94,7 +94,7 @@ def line_chart(
             parts.append(
                 f'<text class="axis" x="{x(i):.1f}" y="{HEIGHT - 6}" text-anchor="{anchor}">{label}</text>'
             )
-    for label, css, values in series:
+    for css, values in series:
         runs: list[list[str]] = [[]]
         for i, v in enumerate(values):
             if v is None:
@@ -107,8 +107,7 @@ def line_chart(
                 parts.append(f'<circle class="line {css}" cx="{cx}" cy="{cy}" r="2"/>')
             elif run:
                 parts.append(f'<polyline class="line {css}" points="{" ".join(run)}"/>')
-        del label
-    if not any(v is not None and v > 0 for _, _, values in series for v in values):
+    if not any(v is not None and v > 0 for _, values in series for v in values):
         parts.append(
             f'<text class="empty" x="{LEFT + plot_w / 2:.0f}" y="{TOP + plot_h / 2:.0f}" '
             'text-anchor="middle">nothing in the last hour</text>'
@@ -144,11 +143,18 @@ def meter(used: int, limit: int | None) -> Markup:
     """used of limit as a small bar (no limit: the figure alone)."""
     if not limit:
         return Markup("")
-    w = 60
     part = max(0.0, min(1.0, used / limit))
-    css = "full" if part >= 1 else "busy" if part >= 0.8 else "ok"
+    return _bar("meter", 60, 8, part, "full" if part >= 1 else "busy" if part >= 0.8 else "ok", f"{part:.0%}")
+
+
+def progress_bar(part: float) -> Markup:
+    """How far a job is (0 to 1), as a meter."""
+    return _bar("meter progress", 240, 10, part, "ok", f"{part:.0%} done")
+
+
+def _bar(svg_class: str, w: int, h: int, part: float, css: str, label: str) -> Markup:
     return Markup(
-        f'<svg class="meter" viewBox="0 0 {w} 8" width="{w}" height="8" role="img" aria-label="{part:.0%}">'
-        f'<rect class="track" x="0" y="0" width="{w}" height="8" rx="2"/>'
-        f'<rect class="bar {css}" x="0" y="0" width="{w * part:.1f}" height="8" rx="2"/></svg>'
+        f'<svg class="{svg_class}" viewBox="0 0 {w} {h}" width="{w}" height="{h}" role="img" '
+        f'aria-label="{label}"><rect class="track" x="0" y="0" width="{w}" height="{h}" rx="2"/>'
+        f'<rect class="bar {css}" x="0" y="0" width="{w * part:.1f}" height="{h}" rx="2"/></svg>'
     )

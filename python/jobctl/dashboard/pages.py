@@ -11,11 +11,11 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any
+from urllib.parse import quote
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import psycopg
 from jinja2 import Environment, PackageLoader, StrictUndefined
-from markupsafe import Markup
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 
@@ -59,7 +59,7 @@ def _age(value: datetime | None, now: datetime) -> str:
     if value is None:
         return "–"
     delta = (now - value).total_seconds()
-    text = charts.seconds(abs(delta)).replace(" ms", " ms").replace(".0 ", " ")
+    text = charts.seconds(abs(delta)).replace(".0 ", " ")
     return f"in {text}" if delta < 0 else f"{text} ago"
 
 
@@ -96,16 +96,6 @@ def progress_view(value: Any) -> tuple[float | None, str, Any]:
         return None, "", value
     rest = {k: v for k, v in value.items() if k not in ("done", "total", "percent")}
     return max(0.0, min(1.0, part)), label, rest or None
-
-
-def progress_bar(part: float) -> Markup:
-    """How far a job is (0 to 1) as a bar: inline SVG, as charts.meter (the CSP allows no style)."""
-    w = 240
-    return Markup(
-        f'<svg class="meter progress" viewBox="0 0 {w} 10" width="{w}" height="10" role="img" '
-        f'aria-label="{part:.0%} done"><rect class="track" x="0" y="0" width="{w}" height="10" rx="2"/>'
-        f'<rect class="bar ok" x="0" y="0" width="{w * part:.1f}" height="10" rx="2"/></svg>'
-    )
 
 
 def is_sealed(value: Any) -> bool:
@@ -149,7 +139,7 @@ env.filters.update(
     line_count=_line_count,
     pct=lambda v: "–" if v is None else f"{v:.0%}",
 )
-env.globals.update(meter=charts.meter, share_bar=charts.share_bar, progress_bar=progress_bar)
+env.globals.update(meter=charts.meter, share_bar=charts.share_bar, progress_bar=charts.progress_bar)
 # the macros as a global, not a template's import: a live block rendered alone sees them too
 env.globals["m"] = env.get_template("macros.html").module
 
@@ -185,9 +175,7 @@ class Me:
     @classmethod
     def of(cls, caller: Caller, request: Request) -> Me:
         token = web.session_token(request)
-        return cls(
-            caller.token_id, caller.tenant_id, caller.scopes, web.csrf_for(web.secret_of(request), token)
-        )
+        return cls(caller.token_id, caller.tenant_id, caller.scopes, web.csrf_for(request, token))
 
 
 NAV = (  # section, path, label, the area of jobctl.caller_access the tab shows
@@ -203,10 +191,12 @@ NAV = (  # section, path, label, the area of jobctl.caller_access the tab shows
 def render(
     request: Request, template: str, context: dict[str, Any], status: int = 200, me: Me | None = None
 ) -> HTMLResponse:
-    """The page, or only its `live` block when the poller asks (header x-jobctl-live)."""
+    """The page, or only its `live` block when the poller asks (header x-jobctl-live). A page with a live
+    block polls for it."""
     tmpl = env.get_template(template)
-    ctx = {"request": request, "me": me, "nav": NAV, "section": "", "title": "", "live": False} | context
-    if request.headers.get(LIVE_HEADER) and "live" in tmpl.blocks:
+    live = "live" in tmpl.blocks
+    ctx = {"request": request, "me": me, "nav": NAV, "section": "", "title": "", "live": live} | context
+    if request.headers.get(LIVE_HEADER) and live:
         body = "".join(tmpl.blocks["live"](tmpl.new_context(ctx)))
     else:
         body = tmpl.render(ctx)
@@ -219,17 +209,12 @@ def to_sign_in(request: Request, expired: bool = False) -> Response:
         response: Response = Response(status_code=401)
     else:
         response = RedirectResponse(
-            "/sign-in?" + ("expired=1&" if expired else "") + "next=" + _quote(target), status_code=303
+            "/sign-in?" + ("expired=1&" if expired else "") + "next=" + quote(target, safe=""),
+            status_code=303,
         )
     if expired:
         clear_cookie(response, request)
     return response
-
-
-def _quote(text: str) -> str:
-    from urllib.parse import quote
-
-    return quote(text, safe="")
 
 
 def clear_cookie(response: Response, request: Request) -> None:
@@ -261,12 +246,9 @@ def problem(
         text = f"This token may not {SCOPE_WORDS.get(scope, scope)}."
         if err.sqlstate == "42501" and "tenant" in str(err):
             text = str(err)
-    elif isinstance(err, errors.NotFound):
-        status, heading, text = 404, "Not found", str(err)
-    elif isinstance(err, errors.OverLimit):
-        status, heading, text = 429, "Over the limit", str(err)
-    elif isinstance(err, errors.JobctlError):
-        status, heading, text = err.http_status, "Refused", str(err)
+    elif isinstance(err, errors.JobctlError):  # NotFound 404, OverLimit 429, ...
+        status, text = err.http_status, str(err)
+        heading = {404: "Not found", 429: "Over the limit"}.get(status, "Refused")
     elif isinstance(err, psycopg.errors.UndefinedFunction):
         status, heading = 501, "Not in this database yet"
         text = "The database lacks a function this page needs: run `jobctl migrate`. " + errors.first_line(
@@ -277,11 +259,30 @@ def problem(
     else:
         log.exception("dashboard page failed", exc_info=err)
         status, heading, text = 500, "Something broke", errors.first_line(str(err))
+    return _problem_page(request, status, heading, text, me, section)
+
+
+def refused(request: Request, text: str) -> HTMLResponse:
+    """403: a form that did not come from this dashboard's own page."""
+    return _problem_page(request, 403, "Refused", text)
+
+
+def _problem_page(
+    request: Request, status: int, heading: str, text: str, me: Me | None = None, section: str = ""
+) -> HTMLResponse:
     context = {"heading": heading, "text": text, "section": section, "title": heading, "status": status}
     return render(request, "problem.html", context, status=status, me=me)
 
 
 Build = Callable[[Caller], Awaitable[dict[str, Any]]]
+NOTES = {  # what an action's redirect (?note=) says on the page it returns to
+    "cancelled": "Job cancelled.",
+    "retried": "Job made pending again.",
+    "paused": "Paused.",
+    "resumed": "Resumed.",
+    "saved": "Saved.",
+    "ran": "Schedule run: a job was submitted.",
+}
 
 
 async def me_for(caller: Caller, request: Request) -> Me:
@@ -295,7 +296,8 @@ async def me_for(caller: Caller, request: Request) -> Me:
 
 async def page(request: Request, scope: str, template: str, build: Build, section: str) -> Response:
     """A page: the session's token authenticated for scope, build's context gathered on its
-    connection (one transaction), then rendered after the connection is back in the pool."""
+    connection (one transaction), then rendered after the connection is back in the pool. Its title is
+    the section's unless build names one; `note` is the flash an action sent it back with (?note=)."""
     me: Me | None = None
     try:
         async with web.signed_in(request, scope) as caller:
@@ -307,10 +309,14 @@ async def page(request: Request, scope: str, template: str, build: Build, sectio
         return to_sign_in(request, expired=True)
     except (errors.JobctlError, psycopg.Error) as e:
         return problem(request, e, scope, me, section)
-    return render(request, template, {"section": section} | context, me=me)
+    note = NOTES.get(request.query_params.get("note", ""))
+    return render(
+        request, template, {"section": section, "title": section.capitalize(), "note": note} | context, me=me
+    )
 
 
-Act = Callable[[Caller, dict[str, list[str]]], Awaitable[Response]]
+Form = dict[str, list[str]]  # an urlencoded form's fields, each with its values in order (web.read_form)
+Act = Callable[[Caller, Form], Awaitable[Response]]
 
 
 async def action(request: Request, scope: str, act: Act, section: str) -> Response:
@@ -324,17 +330,9 @@ async def action(request: Request, scope: str, act: Act, section: str) -> Respon
             me = await me_for(caller, request)
             return await act(caller, form)
     except (web.Refused, web.NotSignedIn):
-        return render(
+        return refused(
             request,
-            "problem.html",
-            {
-                "heading": "Refused",
-                "text": "This form did not come from this dashboard's own page (CSRF check): "
-                "reload the page and retry.",
-                "title": "Refused",
-                "status": 403,
-            },
-            status=403,
+            "This form did not come from this dashboard's own page (CSRF check): reload the page and retry.",
         )
     except errors.Unauthorized:
         return to_sign_in(request, expired=True)
@@ -342,5 +340,5 @@ async def action(request: Request, scope: str, act: Act, section: str) -> Respon
         return problem(request, e, scope, me, section)
 
 
-def field(form: dict[str, list[str]], name: str, default: str = "") -> str:
+def field(form: Form, name: str, default: str = "") -> str:
     return (form.get(name) or [default])[0].strip()

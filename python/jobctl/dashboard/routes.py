@@ -8,9 +8,10 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+import secrets
 import time
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal, InvalidOperation
 from typing import Any, TypeVar
@@ -26,7 +27,7 @@ from jobctl.api.auth import Caller
 from jobctl.client import JobInfo, JobOverview, StateCounts
 from jobctl.contract import STATES
 from jobctl.dashboard import charts, web
-from jobctl.dashboard.pages import Me, action, clear_cookie, me_for, page, render
+from jobctl.dashboard.pages import Form, Me, action, clear_cookie, me_for, page, problem, refused, render
 from jobctl.dashboard.pages import field as form_field
 
 router = APIRouter(include_in_schema=False)
@@ -38,47 +39,38 @@ FAIR_ROWS = 24  # the fairness strip's tenants, most claims first
 PAGE = 50  # jobs per page
 BULK_SECONDS = 20.0  # a bulk action runs batches this long, then offers to continue
 BULK_BATCH = 1000
-NOTES = {
-    "cancelled": "Job cancelled.",
-    "retried": "Job made pending again.",
-    "paused": "Paused.",
-    "resumed": "Resumed.",
-    "saved": "Saved.",
-    "ran": "Schedule run: a job was submitted.",
-}
-
-
-def _note(request: Request) -> str | None:
-    return NOTES.get(request.query_params.get("note", ""))
 
 
 def _back(path: str, note: str) -> Response:
     return RedirectResponse(f"{path}?note={note}", status_code=303)
 
 
+def _paged(rows: list[T], size: int) -> tuple[list[T], T | None]:
+    """A page of rows asked for one over size, and its last row when more follow."""
+    return rows[:size], rows[size - 1] if len(rows) > size else None
+
+
 # --- signing in and out
+
+
+def _sign_in_page(
+    request: Request, nonce: str, target: str, expired: bool = False, error: str | None = None
+) -> Response:
+    context = {"title": "Sign in", "csrf": web.csrf_for(request, nonce), "next": target, "expired": expired,
+               "error": error}  # fmt: skip
+    return render(request, "sign_in.html", context, status=200 if error is None else 401)
 
 
 @router.get("/sign-in")
 async def sign_in_form(request: Request) -> Response:
-    nonce = request.cookies.get(web.PRE_COOKIE) or web.new_secret().hex()
-    context = {
-        "title": "Sign in",
-        "csrf": web.csrf_for(web.secret_of(request), nonce),
-        "next": _next(request.query_params.get("next")),
-        "expired": bool(request.query_params.get("expired")),
-        "error": None,
-    }
-    response = render(request, "sign_in.html", context)
-    _pre_cookie(response, request, nonce)
-    return response
-
-
-def _pre_cookie(response: Response, request: Request, nonce: str) -> None:
+    nonce = request.cookies.get(web.PRE_COOKIE) or secrets.token_hex(32)
+    target = _next(request.query_params.get("next"))
+    response = _sign_in_page(request, nonce, target, expired=bool(request.query_params.get("expired")))
     response.set_cookie(
         web.PRE_COOKIE, nonce, max_age=3600, path="/sign-in", httponly=True, samesite="strict",
         secure=web.is_https(request),
     )  # fmt: skip
+    return response
 
 
 def _next(target: str | None) -> str:
@@ -102,31 +94,19 @@ async def sign_in(request: Request) -> Response:
             raise web.Refused("no sign-in nonce")
         web.check_post(request, form, nonce)
     except web.Refused:
-        return render(
-            request,
-            "problem.html",
-            {"heading": "Refused", "text": "Open the sign-in page again and retry.", "title": "Refused",
-             "status": 403},
-            status=403,
-        )  # fmt: skip
+        return refused(request, "Open the sign-in page again and retry.")
     token = form_field(form, "token")
     target = _next(form_field(form, "next"))
-    error = None
     if not token or any(c.isspace() for c in token) or len(token) > 200:
-        error = "Paste an API token: jct_…"
-    else:
-        try:
-            # a valid token lacking jobs:read may still sign in: each page checks its own scope
-            async with auth.session(request, token, "jobs:read"):
-                pass
-        except errors.Forbidden:
+        return _sign_in_page(request, nonce, target, error="Paste an API token: jct_…")
+    try:
+        # a valid token lacking jobs:read may still sign in: each page checks its own scope
+        async with auth.session(request, token, "jobs:read"):
             pass
-        except errors.Unauthorized:
-            error = "This token is unknown or revoked."
-    if error is not None:
-        context = {"title": "Sign in", "csrf": web.csrf_for(web.secret_of(request), nonce), "next": target,
-                   "expired": False, "error": error}  # fmt: skip
-        return render(request, "sign_in.html", context, status=401)
+    except errors.Forbidden:
+        pass
+    except errors.Unauthorized:
+        return _sign_in_page(request, nonce, target, error="This token is unknown or revoked.")
     response = RedirectResponse(target, status_code=303)
     response.set_cookie(
         web.COOKIE, token, path="/", httponly=True, samesite="strict", secure=web.is_https(request)
@@ -150,39 +130,18 @@ async def sign_out(request: Request) -> Response:
 # --- overview
 
 
-GAUGES = ("pending", "delayed", "retrying", "running", "dead", "completed", "cancelled", "waiting")
+GAUGES = tuple(f.name for f in fields(StateCounts) if f.name != "capped")  # the counters' gauges
 
 
-@dataclass
-class Totals:
-    pending: int = 0
-    delayed: int = 0
-    retrying: int = 0
-    running: int = 0
-    dead: int = 0
-    completed: int = 0
-    cancelled: int = 0
-    waiting: int = 0  # for their parents or their batch
-    claims_per_second: float = 0.0
-    completions_per_second: float = 0.0
-    oldest_due_at: datetime | None = None
-    rows: int = 0
-    capped: bool = False  # counted by count_job_states, which stopped at its max_count
-
-    def add(self, r: JobOverview) -> None:
-        self.rows += 1
-        for name in GAUGES:
-            setattr(self, name, getattr(self, name) + getattr(r, name))
-        self.claims_per_second += r.claims_per_second or 0.0
-        self.completions_per_second += r.completions_per_second or 0.0
-        if r.oldest_due_at is not None and (
-            self.oldest_due_at is None or r.oldest_due_at < self.oldest_due_at
-        ):
-            self.oldest_due_at = r.oldest_due_at
-
-    @classmethod
-    def of_states(cls, c: StateCounts) -> Totals:
-        return cls(**{name: getattr(c, name) for name in GAUGES}, capped=c.capped)
+def _totals(rows: Sequence[JobOverview]) -> dict[str, Any]:
+    """job_overview's rows summed: each gauge, claims/s, the oldest due time (the overview's tiles, the
+    jobs page's chips: the same keys as count_job_states' StateCounts)."""
+    return {name: sum(getattr(r, name) for r in rows) for name in GAUGES} | {
+        "claims_per_second": sum(r.claims_per_second or 0.0 for r in rows),
+        "oldest_due_at": min((r.oldest_due_at for r in rows if r.oldest_due_at is not None), default=None),
+        "rows": len(rows),
+        "capped": False,
+    }
 
 
 async def _beside(request: Request, scope: str, fetch: Callable[[Caller], Awaitable[T]]) -> T:
@@ -190,15 +149,6 @@ async def _beside(request: Request, scope: str, fetch: Callable[[Caller], Awaita
     independent statements run at once instead of one after another."""
     async with web.signed_in(request, scope) as caller:
         return await fetch(caller)
-
-
-def _backlog(r: JobOverview) -> tuple[int, int]:
-    return (r.pending + r.running + r.retrying + r.dead, r.pending)
-
-
-def _minutes(now: datetime) -> list[datetime]:
-    start = (now - timedelta(hours=1)).replace(second=0, microsecond=0) + timedelta(minutes=1)
-    return [start + timedelta(minutes=i) for i in range(60)]
 
 
 @router.get("/")
@@ -212,9 +162,7 @@ async def overview(request: Request) -> Response:
             if caller.tenant_id is not None or not caller.may("tenants:read"):
                 return [], None  # the panel is left out
             return await _beside(
-                request,
-                "tenants:read",
-                lambda c: _optional(c, "tenants:read", lambda: c.client.health_checks(conn=c.conn)),
+                request, "tenants:read", lambda c: _optional(c, "tenants:read", c.client.health_checks)
             )
 
         # four statements at once, each on a connection (and a token check) of its own
@@ -226,49 +174,40 @@ async def overview(request: Request) -> Response:
             _beside(request, "jobs:read", lambda c: c.client.fairness(WINDOW, conn=c.conn)),
             checks(),
         )
-        totals = Totals()
-        for r in rows:
-            totals.add(r)
-        rows.sort(key=_backlog, reverse=True)
-        minutes = _minutes(now)
+        rows.sort(key=lambda r: (r.pending + r.running + r.retrying + r.dead, r.pending), reverse=True)
+        start = (now - timedelta(hours=1)).replace(second=0, microsecond=0) + timedelta(minutes=1)
+        minutes = [start + timedelta(minutes=i) for i in range(60)]
         by_minute = {m.minute.replace(second=0, microsecond=0): m for m in rates}
         series = [by_minute.get(m) for m in minutes]
         throughput = charts.line_chart(
             "Claims and completions per second, last hour",
             minutes,
             [
-                ("submitted", "submitted", [(s.submitted / 60 if s else 0.0) for s in series]),
-                ("claimed", "claimed", [(s.claimed / 60 if s else 0.0) for s in series]),
-                ("succeeded", "succeeded", [(s.succeeded / 60 if s else 0.0) for s in series]),
-                ("failed", "failed", [(s.failed / 60 if s else 0.0) for s in series]),
+                (name, [getattr(s, name) / 60 if s else 0.0 for s in series])
+                for name in ("submitted", "claimed", "succeeded", "failed")
             ],
             unit="/s",
         )
         waits = charts.line_chart(
             "Wait from due to claimed, last hour",
             minutes,
-            [
-                ("p50", "p50", [s.wait_p50 if s else None for s in series]),
-                ("p99", "p99", [s.wait_p99 if s else None for s in series]),
-            ],
+            [(q, [getattr(s, f"wait_{q}") if s else None for s in series]) for q in ("p50", "p99")],
             formatter="seconds",
         )
         fair.sort(key=lambda f: (f.claims, f.running), reverse=True)
         return {
             "health": health,
             "health_error": health_error,
-            "title": "Overview",
             "now": now,
             "rows": rows if show_all else rows[:GRID_ROWS],
             "row_count": len(rows),
             "show_all": show_all,
-            "totals": totals,
+            "totals": _totals(rows),
             "throughput": throughput,
             "waits": waits,
             "fair": fair[:FAIR_ROWS],
             "fair_count": len(fair),
             "window_minutes": int(WINDOW.total_seconds() // 60),
-            "live": True,
         }
 
     return await page(request, "jobs:read", "overview.html", build, "overview")
@@ -276,6 +215,8 @@ async def overview(request: Request) -> Response:
 
 # --- jobs: filter, list, bulk
 
+# the jobs page's filter fields; the first two the counters can answer, the others narrow the chips
+# to the filter's own jobs (count_job_states)
 FILTER_FIELDS = ("tenant", "queue", "job", "dedup_key", "subject_key", "concurrency_key",
                  "created_after", "created_before", "error")  # fmt: skip
 IDS = re.compile(r"[\s,]+")
@@ -292,13 +233,11 @@ class JobFilter:
     problems: list[str] = field(default_factory=list)
 
     @classmethod
-    def of(cls, params: Any) -> JobFilter:
+    def of(cls, form: Form) -> JobFilter:
+        """From the query string or a form that carries it, each field's first value."""
         f = cls()
-        for name in FILTER_FIELDS:
-            value = str(params.get(name, "") or "").strip()
-            if value:
-                f.values[name] = value
-        f.states = [s for s in params.getlist("state") if s in STATES]
+        f.values = {name: value for name in FILTER_FIELDS if (value := form_field(form, name))}
+        f.states = [s for s in form.get("state", []) if s in STATES]
         for part in IDS.split(f.values.get("job", "")):
             if part:
                 if part.isdigit() and 0 < int(part) < 2**63:
@@ -310,18 +249,11 @@ class JobFilter:
     def bulk(self) -> dict[str, Any]:
         """The filter as jobctl._job_filter takes it."""
         v = self.values
-        out: dict[str, Any] = {
-            "tenant_id": v.get("tenant"),
-            "queue": v.get("queue"),
-            "state": self.states or None,
-            "job_ids": self.job_ids[:1000] or None,
-            "dedup_key": v.get("dedup_key"),
-            "subject_key": v.get("subject_key"),
-            "concurrency_key": v.get("concurrency_key"),
-            "created_after": _utc(v.get("created_after")),
-            "created_before": _utc(v.get("created_before")),
-            "error_contains": v.get("error"),
-        }
+        out = {"tenant_id": v.get("tenant"), "queue": v.get("queue"), "state": self.states or None,
+               "job_ids": self.job_ids[:1000] or None}  # fmt: skip
+        out |= {name: v.get(name) for name in ("dedup_key", "subject_key", "concurrency_key")}
+        out |= {name: _utc(v.get(name)) for name in ("created_after", "created_before")}
+        out["error_contains"] = v.get("error")
         return {k: x for k, x in out.items() if x is not None}
 
     def query(self, keep_states: bool = True, **extra: Any) -> str:
@@ -332,19 +264,12 @@ class JobFilter:
 
 
 def _utc(text: str | None) -> str | None:
-    """A datetime-local value (no zone) read as UTC, ISO 8601."""
-    when = _when(text)
-    return when.isoformat() if when else None
-
-
-def _when(text: str | None) -> datetime | None:
-    if not text:
-        return None
+    """A datetime-local value (no zone) read as UTC, ISO 8601 (None: none, or not a time)."""
     try:
-        value = datetime.fromisoformat(text)
+        when = datetime.fromisoformat(text or "")
     except ValueError:
         return None
-    return value if value.tzinfo else value.replace(tzinfo=UTC)
+    return (when if when.tzinfo else when.replace(tzinfo=UTC)).isoformat()
 
 
 @dataclass
@@ -353,77 +278,48 @@ class Listing:
     next_before: int | None
 
 
-async def _list(caller: Caller, f: JobFilter, before: int | None) -> Listing:
-    """A page of the filter's jobs, newest first (find_jobs: the filter and the tenant rule are the
-    SQL's), and where the next page starts."""
-    jobs = await caller.client.find_jobs(f.bulk(), before, PAGE + 1, conn=caller.conn)
-    more = len(jobs) > PAGE
-    return Listing(jobs[:PAGE], jobs[PAGE - 1].job_id if more else None)
-
-
 STATE_CHIPS = (  # the counters' gauges, and the job state each lists
     ("pending", "pending"), ("delayed", "pending"), ("retrying", "failed"), ("running", "running"),
     ("waiting", "waiting"), ("dead", "dead"), ("completed", "completed"), ("cancelled", "cancelled"),
 )  # fmt: skip
-# filter fields the counters cannot answer: with any of them the chips count the filter's jobs
-NARROWING = ("job", "dedup_key", "subject_key", "concurrency_key", "created_after", "created_before", "error")
 
 
 @router.get("/jobs")
 async def jobs(request: Request) -> Response:
-    f = JobFilter.of(request.query_params)
-    before_text = request.query_params.get("before", "")
+    params = request.query_params
+    f = JobFilter.of({name: params.getlist(name) for name in params})
+    before_text = params.get("before", "")
     before = int(before_text) if before_text.isdigit() and 0 < int(before_text) < 2**63 else None
 
     async def build(caller: Caller) -> dict[str, Any]:
-        tenant = f.values.get("tenant") or caller.tenant_id
-        totals = Totals()
-        if any(k in f.values for k in NARROWING):
+        client, conn = caller.client, caller.conn
+        totals = _totals([])
+        if any(name not in ("tenant", "queue") for name in f.values):
             # job ids, keys, times, error text: the filter's own jobs counted (count_job_states)
             if not f.problems:
                 try:
-                    async with caller.conn.transaction():  # a savepoint: a refusal leaves the page's
-                        totals = Totals.of_states(
-                            await caller.client.count_job_states(f.bulk(), conn=caller.conn)
-                        )
+                    async with conn.transaction():  # a savepoint: a refusal leaves the page's
+                        totals = asdict(await client.count_job_states(f.bulk(), conn=conn))
                 except errors.InvalidInput:
                     pass  # the count below says what is wrong with the filter
         else:
-            for r in await caller.client.job_overview(
-                WINDOW, tenant, f.values.get("queue"), conn=caller.conn
-            ):
-                totals.add(r)
-        tenants = (
-            []
-            if caller.tenant_id
-            else [t.tenant_id for t in await caller.client.list_tenants(conn=caller.conn)]
-        )
+            tenant = f.values.get("tenant") or caller.tenant_id
+            totals = _totals(await client.job_overview(WINDOW, tenant, f.values.get("queue"), conn=conn))
+        tenants = [] if caller.tenant_id else [t.tenant_id for t in await client.list_tenants(conn=conn)]
         listing: Listing | None = None
         count = None
         problems = list(f.problems)
         if not problems:
             try:
-                count = await caller.client.count_jobs(f.bulk(), conn=caller.conn)
+                count = await client.count_jobs(f.bulk(), conn=conn)
             except errors.InvalidInput as e:
                 problems.append(str(e))
         if not problems:
-            listing = await _list(caller, f, before)
-        return {
-            "title": "Jobs",
-            "now": await caller.client.now(conn=caller.conn),
-            "f": f,
-            "tenant": tenant,
-            "tenants": tenants,
-            "totals": totals,
-            "chips": STATE_CHIPS,
-            "states": STATES,
-            "listing": listing,
-            "count": count,
-            "problems": problems,
-            "before": before,
-            "note": _note(request),
-            "live": True,
-        }
+            shown, last = _paged(await client.find_jobs(f.bulk(), before, PAGE + 1, conn=conn), PAGE)
+            listing = Listing(shown, last.job_id if last else None)
+        return {"now": await client.now(conn=conn), "f": f, "tenants": tenants, "totals": totals,
+                "chips": STATE_CHIPS, "states": STATES, "listing": listing, "count": count,
+                "problems": problems, "before": before}  # fmt: skip
 
     return await page(request, "jobs:read", "jobs.html", build, "jobs")
 
@@ -451,8 +347,6 @@ async def job_detail(request: Request, job_id: str) -> Response:
             "now": await caller.client.now(conn=caller.conn),
             "can_cancel": "cancel" in actions,
             "can_retry": "retry" in actions,
-            "note": _note(request),
-            "live": True,
         }
 
     return await page(request, "jobs:read", "job.html", build, "jobs")
@@ -488,24 +382,22 @@ async def _flow(caller: Caller, job: JobInfo) -> dict[str, Any]:
     }
 
 
-@router.post("/jobs/{job_id}/cancel")
-async def cancel_job(request: Request, job_id: str) -> Response:
-    async def act(caller: Caller, form: dict[str, list[str]]) -> Response:
-        number = _job_number(job_id)
-        await caller.client.cancel_job(number, conn=caller.conn)
-        return _back(f"/jobs/{number}", "cancelled")
+def _job_action(verb: str, note: str) -> None:
+    """POST /jobs/<id>/<verb>: the client's <verb>_job (cancel_job, retry_job), then the job's page."""
 
-    return await action(request, "jobs:cancel", act, "jobs")
+    async def endpoint(request: Request, job_id: str) -> Response:
+        async def act(caller: Caller, form: Form) -> Response:
+            number = _job_number(job_id)
+            await getattr(caller.client, f"{verb}_job")(number, conn=caller.conn)
+            return _back(f"/jobs/{number}", note)
+
+        return await action(request, f"jobs:{verb}", act, "jobs")
+
+    router.add_api_route(f"/jobs/{{job_id}}/{verb}", endpoint, methods=["POST"])
 
 
-@router.post("/jobs/{job_id}/retry")
-async def retry_job(request: Request, job_id: str) -> Response:
-    async def act(caller: Caller, form: dict[str, list[str]]) -> Response:
-        number = _job_number(job_id)
-        await caller.client.retry_job(number, conn=caller.conn)
-        return _back(f"/jobs/{number}", "retried")
-
-    return await action(request, "jobs:retry", act, "jobs")
+_job_action("cancel", "cancelled")
+_job_action("retry", "retried")
 
 
 BULK = {"retry-selected": ("retry", True), "retry-all": ("retry", False),
@@ -515,7 +407,7 @@ BULK = {"retry-selected": ("retry", True), "retry-all": ("retry", False),
 BULK_SCOPES = {"retry": "jobs:retry", "cancel": "jobs:cancel", "delete": "jobs:delete"}
 
 
-def _bulk_request(form: dict[str, list[str]]) -> tuple[str, dict[str, Any]]:
+def _bulk_request(form: Form) -> tuple[str, dict[str, Any]]:
     """The action and the filter a bulk form asks for: the checked ids, or the page's filter."""
     what = BULK.get(form_field(form, "do"))
     if what is None:
@@ -526,13 +418,7 @@ def _bulk_request(form: dict[str, list[str]]) -> tuple[str, dict[str, Any]]:
         if not ids:
             raise errors.InvalidInput("Select at least one job first.", field="job_id")
         return verb, {"job_ids": ids[:1000]}
-    params = {k: v[0] for k, v in form.items() if k in FILTER_FIELDS}
-
-    class Params(dict[str, str]):
-        def getlist(self, key: str) -> list[str]:
-            return form.get(key, []) if key == "state" else []
-
-    f = JobFilter.of(Params(params))
+    f = JobFilter.of(form)
     if f.problems:
         raise errors.InvalidInput(f.problems[0], field="job")
     return verb, f.bulk()
@@ -547,7 +433,7 @@ async def bulk_confirm(request: Request) -> Response:
         return Response("refused", status_code=403)
     verb = (BULK.get(form_field(form, "do")) or ("retry", True))[0]
 
-    async def act(caller: Caller, form: dict[str, list[str]]) -> Response:
+    async def act(caller: Caller, form: Form) -> Response:
         verb, job_filter = _bulk_request(form)
         me = await me_for(caller, request)
         now = await caller.client.now(conn=caller.conn)
@@ -577,8 +463,8 @@ class BulkReport:
 
 @router.post("/jobs/bulk/run")
 async def bulk_run(request: Request) -> Response:
-    """The confirmed action: retry_jobs or cancel_jobs, one batch a transaction, each re-authenticated,
-    until done, stopped by a tenant's room, or BULK_SECONDS; then what it did."""
+    """The confirmed action: retry_jobs, cancel_jobs or delete_jobs, one batch a transaction, each
+    re-authenticated, until done, stopped by a tenant's room, or BULK_SECONDS; then what it did."""
     try:
         form = await web.read_form(request)
         web.check_post(request, form, web.session_token(request))
@@ -601,9 +487,7 @@ async def bulk_run(request: Request) -> Response:
         while not report.done and report.stopped is None and time.monotonic() - started < BULK_SECONDS:
             async with web.signed_in(request, scope) as caller:
                 me = Me.of(caller, request)
-                runs = {"retry": caller.client.retry_jobs, "cancel": caller.client.cancel_jobs,
-                        "delete": caller.client.delete_jobs}  # fmt: skip
-                run = runs[verb]
+                run = getattr(caller.client, f"{verb}_jobs")  # retry_jobs, cancel_jobs, delete_jobs
                 batch = await run(job_filter, BULK_BATCH, report.last_id, conn=caller.conn)
             report.batches += 1
             report.acted += batch.acted
@@ -615,8 +499,6 @@ async def bulk_run(request: Request) -> Response:
         return Response(status_code=303, headers={"location": "/sign-in"})
     except errors.JobctlError as e:
         if report.batches == 0:
-            from jobctl.dashboard.pages import problem
-
             return problem(request, e, scope, me, "jobs")
         report.stopped = str(e)
     context = {"title": f"{verb.capitalize()}: done" if report.done else f"{verb.capitalize()}: paused",
@@ -637,43 +519,22 @@ async def queues(request: Request) -> Response:
 
     async def build(caller: Caller) -> dict[str, Any]:
         rows = await caller.client.queue_overview(after, QUEUE_PAGE + 1, WINDOW, conn=caller.conn)
-        more = len(rows) > QUEUE_PAGE
-        rows = rows[:QUEUE_PAGE]
-        return {"title": "Queues", "queues": rows, "note": _note(request), "live": True, "after": after,
-                "next_after": rows[-1].queue if more else None,
+        shown, last = _paged(rows, QUEUE_PAGE)
+        return {"queues": shown, "after": after, "next_after": last.queue if last else None,
                 "now": await caller.client.now(conn=caller.conn)}  # fmt: skip
 
     return await page(request, "queues:read", "queues.html", build, "queues")
 
 
-def _queue_name(name: str) -> str:
-    if not 0 < len(name) <= 200:
-        raise errors.InvalidInput("a queue name is 1 to 200 characters", field="queue")
-    return name
+def _name(value: str, what: str = "a tenant id", field: str = "tenant_id") -> str:
+    """A tenant's (or a queue's) name as a form or a query gives it: 1 to 200 characters."""
+    if not 0 < len(value) <= 200:
+        raise errors.InvalidInput(f"{what} is 1 to 200 characters", field=field)
+    return value
 
 
-# The actions name what they act on in form fields, not in the path: any name fits a field.
-
-
-@router.post("/queues/pause")
-async def pause_queue(request: Request) -> Response:
-    async def act(caller: Caller, form: dict[str, list[str]]) -> Response:
-        await caller.client.pause_queue(_queue_name(form_field(form, "queue")), conn=caller.conn)
-        return _back("/queues", "paused")
-
-    return await action(request, "queues:write", act, "queues")
-
-
-@router.post("/queues/resume")
-async def resume_queue(request: Request) -> Response:
-    async def act(caller: Caller, form: dict[str, list[str]]) -> Response:
-        await caller.client.resume_queue(_queue_name(form_field(form, "queue")), conn=caller.conn)
-        return _back("/queues", "resumed")
-
-    return await action(request, "queues:write", act, "queues")
-
-
-def _optional_int(text: str, name: str) -> int | None:
+def _optional_int(form: Form, name: str) -> int | None:
+    text = form_field(form, name)
     if not text:
         return None
     if not re.fullmatch(r"\d{1,9}", text):
@@ -681,7 +542,8 @@ def _optional_int(text: str, name: str) -> int | None:
     return int(text)
 
 
-def _optional_rate(text: str, name: str) -> Decimal | None:
+def _optional_rate(form: Form, name: str) -> Decimal | None:
+    text = form_field(form, name)
     if not text:
         return None
     try:
@@ -693,14 +555,14 @@ def _optional_rate(text: str, name: str) -> Decimal | None:
 
 @router.post("/queues/limits")
 async def queue_limits(request: Request) -> Response:
-    async def act(caller: Caller, form: dict[str, list[str]]) -> Response:
-        queue = _queue_name(form_field(form, "queue"))
+    async def act(caller: Caller, form: Form) -> Response:
+        queue = _name(form_field(form, "queue"), "a queue name", "queue")
         current = await caller.client.get_queue(queue, conn=caller.conn)
         await caller.client.put_queue(
             queue,
-            max_running=_optional_int(form_field(form, "max_running"), "max_running"),
-            claim_rate=_optional_rate(form_field(form, "claim_rate"), "claim_rate"),
-            claim_burst=_optional_int(form_field(form, "claim_burst"), "claim_burst"),
+            max_running=_optional_int(form, "max_running"),
+            claim_rate=_optional_rate(form, "claim_rate"),
+            claim_burst=_optional_int(form, "claim_burst"),
             paused=current.paused if current is not None else False,
             conn=caller.conn,
         )
@@ -709,65 +571,77 @@ async def queue_limits(request: Request) -> Response:
     return await action(request, "queues:write", act, "queues")
 
 
+# The pause, resume and run forms: path, the client's call, the note the page shows after. They name
+# what they act on in form fields, not in the path: any name fits a field.
+TOGGLES = (
+    ("/queues/pause", "pause_queue", "paused"),
+    ("/queues/resume", "resume_queue", "resumed"),
+    ("/tenants/pause", "pause_tenant", "paused"),
+    ("/tenants/resume", "resume_tenant", "resumed"),
+    ("/schedules/pause", "pause_schedule", "paused"),
+    ("/schedules/resume", "resume_schedule", "resumed"),
+    ("/schedules/run", "run_schedule", "ran"),
+)
+
+
+def _toggle(path: str, call: str, note: str) -> None:
+    """POST path: the client's call of the form's queue, tenant, or tenant and schedule name, then back
+    to the section's page (a schedule run: to the job it submitted). Authenticated for <section>:write."""
+    section = path.split("/")[1]
+
+    async def endpoint(request: Request) -> Response:
+        async def act(caller: Caller, form: Form) -> Response:
+            if section == "queues":
+                subject = [_name(form_field(form, "queue"), "a queue name", "queue")]
+            else:
+                subject = [_name(form_field(form, "tenant"))]
+                subject += [form_field(form, "name")] if section == "schedules" else []
+            result = await getattr(caller.client, call)(*subject, conn=caller.conn)
+            if call == "run_schedule":
+                return RedirectResponse(f"/jobs/{int(result)}?note=ran", status_code=303)
+            return _back(f"/{section}", note)
+
+        return await action(request, f"{section}:write", act, section)
+
+    router.add_api_route(path, endpoint, methods=["POST"])
+
+
+for path, call, note in TOGGLES:
+    _toggle(path, call, note)
+
+
 # --- tenants
 
 
 @router.get("/tenants")
 async def tenants(request: Request) -> Response:
     async def build(caller: Caller) -> dict[str, Any]:
-        client, conn = caller.client, caller.conn
-        listed = await client.list_tenants(conn=conn)
-        tokens, tokens_error = await _optional(
-            caller, "tenants:read", lambda: client.list_api_tokens(conn=conn)
-        )
-        grants, grants_error = await _optional(
-            caller, "tenants:read", lambda: client.list_tenant_grants(conn=conn)
-        )
-        audit, audit_error = await _optional(caller, "audit:read", lambda: client.list_audit(conn=conn))
-        return {"title": "Tenants", "tenants": listed, "note": _note(request), "tokens": tokens,
-                "tokens_error": tokens_error, "grants": grants, "grants_error": grants_error, "audit": audit,
-                "audit_error": audit_error}  # fmt: skip
+        client = caller.client
+        context: dict[str, Any] = {"tenants": await client.list_tenants(conn=caller.conn)}
+        for key, scope, fetch in (
+            ("tokens", "tenants:read", client.list_api_tokens),
+            ("grants", "tenants:read", client.list_tenant_grants),
+            ("audit", "audit:read", client.list_audit),
+        ):
+            context[key], context[f"{key}_error"] = await _optional(caller, scope, fetch)
+        return context
 
     return await page(request, "jobs:read", "tenants.html", build, "tenants")
 
 
 async def _optional(
-    caller: Caller, scope: str, fetch: Callable[[], Awaitable[Sequence[Any]]]
+    caller: Caller, scope: str, fetch: Callable[..., Awaitable[Sequence[Any]]]
 ) -> tuple[Sequence[Any], str | None]:
-    """Rows of a part of a page this token may not see: ([], why) instead of failing the page. The
-    database decides (the token's scope, every tenant or one); a savepoint keeps the page's
-    transaction usable after a refusal."""
+    """Rows of a part of a page this token may not see (fetch: a call of the client, given conn=): ([],
+    why) instead of failing the page. The database decides (the token's scope, every tenant or one); a
+    savepoint keeps the page's transaction usable after a refusal."""
     try:
         async with caller.conn.transaction():
-            return await fetch(), None
+            return await fetch(conn=caller.conn), None
     except errors.Forbidden:
         return [], f"Not for this token: it needs the scope {scope}" + (
             "." if caller.tenant_id is None else ", and some parts need a token of every tenant."
         )
-
-
-def _tenant_name(name: str) -> str:
-    if not 0 < len(name) <= 200:
-        raise errors.InvalidInput("a tenant id is 1 to 200 characters", field="tenant_id")
-    return name
-
-
-@router.post("/tenants/pause")
-async def pause_tenant(request: Request) -> Response:
-    async def act(caller: Caller, form: dict[str, list[str]]) -> Response:
-        await caller.client.pause_tenant(_tenant_name(form_field(form, "tenant")), conn=caller.conn)
-        return _back("/tenants", "paused")
-
-    return await action(request, "tenants:write", act, "tenants")
-
-
-@router.post("/tenants/resume")
-async def resume_tenant(request: Request) -> Response:
-    async def act(caller: Caller, form: dict[str, list[str]]) -> Response:
-        await caller.client.resume_tenant(_tenant_name(form_field(form, "tenant")), conn=caller.conn)
-        return _back("/tenants", "resumed")
-
-    return await action(request, "tenants:write", act, "tenants")
 
 
 # --- schedules
@@ -777,8 +651,7 @@ async def resume_tenant(request: Request) -> Response:
 async def schedules(request: Request) -> Response:
     async def build(caller: Caller) -> dict[str, Any]:
         listed = await caller.client.list_schedules(conn=caller.conn)
-        return {"title": "Schedules", "schedules": listed, "note": _note(request),
-                "now": await caller.client.now(conn=caller.conn), "live": True}  # fmt: skip
+        return {"schedules": listed, "now": await caller.client.now(conn=caller.conn)}
 
     return await page(request, "schedules:read", "schedules.html", build, "schedules")
 
@@ -789,47 +662,13 @@ async def schedule_runs(request: Request) -> Response:
     tenant, name = request.query_params.get("tenant", ""), request.query_params.get("name", "")
 
     async def build(caller: Caller) -> dict[str, Any]:
-        tenant_id = _tenant_name(tenant)
+        tenant_id = _name(tenant)
         runs = await caller.client.schedule_runs(tenant_id, name, max_rows=50, conn=caller.conn)
         found = await caller.client.get_schedule(tenant_id, name, conn=caller.conn)
         return {"title": f"Schedule {name}", "tenant": tenant_id, "name": name, "schedule": found,
-                "runs": runs, "now": await caller.client.now(conn=caller.conn), "live": True}  # fmt: skip
+                "runs": runs, "now": await caller.client.now(conn=caller.conn)}  # fmt: skip
 
     return await page(request, "jobs:read", "schedule_runs.html", build, "schedules")
-
-
-ScheduleCall = Callable[..., Awaitable[Any]]
-
-
-async def _schedule_action(request: Request, pick: str, note: str) -> Response:
-    async def act(caller: Caller, form: dict[str, list[str]]) -> Response:
-        calls: dict[str, ScheduleCall] = {
-            "pause": caller.client.pause_schedule,
-            "resume": caller.client.resume_schedule,
-            "run": caller.client.run_schedule,
-        }
-        tenant, name = _tenant_name(form_field(form, "tenant")), form_field(form, "name")
-        result = await calls[pick](tenant, name, conn=caller.conn)
-        if pick == "run":
-            return RedirectResponse(f"/jobs/{int(result)}?note=ran", status_code=303)
-        return _back("/schedules", note)
-
-    return await action(request, "schedules:write", act, "schedules")
-
-
-@router.post("/schedules/pause")
-async def pause_schedule(request: Request) -> Response:
-    return await _schedule_action(request, "pause", "paused")
-
-
-@router.post("/schedules/resume")
-async def resume_schedule(request: Request) -> Response:
-    return await _schedule_action(request, "resume", "resumed")
-
-
-@router.post("/schedules/run")
-async def run_schedule(request: Request) -> Response:
-    return await _schedule_action(request, "run", "ran")
 
 
 # --- workers
@@ -839,7 +678,6 @@ async def run_schedule(request: Request) -> Response:
 async def workers(request: Request) -> Response:
     async def build(caller: Caller) -> dict[str, Any]:
         listed = await caller.client.list_workers(conn=caller.conn)
-        return {"title": "Workers", "workers": listed, "now": await caller.client.now(conn=caller.conn),
-                "live": True}  # fmt: skip
+        return {"workers": listed, "now": await caller.client.now(conn=caller.conn)}
 
     return await page(request, "workers:read", "workers.html", build, "workers")

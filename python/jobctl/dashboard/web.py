@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-import secrets
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from urllib.parse import parse_qsl, urlsplit
@@ -53,16 +52,9 @@ class Refused(Exception):
     """A POST without a valid CSRF field or from another origin (403)."""
 
 
-def secret_of(request: Request) -> bytes:
-    key: bytes = request.app.state.dashboard_secret
-    return key
-
-
-def new_secret() -> bytes:
-    return secrets.token_bytes(32)
-
-
-def csrf_for(secret: bytes, token: str) -> str:
+def csrf_for(request: Request, token: str) -> str:
+    """The CSRF field of the forms of token's session (or the sign-in form's nonce): under the app's key."""
+    secret: bytes = request.app.state.dashboard_secret
     return hmac.new(secret, b"jobctl-dashboard-csrf:" + token.encode(), hashlib.sha256).hexdigest()
 
 
@@ -107,7 +99,7 @@ async def read_form(request: Request) -> dict[str, list[str]]:
 def check_post(request: Request, form: dict[str, list[str]], token: str) -> None:
     """Refused unless the form's CSRF field is the token's and the request is same-origin."""
     sent = (form.get(CSRF_FIELD) or [""])[0]
-    if not same_origin(request) or not hmac.compare_digest(sent, csrf_for(secret_of(request), token)):
+    if not same_origin(request) or not hmac.compare_digest(sent, csrf_for(request, token)):
         raise Refused("CSRF check failed")
 
 
