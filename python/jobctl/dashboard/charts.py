@@ -41,19 +41,17 @@ def number(value: float | None, unit: str = "") -> str:
     return f"{value:.2f}{unit}"
 
 
+SPANS = (("s", 1, 60), ("min", 60, 3600), ("h", 3600, 86400))  # unit, its seconds, the span it shows
+
+
 def seconds(value: float | None) -> str:
     """A duration: ms under a second, s under a minute, then m and h."""
     if value is None:
         return "–"
     if value < 1:
         return f"{value * 1000:.0f} ms"
-    if value < 60:
-        return f"{value:.1f} s"
-    if value < 3600:
-        return f"{value / 60:.1f} min"
-    if value < 86400:
-        return f"{value / 3600:.1f} h"
-    return f"{value / 86400:.1f} d"
+    unit, size = next(((u, size) for u, size, below in SPANS if value < below), ("d", 86400))
+    return f"{value / size:.1f} {unit}"
 
 
 def line_chart(

@@ -60,13 +60,13 @@ def _list(words: list[str]) -> str:
     return words[0] if len(words) == 1 else ", ".join(words[:-1]) + " and " + words[-1]
 
 
-def _describe_field(field: str, names: dict[str, int], word: str) -> str | None:
-    """Words for a non-time field (day of month, month, day of week); None for '*'."""
+def _describe_field(field: str, names: dict[str, int], word: str, name: Callable[[int], str]) -> str | None:
+    """Words for a non-time field (day of month, month, day of week), each value named by name; None
+    for '*'."""
     if field in ("*", "?"):
         return None
     parts = []
     for lo, hi, step in _items(field, names):
-        name = _namer(word)
         if lo == -1:
             parts.append(f"every {_ordinal(step)} {word}" if step > 1 else f"every {word}")
         elif hi == -2:
@@ -76,14 +76,6 @@ def _describe_field(field: str, names: dict[str, int], word: str) -> str | None:
         else:
             parts.append(f"{name(lo)} to {name(hi)}" + (f" (every {_ordinal(step)})" if step > 1 else ""))
     return _list(parts)
-
-
-def _namer(word: str) -> Callable[[int], str]:
-    if word == "month":
-        return lambda v: MONTHS[(v - 1) % 12]
-    if word == "day of the week":
-        return lambda v: DAYS[v % 7]
-    return lambda v: f"the {_ordinal(v)}"
 
 
 def _times(minute: str, hour: str) -> str:
@@ -123,9 +115,9 @@ def describe(expression: str, time_zone: str = "UTC") -> str:
     minute, hour, dom, month, dow = fields
     try:
         words = [_times(minute, hour)]
-        days = _describe_field(dom, {}, "day")
-        weekdays = _describe_field(dow, DAY_NAMES, "day of the week")
-        months = _describe_field(month, MONTH_NAMES, "month")
+        days = _describe_field(dom, {}, "day", lambda v: f"the {_ordinal(v)}")
+        weekdays = _describe_field(dow, DAY_NAMES, "day of the week", lambda v: DAYS[v % 7])
+        months = _describe_field(month, MONTH_NAMES, "month", lambda v: MONTHS[(v - 1) % 12])
     except (ValueError, IndexError):
         return expression
     if not days and not weekdays and words[0].startswith("at ") and not words[0].startswith("at minute"):

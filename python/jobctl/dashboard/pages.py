@@ -39,10 +39,6 @@ env = Environment(
 )
 
 
-def _when(value: datetime | None) -> str:
-    return "–" if value is None else value.strftime("%Y-%m-%d %H:%M:%S")
-
-
 def _wall(value: datetime | None, zone: str) -> str:
     """The wall time of an instant in a schedule's time zone ('' for UTC, or a zone Python lacks)."""
     if value is None or zone == "UTC":
@@ -98,10 +94,6 @@ def progress_view(value: Any) -> tuple[float | None, str, Any]:
     return max(0.0, min(1.0, part)), label, rest or None
 
 
-def is_sealed(value: Any) -> bool:
-    return isinstance(value, dict) and SEALED_KEY in value
-
-
 # What a tenant's text must not do to the page's reader: C0 controls but newline and tab, DEL and C1
 # controls, bidi embeddings, overrides and isolates. Shown as escapes (`\x1b`, `\u202e`), as the CLI
 # shows them (jobctl.output.printable, which escapes newlines too); markup is autoescape's.
@@ -113,40 +105,27 @@ def visible(text: str) -> str:
     return _HIDDEN.sub(lambda m: f"\\x{ord(m[0]):02x}" if ord(m[0]) < 0x100 else f"\\u{ord(m[0]):04x}", text)
 
 
-def _line_count(text: str) -> int:
-    return len(text.rstrip("\n").split("\n"))
-
-
-def _grouped(value: int | float | None) -> str:
-    if value is None:
-        return "–"
-    return f"{value:,}" if isinstance(value, int) else f"{value:,.1f}"
-
-
 env.filters.update(
-    when=_when,
+    when=lambda value: "–" if value is None else value.strftime("%Y-%m-%d %H:%M:%S"),
     wall=_wall,
     age=_age,
     duration=_duration,
     num=charts.number,
     secs=charts.seconds,
-    grouped=_grouped,
+    grouped=lambda value: (
+        "–" if value is None else f"{value:,}" if isinstance(value, int) else f"{value:,.1f}"
+    ),
     cron_words=cron_words.describe,
     pretty_json=pretty_json,
-    sealed=is_sealed,
+    sealed=lambda value: isinstance(value, dict) and SEALED_KEY in value,
     progress_view=progress_view,
     visible=visible,
-    line_count=_line_count,
+    line_count=lambda text: len(text.rstrip("\n").split("\n")),
     pct=lambda v: "–" if v is None else f"{v:.0%}",
 )
 env.globals.update(meter=charts.meter, share_bar=charts.share_bar, progress_bar=charts.progress_bar)
 # the macros as a global, not a template's import: a live block rendered alone sees them too
 env.globals["m"] = env.get_template("macros.html").module
-
-
-READ_SCOPES = frozenset(
-    {"jobs:read", "schedules:read", "queues:read", "tenants:read", "workers:read", "audit:read"}
-)
 
 
 @dataclass(frozen=True)
@@ -170,7 +149,7 @@ class Me:
 
     @property
     def read_only(self) -> bool:
-        return not (self.scopes - READ_SCOPES)
+        return all(scope.endswith(":read") for scope in self.scopes)
 
     @classmethod
     def of(cls, caller: Caller, request: Request) -> Me:
@@ -324,8 +303,7 @@ async def action(request: Request, scope: str, act: Act, section: str) -> Respon
     read-only token is refused 403 by the database), then act on the request's transaction."""
     me: Me | None = None
     try:
-        form = await web.read_form(request)
-        web.check_post(request, form, web.session_token(request))
+        form = await web.checked_form(request)
         async with web.signed_in(request, scope) as caller:
             me = await me_for(caller, request)
             return await act(caller, form)

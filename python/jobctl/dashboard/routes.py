@@ -89,10 +89,9 @@ def _next(target: str | None) -> str:
 async def sign_in(request: Request) -> Response:
     nonce = request.cookies.get(web.PRE_COOKIE, "")
     try:
-        form = await web.read_form(request)
         if not nonce:
             raise web.Refused("no sign-in nonce")
-        web.check_post(request, form, nonce)
+        form = await web.checked_form(request, nonce)
     except web.Refused:
         return refused(request, "Open the sign-in page again and retry.")
     token = form_field(form, "token")
@@ -118,8 +117,7 @@ async def sign_in(request: Request) -> Response:
 @router.post("/sign-out")
 async def sign_out(request: Request) -> Response:
     try:
-        form = await web.read_form(request)
-        web.check_post(request, form, web.session_token(request))
+        await web.checked_form(request)
     except (web.Refused, web.NotSignedIn):
         return Response("refused", status_code=403)
     response = RedirectResponse("/sign-in", status_code=303)
@@ -364,12 +362,9 @@ async def _flow(caller: Caller, job: JobInfo) -> dict[str, Any]:
         ids = sorted(set(job.depends_on))[:1000]
         found = await caller.client.find_jobs({"job_ids": ids}, None, 1000, conn=caller.conn)
         parents = sorted(found, key=lambda p: p.job_id)
-    flow: list[JobInfo] = []
-    if job.workflow_id is not None:
-        flow = await caller.client.workflow_jobs(job.workflow_id, conn=caller.conn)
-    batch = None
-    if job.batch_id is not None:
-        batch = await caller.client.get_batch(job.batch_id, conn=caller.conn)
+    workflow, batch_id = job.workflow_id, job.batch_id
+    flow = [] if workflow is None else await caller.client.workflow_jobs(workflow, conn=caller.conn)
+    batch = None if batch_id is None else await caller.client.get_batch(batch_id, conn=caller.conn)
     shown = {p.job_id for p in parents}
     return {
         "parents": parents,
@@ -466,8 +461,7 @@ async def bulk_run(request: Request) -> Response:
     """The confirmed action: retry_jobs, cancel_jobs or delete_jobs, one batch a transaction, each
     re-authenticated, until done, stopped by a tenant's room, or BULK_SECONDS; then what it did."""
     try:
-        form = await web.read_form(request)
-        web.check_post(request, form, web.session_token(request))
+        form = await web.checked_form(request)
     except (web.Refused, web.NotSignedIn):
         return Response("refused", status_code=403)
     verb = form_field(form, "verb")

@@ -74,13 +74,10 @@ def same_origin(request: Request) -> bool:
     scheme, host and port the request came to."""
     own = f"{request.url.scheme}://{request.headers.get('host', '')}".lower()
     origin = request.headers.get("origin")
-    if origin is not None:
-        return origin.lower() == own
-    referer = request.headers.get("referer")
-    if not referer:
-        return False
-    parts = urlsplit(referer)
-    return f"{parts.scheme}://{parts.netloc}".lower() == own
+    if origin is None:  # no Referer: "://", never this origin
+        parts = urlsplit(request.headers.get("referer", ""))
+        origin = f"{parts.scheme}://{parts.netloc}"
+    return origin.lower() == own
 
 
 async def read_form(request: Request) -> dict[str, list[str]]:
@@ -96,11 +93,15 @@ async def read_form(request: Request) -> dict[str, list[str]]:
     return form
 
 
-def check_post(request: Request, form: dict[str, list[str]], token: str) -> None:
-    """Refused unless the form's CSRF field is the token's and the request is same-origin."""
+async def checked_form(request: Request, token: str | None = None) -> dict[str, list[str]]:
+    """The POST's form; Refused unless its CSRF field is the token's (default: the session's; no session:
+    NotSignedIn) and the request is same-origin."""
+    form = await read_form(request)
     sent = (form.get(CSRF_FIELD) or [""])[0]
-    if not same_origin(request) or not hmac.compare_digest(sent, csrf_for(request, token)):
+    expected = csrf_for(request, session_token(request) if token is None else token)
+    if not same_origin(request) or not hmac.compare_digest(sent, expected):
         raise Refused("CSRF check failed")
+    return form
 
 
 @asynccontextmanager
@@ -126,10 +127,9 @@ class SecurityHeaders:
         async def with_headers(message: Message) -> None:
             if message["type"] == "http.response.start":
                 headers = MutableHeaders(scope=message)
-                for name, value in HEADERS.items():
-                    if static and name == "cache-control":
-                        value = "public, max-age=300"
-                    headers[name] = value
+                headers.update(HEADERS)
+                if static:
+                    headers["cache-control"] = "public, max-age=300"
             await send(message)
 
         await self.app(scope, receive, with_headers)
