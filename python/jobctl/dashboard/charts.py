@@ -4,7 +4,7 @@ neither inline), only presentation attributes and the style sheet's classes."""
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from html import escape
 
@@ -58,12 +58,10 @@ def line_chart(
     title: str,
     times: Sequence[datetime],
     series: Sequence[tuple[str, Sequence[float | None]]],
-    unit: str = "",
-    formatter: str = "number",
+    fmt: Callable[[float], str],
 ) -> Markup:
     """A line chart of a few series over the same minutes: (css class, values); the page's legend names
-    them. Gaps (None) break a line."""
-    fmt = seconds if formatter == "seconds" else (lambda v: number(v, unit))
+    them; fmt writes the axis' figures. Gaps (None) break a line."""
     peak = max((v for _, values in series for v in values if v is not None), default=0.0)
     top, intervals = _axis(peak)
     plot_w, plot_h = WIDTH - LEFT - RIGHT, HEIGHT - TOP - BOTTOM

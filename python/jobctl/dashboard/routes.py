@@ -11,6 +11,7 @@ import re
 import secrets
 import time
 from collections.abc import Awaitable, Callable, Sequence
+from contextlib import suppress
 from dataclasses import asdict, dataclass, field, fields
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal, InvalidOperation
@@ -50,6 +51,24 @@ def _paged(rows: list[T], size: int) -> tuple[list[T], T | None]:
     return rows[:size], rows[size - 1] if len(rows) > size else None
 
 
+PageBuild = Callable[[Request, Caller], Awaitable[dict[str, Any]]]
+
+
+def _page(path: str, scope: str, section: str, template: str = "") -> Callable[[PageBuild], PageBuild]:
+    """A GET page (pages.page): the decorated build(request, caller) gathers its context for the template
+    (default: <section>.html)."""
+
+    def register(build: PageBuild) -> PageBuild:
+        async def endpoint(request: Request) -> Response:
+            built = template or f"{section}.html"
+            return await page(request, scope, built, lambda caller: build(request, caller), section)
+
+        router.add_api_route(path, endpoint, methods=["GET"])
+        return build
+
+    return register
+
+
 # --- signing in and out
 
 
@@ -63,9 +82,8 @@ def _sign_in_page(
 
 @router.get("/sign-in")
 async def sign_in_form(request: Request) -> Response:
-    nonce = request.cookies.get(web.PRE_COOKIE) or secrets.token_hex(32)
-    target = _next(request.query_params.get("next"))
-    response = _sign_in_page(request, nonce, target, expired=bool(request.query_params.get("expired")))
+    nonce, params = request.cookies.get(web.PRE_COOKIE) or secrets.token_hex(32), request.query_params
+    response = _sign_in_page(request, nonce, _next(params.get("next")), expired=bool(params.get("expired")))
     response.set_cookie(
         web.PRE_COOKIE, nonce, max_age=3600, path="/sign-in", httponly=True, samesite="strict",
         secure=web.is_https(request),
@@ -149,66 +167,58 @@ async def _beside(request: Request, scope: str, fetch: Callable[[Caller], Awaita
         return await fetch(caller)
 
 
-@router.get("/")
-async def overview(request: Request) -> Response:
-    show_all = request.query_params.get("all") == "1"
+@_page("/", "jobs:read", "overview")
+async def overview(request: Request, caller: Caller) -> dict[str, Any]:
+    now = await caller.client.now(conn=caller.conn)
 
-    async def build(caller: Caller) -> dict[str, Any]:
-        now = await caller.client.now(conn=caller.conn)
-
-        async def checks() -> tuple[Sequence[Any], str | None]:
-            if caller.tenant_id is not None or not caller.may("tenants:read"):
-                return [], None  # the panel is left out
-            return await _beside(
-                request, "tenants:read", lambda c: _optional(c, "tenants:read", c.client.health_checks)
-            )
-
-        # four statements at once, each on a connection (and a token check) of its own
-        rows, rates, fair, (health, health_error) = await asyncio.gather(
-            caller.client.job_overview(WINDOW, conn=caller.conn),
-            _beside(
-                request, "jobs:read", lambda c: c.client.minute_rates(now - timedelta(hours=1), conn=c.conn)
-            ),
-            _beside(request, "jobs:read", lambda c: c.client.fairness(WINDOW, conn=c.conn)),
-            checks(),
+    async def checks() -> tuple[Sequence[Any], str | None]:
+        if caller.tenant_id is not None or not caller.may("tenants:read"):
+            return [], None  # the panel is left out
+        return await _beside(
+            request, "tenants:read", lambda c: _optional(c, "tenants:read", c.client.health_checks)
         )
-        rows.sort(key=lambda r: (r.pending + r.running + r.retrying + r.dead, r.pending), reverse=True)
-        start = (now - timedelta(hours=1)).replace(second=0, microsecond=0) + timedelta(minutes=1)
-        minutes = [start + timedelta(minutes=i) for i in range(60)]
-        by_minute = {m.minute.replace(second=0, microsecond=0): m for m in rates}
-        series = [by_minute.get(m) for m in minutes]
-        throughput = charts.line_chart(
-            "Claims and completions per second, last hour",
-            minutes,
-            [
-                (name, [getattr(s, name) / 60 if s else 0.0 for s in series])
-                for name in ("submitted", "claimed", "succeeded", "failed")
-            ],
-            unit="/s",
-        )
-        waits = charts.line_chart(
-            "Wait from due to claimed, last hour",
-            minutes,
-            [(q, [getattr(s, f"wait_{q}") if s else None for s in series]) for q in ("p50", "p99")],
-            formatter="seconds",
-        )
-        fair.sort(key=lambda f: (f.claims, f.running), reverse=True)
-        return {
-            "health": health,
-            "health_error": health_error,
-            "now": now,
-            "rows": rows if show_all else rows[:GRID_ROWS],
-            "row_count": len(rows),
-            "show_all": show_all,
-            "totals": _totals(rows),
-            "throughput": throughput,
-            "waits": waits,
-            "fair": fair[:FAIR_ROWS],
-            "fair_count": len(fair),
-            "window_minutes": int(WINDOW.total_seconds() // 60),
-        }
 
-    return await page(request, "jobs:read", "overview.html", build, "overview")
+    # four statements at once, each on a connection (and a token check) of its own
+    rows, rates, fair, (health, health_error) = await asyncio.gather(
+        caller.client.job_overview(WINDOW, conn=caller.conn),
+        _beside(request, "jobs:read", lambda c: c.client.minute_rates(now - timedelta(hours=1), conn=c.conn)),
+        _beside(request, "jobs:read", lambda c: c.client.fairness(WINDOW, conn=c.conn)),
+        checks(),
+    )
+    rows.sort(key=lambda r: (r.pending + r.running + r.retrying + r.dead, r.pending), reverse=True)
+    start = (now - timedelta(hours=1)).replace(second=0, microsecond=0) + timedelta(minutes=1)
+    minutes = [start + timedelta(minutes=i) for i in range(60)]
+    by_minute = {m.minute.replace(second=0, microsecond=0): m for m in rates}
+    series = [by_minute.get(m) for m in minutes]
+    throughput = charts.line_chart(
+        "Claims and completions per second, last hour",
+        minutes,
+        [
+            (name, [getattr(s, name) / 60 if s else 0.0 for s in series])
+            for name in ("submitted", "claimed", "succeeded", "failed")
+        ],
+        lambda v: charts.number(v, "/s"),
+    )
+    waits = charts.line_chart(
+        "Wait from due to claimed, last hour",
+        minutes,
+        [(q, [getattr(s, f"wait_{q}") if s else None for s in series]) for q in ("p50", "p99")],
+        charts.seconds,
+    )
+    fair.sort(key=lambda f: (f.claims, f.running), reverse=True)
+    return {
+        "health": health,
+        "health_error": health_error,
+        "now": now,
+        "rows": rows if request.query_params.get("all") == "1" else rows[:GRID_ROWS],
+        "row_count": len(rows),
+        "totals": _totals(rows),
+        "throughput": throughput,
+        "waits": waits,
+        "fair": fair[:FAIR_ROWS],
+        "fair_count": len(fair),
+        "window_minutes": int(WINDOW.total_seconds() // 60),
+    }
 
 
 # --- jobs: filter, list, bulk
@@ -282,44 +292,36 @@ STATE_CHIPS = (  # the counters' gauges, and the job state each lists
 )  # fmt: skip
 
 
-@router.get("/jobs")
-async def jobs(request: Request) -> Response:
+@_page("/jobs", "jobs:read", "jobs")
+async def jobs(request: Request, caller: Caller) -> dict[str, Any]:
     params = request.query_params
     f = JobFilter.of({name: params.getlist(name) for name in params})
     before_text = params.get("before", "")
     before = int(before_text) if before_text.isdigit() and 0 < int(before_text) < 2**63 else None
-
-    async def build(caller: Caller) -> dict[str, Any]:
-        client, conn = caller.client, caller.conn
-        totals = _totals([])
-        if any(name not in ("tenant", "queue") for name in f.values):
-            # job ids, keys, times, error text: the filter's own jobs counted (count_job_states)
-            if not f.problems:
-                try:
-                    async with conn.transaction():  # a savepoint: a refusal leaves the page's
-                        totals = asdict(await client.count_job_states(f.bulk(), conn=conn))
-                except errors.InvalidInput:
-                    pass  # the count below says what is wrong with the filter
-        else:
-            tenant = f.values.get("tenant") or caller.tenant_id
-            totals = _totals(await client.job_overview(WINDOW, tenant, f.values.get("queue"), conn=conn))
-        tenants = [] if caller.tenant_id else [t.tenant_id for t in await client.list_tenants(conn=conn)]
-        listing: Listing | None = None
-        count = None
-        problems = list(f.problems)
-        if not problems:
-            try:
-                count = await client.count_jobs(f.bulk(), conn=conn)
-            except errors.InvalidInput as e:
-                problems.append(str(e))
-        if not problems:
-            shown, last = _paged(await client.find_jobs(f.bulk(), before, PAGE + 1, conn=conn), PAGE)
-            listing = Listing(shown, last.job_id if last else None)
-        return {"now": await client.now(conn=conn), "f": f, "tenants": tenants, "totals": totals,
-                "chips": STATE_CHIPS, "states": STATES, "listing": listing, "count": count,
-                "problems": problems, "before": before}  # fmt: skip
-
-    return await page(request, "jobs:read", "jobs.html", build, "jobs")
+    client, conn = caller.client, caller.conn
+    totals = _totals([])
+    if all(name in ("tenant", "queue") for name in f.values):  # the counters answer
+        tenant = f.values.get("tenant") or caller.tenant_id
+        totals = _totals(await client.job_overview(WINDOW, tenant, f.values.get("queue"), conn=conn))
+    elif not f.problems:  # job ids, keys, times, error text: the filter's own jobs counted
+        with suppress(errors.InvalidInput):  # the count below says what is wrong with the filter
+            async with conn.transaction():  # a savepoint: a refusal leaves the page's
+                totals = asdict(await client.count_job_states(f.bulk(), conn=conn))
+    tenants = [] if caller.tenant_id else [t.tenant_id for t in await client.list_tenants(conn=conn)]
+    listing: Listing | None = None
+    count = None
+    problems = list(f.problems)
+    if not problems:
+        try:
+            count = await client.count_jobs(f.bulk(), conn=conn)
+        except errors.InvalidInput as e:
+            problems.append(str(e))
+    if not problems:
+        shown, last = _paged(await client.find_jobs(f.bulk(), before, PAGE + 1, conn=conn), PAGE)
+        listing = Listing(shown, last.job_id if last else None)
+    return {"now": await client.now(conn=conn), "f": f, "tenants": tenants, "totals": totals,
+            "chips": STATE_CHIPS, "states": STATES, "listing": listing, "count": count,
+            "problems": problems, "before": before}  # fmt: skip
 
 
 def _job_number(text: str) -> int:
@@ -328,26 +330,23 @@ def _job_number(text: str) -> int:
     return int(text)
 
 
-@router.get("/jobs/{job_id}")
-async def job_detail(request: Request, job_id: str) -> Response:
-    async def build(caller: Caller) -> dict[str, Any]:
-        number = _job_number(job_id)
-        job = await caller.client.get_job(number, conn=caller.conn)
-        if job is None:
-            raise errors.NotFound(f"No job {number}, or it belongs to another tenant.")
-        history = await caller.client.job_history(number, conn=caller.conn)
-        actions = await caller.client.job_actions(job.state, conn=caller.conn)
-        return {
-            "title": f"Job {number}",
-            "job": job,
-            "history": history,
-            **await _flow(caller, job),
-            "now": await caller.client.now(conn=caller.conn),
-            "can_cancel": "cancel" in actions,
-            "can_retry": "retry" in actions,
-        }
-
-    return await page(request, "jobs:read", "job.html", build, "jobs")
+@_page("/jobs/{job_id}", "jobs:read", "jobs", "job.html")
+async def job_detail(request: Request, caller: Caller) -> dict[str, Any]:
+    number = _job_number(request.path_params["job_id"])
+    job = await caller.client.get_job(number, conn=caller.conn)
+    if job is None:
+        raise errors.NotFound(f"No job {number}, or it belongs to another tenant.")
+    history = await caller.client.job_history(number, conn=caller.conn)
+    actions = await caller.client.job_actions(job.state, conn=caller.conn)
+    return {
+        "title": f"Job {number}",
+        "job": job,
+        "history": history,
+        **await _flow(caller, job),
+        "now": await caller.client.now(conn=caller.conn),
+        "can_cancel": "cancel" in actions,
+        "can_retry": "retry" in actions,
+    }
 
 
 FLOW_ROWS = 200  # a workflow's jobs shown on a job's page
@@ -357,18 +356,18 @@ async def _flow(caller: Caller, job: JobInfo) -> dict[str, Any]:
     """What a job's page shows of its workflow: its parents with their states (find_jobs by
     id, hot or archived), its workflow's jobs (the client's workflow_jobs: find_jobs has no workflow
     filter) with the names they were given at submit, and its batch (get_batch)."""
-    parents: list[JobInfo] = []
-    if job.depends_on:
-        ids = sorted(set(job.depends_on))[:1000]
-        found = await caller.client.find_jobs({"job_ids": ids}, None, 1000, conn=caller.conn)
-        parents = sorted(found, key=lambda p: p.job_id)
+    ids = sorted(set(job.depends_on or []))
+    found = (
+        await caller.client.find_jobs({"job_ids": ids[:1000]}, None, 1000, conn=caller.conn) if ids else []
+    )
+    parents = sorted(found, key=lambda p: p.job_id)
     workflow, batch_id = job.workflow_id, job.batch_id
     flow = [] if workflow is None else await caller.client.workflow_jobs(workflow, conn=caller.conn)
     batch = None if batch_id is None else await caller.client.get_batch(batch_id, conn=caller.conn)
     shown = {p.job_id for p in parents}
     return {
         "parents": parents,
-        "parents_gone": [i for i in sorted(set(job.depends_on or [])) if i not in shown],
+        "parents_gone": [i for i in ids if i not in shown],
         "flow": flow[:FLOW_ROWS],
         "flow_more": len(flow) > FLOW_ROWS,
         # the names submit_workflow gave them: the depends-on column shows those
@@ -495,9 +494,8 @@ async def bulk_run(request: Request) -> Response:
         if report.batches == 0:
             return problem(request, e, scope, me, "jobs")
         report.stopped = str(e)
-    context = {"title": f"{verb.capitalize()}: done" if report.done else f"{verb.capitalize()}: paused",
-               "verb": verb, "report": report, "filter_json": json.dumps(job_filter), "section": "jobs",
-               "filter": job_filter}  # fmt: skip
+    context = {"verb": verb, "report": report, "filter_json": json.dumps(job_filter), "section": "jobs"}
+    context["title"] = f"{verb.capitalize()}: {'done' if report.done else 'paused'}"
     return render(request, "bulk_done.html", context, me=me)
 
 
@@ -507,17 +505,13 @@ async def bulk_run(request: Request) -> Response:
 QUEUE_PAGE = 100  # queues a page (jobctl.queue_overview, keyset by name: ?after=<last name>)
 
 
-@router.get("/queues")
-async def queues(request: Request) -> Response:
+@_page("/queues", "queues:read", "queues")
+async def queues(request: Request, caller: Caller) -> dict[str, Any]:
     after = request.query_params.get("after") or None
-
-    async def build(caller: Caller) -> dict[str, Any]:
-        rows = await caller.client.queue_overview(after, QUEUE_PAGE + 1, WINDOW, conn=caller.conn)
-        shown, last = _paged(rows, QUEUE_PAGE)
-        return {"queues": shown, "after": after, "next_after": last.queue if last else None,
-                "now": await caller.client.now(conn=caller.conn)}  # fmt: skip
-
-    return await page(request, "queues:read", "queues.html", build, "queues")
+    rows = await caller.client.queue_overview(after, QUEUE_PAGE + 1, WINDOW, conn=caller.conn)
+    queues, last = _paged(rows, QUEUE_PAGE)
+    return {"queues": queues, "after": after, "next_after": last.queue if last else None,
+            "now": await caller.client.now(conn=caller.conn)}  # fmt: skip
 
 
 def _name(value: str, what: str = "a tenant id", field: str = "tenant_id") -> str:
@@ -607,20 +601,17 @@ for path, call, note in TOGGLES:
 # --- tenants
 
 
-@router.get("/tenants")
-async def tenants(request: Request) -> Response:
-    async def build(caller: Caller) -> dict[str, Any]:
-        client = caller.client
-        context: dict[str, Any] = {"tenants": await client.list_tenants(conn=caller.conn)}
-        for key, scope, fetch in (
-            ("tokens", "tenants:read", client.list_api_tokens),
-            ("grants", "tenants:read", client.list_tenant_grants),
-            ("audit", "audit:read", client.list_audit),
-        ):
-            context[key], context[f"{key}_error"] = await _optional(caller, scope, fetch)
-        return context
-
-    return await page(request, "jobs:read", "tenants.html", build, "tenants")
+@_page("/tenants", "jobs:read", "tenants")
+async def tenants(request: Request, caller: Caller) -> dict[str, Any]:
+    client = caller.client
+    context: dict[str, Any] = {"tenants": await client.list_tenants(conn=caller.conn)}
+    for key, scope, fetch in (
+        ("tokens", "tenants:read", client.list_api_tokens),
+        ("grants", "tenants:read", client.list_tenant_grants),
+        ("audit", "audit:read", client.list_audit),
+    ):
+        context[key], context[f"{key}_error"] = await _optional(caller, scope, fetch)
+    return context
 
 
 async def _optional(
@@ -641,37 +632,27 @@ async def _optional(
 # --- schedules
 
 
-@router.get("/schedules")
-async def schedules(request: Request) -> Response:
-    async def build(caller: Caller) -> dict[str, Any]:
-        listed = await caller.client.list_schedules(conn=caller.conn)
-        return {"schedules": listed, "now": await caller.client.now(conn=caller.conn)}
-
-    return await page(request, "schedules:read", "schedules.html", build, "schedules")
+@_page("/schedules", "schedules:read", "schedules")
+async def schedules(request: Request, caller: Caller) -> dict[str, Any]:
+    listed = await caller.client.list_schedules(conn=caller.conn)
+    return {"schedules": listed, "now": await caller.client.now(conn=caller.conn)}
 
 
-@router.get("/schedules/runs")
-async def schedule_runs(request: Request) -> Response:
+@_page("/schedules/runs", "jobs:read", "schedules", "schedule_runs.html")
+async def schedule_runs(request: Request, caller: Caller) -> dict[str, Any]:
     """One schedule (tenant and name in the query) and its recent runs (jobctl.schedule_runs)."""
     tenant, name = request.query_params.get("tenant", ""), request.query_params.get("name", "")
-
-    async def build(caller: Caller) -> dict[str, Any]:
-        tenant_id = _name(tenant)
-        runs = await caller.client.schedule_runs(tenant_id, name, max_rows=50, conn=caller.conn)
-        found = await caller.client.get_schedule(tenant_id, name, conn=caller.conn)
-        return {"title": f"Schedule {name}", "tenant": tenant_id, "name": name, "schedule": found,
-                "runs": runs, "now": await caller.client.now(conn=caller.conn)}  # fmt: skip
-
-    return await page(request, "jobs:read", "schedule_runs.html", build, "schedules")
+    tenant_id = _name(tenant)
+    runs = await caller.client.schedule_runs(tenant_id, name, max_rows=50, conn=caller.conn)
+    found = await caller.client.get_schedule(tenant_id, name, conn=caller.conn)
+    return {"title": f"Schedule {name}", "tenant": tenant_id, "name": name, "schedule": found,
+            "runs": runs, "now": await caller.client.now(conn=caller.conn)}  # fmt: skip
 
 
 # --- workers
 
 
-@router.get("/workers")
-async def workers(request: Request) -> Response:
-    async def build(caller: Caller) -> dict[str, Any]:
-        listed = await caller.client.list_workers(conn=caller.conn)
-        return {"workers": listed, "now": await caller.client.now(conn=caller.conn)}
-
-    return await page(request, "workers:read", "workers.html", build, "workers")
+@_page("/workers", "workers:read", "workers")
+async def workers(request: Request, caller: Caller) -> dict[str, Any]:
+    listed = await caller.client.list_workers(conn=caller.conn)
+    return {"workers": listed, "now": await caller.client.now(conn=caller.conn)}
