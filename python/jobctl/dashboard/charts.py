@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from datetime import datetime
+from datetime import datetime, timedelta
 from html import escape
+from itertools import groupby
 
 from markupsafe import Markup
 
@@ -44,10 +45,12 @@ def number(value: float | None, unit: str = "") -> str:
 SPANS = (("s", 1, 60), ("min", 60, 3600), ("h", 3600, 86400))  # unit, its seconds, the span it shows
 
 
-def seconds(value: float | None) -> str:
+def seconds(value: timedelta | float | None) -> str:
     """A duration: ms under a second, s under a minute, then m and h."""
     if value is None:
         return "–"
+    if isinstance(value, timedelta):
+        value = value.total_seconds()
     if value < 1:
         return f"{value * 1000:.0f} ms"
     unit, size = next(((u, size) for u, size, below in SPANS if value < below), ("d", 86400))
@@ -91,18 +94,13 @@ def line_chart(
                 f'<text class="axis" x="{x(i):.1f}" y="{HEIGHT - 6}" text-anchor="{anchor}">{label}</text>'
             )
     for css, values in series:
-        runs: list[list[str]] = [[]]
-        for i, v in enumerate(values):
-            if v is None:
-                runs.append([])
-            else:
-                runs[-1].append(f"{x(i):.1f},{y(v):.1f}")
-        for run in runs:
-            if len(run) == 1:
-                cx, cy = run[0].split(",")
+        for gap, run in groupby(enumerate(values), key=lambda point: point[1] is None):
+            points = [f"{x(i):.1f},{y(v):.1f}" for i, v in run if v is not None]
+            if len(points) == 1:
+                cx, cy = points[0].split(",")
                 parts.append(f'<circle class="line {css}" cx="{cx}" cy="{cy}" r="2"/>')
-            elif run:
-                parts.append(f'<polyline class="line {css}" points="{" ".join(run)}"/>')
+            elif not gap:
+                parts.append(f'<polyline class="line {css}" points="{" ".join(points)}"/>')
     if not any(v is not None and v > 0 for _, values in series for v in values):
         parts.append(
             f'<text class="empty" x="{LEFT + plot_w / 2:.0f}" y="{TOP + plot_h / 2:.0f}" '

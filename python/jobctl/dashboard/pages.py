@@ -9,7 +9,7 @@ import math
 import re
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 from urllib.parse import quote
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
@@ -59,12 +59,6 @@ def _age(value: datetime | None, now: datetime) -> str:
     return f"in {text}" if delta < 0 else f"{text} ago"
 
 
-def _duration(value: timedelta | float | None) -> str:
-    if value is None:
-        return "–"
-    return charts.seconds(value.total_seconds() if isinstance(value, timedelta) else value)
-
-
 def pretty_json(value: Any) -> str:
     if isinstance(value, RawJson):
         return value.text
@@ -109,7 +103,7 @@ env.filters.update(
     when=lambda value: "–" if value is None else value.strftime("%Y-%m-%d %H:%M:%S"),
     wall=_wall,
     age=_age,
-    duration=_duration,
+    duration=charts.seconds,
     num=charts.number,
     secs=charts.seconds,
     grouped=lambda value: (

@@ -394,11 +394,13 @@ _job_action("cancel", "cancelled")
 _job_action("retry", "retried")
 
 
-BULK = {"retry-selected": ("retry", True), "retry-all": ("retry", False),
-        "cancel-selected": ("cancel", True), "cancel-all": ("cancel", False),
-        "delete-selected": ("delete", True), "delete-all": ("delete", False)}  # fmt: skip
-# the scope each bulk action authenticates for (delete_jobs checks jobs:delete itself)
-BULK_SCOPES = {"retry": "jobs:retry", "cancel": "jobs:cancel", "delete": "jobs:delete"}
+# retry_jobs, cancel_jobs, delete_jobs, each authenticated for jobs:<verb> (delete_jobs checks
+# jobs:delete itself)
+BULK_VERBS = ("retry", "cancel", "delete")
+# the bulk form's buttons: do=<verb>-selected (the checked jobs) or <verb>-all (the page's filter)
+BULK = {
+    f"{verb}-{which}": (verb, which == "selected") for verb in BULK_VERBS for which in ("selected", "all")
+}
 
 
 def _bulk_request(form: Form) -> tuple[str, dict[str, Any]]:
@@ -441,7 +443,7 @@ async def bulk_confirm(request: Request) -> Response:
                    "filter_json": json.dumps(job_filter), "section": "jobs", "now": now}  # fmt: skip
         return render(request, "bulk_confirm.html", context, me=me)
 
-    return await action(request, BULK_SCOPES[verb], act, "jobs")  # (starlette keeps the body read above)
+    return await action(request, f"jobs:{verb}", act, "jobs")  # (starlette keeps the body read above)
 
 
 @dataclass
@@ -464,7 +466,7 @@ async def bulk_run(request: Request) -> Response:
     except (web.Refused, web.NotSignedIn):
         return Response("refused", status_code=403)
     verb = form_field(form, "verb")
-    if verb not in BULK_SCOPES:
+    if verb not in BULK_VERBS:
         return Response("unknown action", status_code=400)
     try:
         job_filter = json.loads(form_field(form, "filter", "{}"))
@@ -475,7 +477,7 @@ async def bulk_run(request: Request) -> Response:
     report = BulkReport(last_id=after)
     started = time.monotonic()
     me: Me | None = None
-    scope = BULK_SCOPES[verb]
+    scope = f"jobs:{verb}"
     try:
         while not report.done and report.stopped is None and time.monotonic() - started < BULK_SECONDS:
             async with web.signed_in(request, scope) as caller:
