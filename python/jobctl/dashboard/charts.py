@@ -119,18 +119,10 @@ def share_bar(claim_share: float | None, weight_share: float | None) -> Markup:
         over = "fair"
     else:
         over = "over" if got > due * 1.5 and got - due > 0.02 else "under" if got < due / 1.5 else "fair"
-    return Markup(
-        f'<svg class="share" viewBox="0 0 {w} 14" width="{w}" height="14" role="img" '
-        f'aria-label="claims {got:.0%}, weight {due:.0%}">'
-        f'<rect class="track" x="0" y="3" width="{w}" height="8" rx="2"/>'
-        f'<rect class="bar {over}" x="0" y="3" width="{w * got:.1f}" height="8" rx="2"/>'
-        + (
-            f'<line class="tick" x1="{w * due:.1f}" x2="{w * due:.1f}" y1="0" y2="14"/>'
-            if weight_share
-            else ""
-        )
-        + "</svg>"
+    tick = (
+        f'<line class="tick" x1="{w * due:.1f}" x2="{w * due:.1f}" y1="0" y2="14"/>' if weight_share else ""
     )
+    return _bar("share", w, 14, got, over, f"claims {got:.0%}, weight {due:.0%}", y=3, extra=tick)
 
 
 def meter(used: int, limit: int | None) -> Markup:
@@ -146,9 +138,14 @@ def progress_bar(part: float) -> Markup:
     return _bar("meter progress", 240, 10, part, "ok", f"{part:.0%} done")
 
 
-def _bar(svg_class: str, w: int, h: int, part: float, css: str, label: str) -> Markup:
+def _bar(
+    svg_class: str, w: int, h: int, part: float, css: str, label: str, y: int = 0, extra: str = ""
+) -> Markup:
+    """An SVG w by h: a track and a bar filled to part (0 to 1) of its width, both h - 2y high at y, then
+    the extra shapes."""
+    size = f'height="{h - 2 * y}" rx="2"'
     return Markup(
         f'<svg class="{svg_class}" viewBox="0 0 {w} {h}" width="{w}" height="{h}" role="img" '
-        f'aria-label="{label}"><rect class="track" x="0" y="0" width="{w}" height="{h}" rx="2"/>'
-        f'<rect class="bar {css}" x="0" y="0" width="{w * part:.1f}" height="{h}" rx="2"/></svg>'
+        f'aria-label="{label}"><rect class="track" x="0" y="{y}" width="{w}" {size}/>'
+        f'<rect class="bar {css}" x="0" y="{y}" width="{w * part:.1f}" {size}/>{extra}</svg>'
     )

@@ -31,9 +31,8 @@ def _ordinal(n: int) -> str:
 
 
 def _value(text: str, names: dict[str, int]) -> int:
-    lowered = text.lower()
-    if lowered in names:
-        return names[lowered]
+    if text.lower() in names:
+        return names[text.lower()]
     if not text.isdigit():
         raise ValueError(text)
     return int(text)
@@ -84,8 +83,7 @@ def _times(minute: str, hour: str) -> str:
     if minute.isdigit() and hour == "*":
         return f"at minute {int(minute)} of every hour" if minute != "0" else "every hour, on the hour"
     if minute.isdigit() and re.fullmatch(r"\*/\d+", hour):
-        n = int(hour[2:])
-        return f"every {n} hours at minute {int(minute)}"
+        return f"every {int(hour[2:])} hours at minute {int(minute)}"
     if minute == "*" and hour == "*":
         return "every minute"
     if re.fullmatch(r"\*/\d+", minute) and hour == "*":

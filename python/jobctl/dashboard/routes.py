@@ -93,14 +93,9 @@ async def sign_in_form(request: Request) -> Response:
 
 def _next(target: str | None) -> str:
     """Only a path of this site (never //host or a scheme)."""
-    if (
-        not target
-        or not target.startswith("/")
-        or target.startswith("//")
-        or any(c == "\\" or ord(c) < 0x21 or ord(c) == 0x7F for c in target)  # browsers drop tabs: /\t/x
-    ):
-        return "/"
-    return target
+    path = target or ""
+    unsafe = any(c == "\\" or ord(c) < 0x21 or ord(c) == 0x7F for c in path)  # browsers drop tabs: /\t/x
+    return path if path.startswith("/") and not path.startswith("//") and not unsafe else "/"
 
 
 @router.post("/sign-in")
