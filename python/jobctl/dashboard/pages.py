@@ -147,8 +147,8 @@ class Me:
 
     @classmethod
     def of(cls, caller: Caller, request: Request) -> Me:
-        token = web.session_token(request)
-        return cls(caller.token_id, caller.tenant_id, caller.scopes, web.csrf_for(request, token))
+        csrf = web.csrf_for(request, web.session_token(request))
+        return cls(caller.token_id, caller.tenant_id, caller.scopes, csrf)
 
 
 NAV = (  # section, path, label, the area of jobctl.caller_access the tab shows

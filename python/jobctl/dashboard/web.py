@@ -17,7 +17,7 @@ import hashlib
 import hmac
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from urllib.parse import parse_qsl, urlsplit
+from urllib.parse import parse_qs, urlsplit
 
 from starlette.datastructures import MutableHeaders
 from starlette.requests import Request
@@ -87,10 +87,7 @@ async def read_form(request: Request) -> dict[str, list[str]]:
     raw = await request.body()
     if len(raw) > MAX_FORM_BYTES:
         raise Refused("form too large")
-    form: dict[str, list[str]] = {}
-    for key, value in parse_qsl(raw.decode("utf-8", "replace"), keep_blank_values=True):
-        form.setdefault(key, []).append(value)
-    return form
+    return parse_qs(raw.decode("utf-8", "replace"), keep_blank_values=True)
 
 
 async def checked_form(request: Request, token: str | None = None) -> dict[str, list[str]]:
