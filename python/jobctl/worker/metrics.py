@@ -19,7 +19,6 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import fields
 from typing import Any
 
 from prometheus_client import CollectorRegistry, Gauge, Histogram, start_http_server
@@ -49,30 +48,10 @@ STAT_HELP = {
 }
 
 
-class _StatsCollector(Collector):
-    def __init__(self, stats: Stats) -> None:
-        self.stats = stats
+class WorkerMetrics(Collector):
+    """The registry, and its first collector: at each scrape it drops the idle queues' handler series
+    (before the histogram is read), then gives the counts of `Stats`."""
 
-    def collect(self) -> Iterator[Metric]:
-        for f in fields(self.stats):
-            doc = STAT_HELP.get(f.name)
-            if doc is not None:
-                count = getattr(self.stats, f.name)
-                yield CounterMetricFamily(f"jobctl_worker_jobs_{f.name}", doc, value=count)
-
-
-class _Expiry(Collector):
-    """Yields nothing: at each scrape, first drops the idle queues' handler series."""
-
-    def __init__(self, metrics: WorkerMetrics) -> None:
-        self.metrics = metrics
-
-    def collect(self) -> Iterator[Metric]:
-        self.metrics.expire()
-        return iter(())
-
-
-class WorkerMetrics:
     def __init__(
         self,
         stats: Stats,
@@ -80,17 +59,15 @@ class WorkerMetrics:
         concurrency: int,
         worker_id: str,
         max_queues: int = 100,
-        idle_seconds: float = IDLE_SECONDS,
     ) -> None:
-        self.max_queues, self.idle_seconds = max_queues, idle_seconds
+        self.stats, self.max_queues = stats, max_queues
         self._seen: dict[str, tuple[float, set[str]]] = {}  # queue -> (last ending, its outcomes)
         self._lock = threading.Lock()  # observe: the event loop; collect: the server's thread
         self.registry = CollectorRegistry()
-        self.registry.register(_Expiry(self))  # before the histogram: idle queues go before it is read
+        self.registry.register(self)
         ProcessCollector(registry=self.registry)
         PlatformCollector(registry=self.registry)
         GCCollector(registry=self.registry)
-        self.registry.register(_StatsCollector(stats))
         flight = Gauge("jobctl_worker_jobs_in_flight", "Handlers running now.", registry=self.registry)
         flight.set_function(lambda: float(in_flight()))
         Gauge(
@@ -134,22 +111,20 @@ class WorkerMetrics:
     def _expire(self, now: float) -> None:
         """Remove the series of the queues idle for idle_seconds (the lock held)."""
         for queue, (last, outcomes) in list(self._seen.items()):
-            if now - last >= self.idle_seconds:
+            if now - last >= IDLE_SECONDS:
                 del self._seen[queue]
                 for o in outcomes:
                     self.handler.remove(queue, o)
 
-    def expire(self) -> None:
+    def collect(self) -> Iterator[Metric]:
         with self._lock:
             self._expire(time.monotonic())
+        for name, doc in STAT_HELP.items():
+            yield CounterMetricFamily(f"jobctl_worker_jobs_{name}", doc, value=getattr(self.stats, name))
 
     def serve(self, port: int, host: str) -> None:
         """Serve /metrics on host:port from a daemon thread (OSError: the port is taken)."""
         self._server, _ = start_http_server(port, addr=host, registry=self.registry)
-
-    @property
-    def port(self) -> int | None:
-        return None if self._server is None else int(self._server.server_address[1])
 
     def close(self) -> None:
         if self._server is not None:

@@ -118,9 +118,7 @@ class Outbox:
             answers = await self.db.call(
                 "complete_jobs", rows(queries.COMPLETE_JOBS, params, self._send_state)
             )
-        except GaveUp:
-            raise
-        except psycopg.Error as e:
+        except psycopg.Error as e:  # GaveUp (no psycopg.Error) goes to run
             log.error(
                 "complete_jobs failed; completing one by one",
                 extra={
@@ -149,8 +147,6 @@ class Outbox:
             started_ns = time.time_ns()
             try:
                 ok = await self.db.call("complete_job", value(queries.COMPLETE_JOB, params))
-            except GaveUp:
-                raise
             except psycopg.Error as e:
                 log.error("could not complete job", extra={**ids(job), **error_fields(e)})
                 if result_refused(e):  # the result itself
