@@ -113,16 +113,15 @@ def rows(
 ) -> Callable[[AsyncConn], Awaitable[list[tuple[Any, ...]]]]:
     """A call of one statement for the retry wrapper: all its rows."""
 
+    state = sending or Sending()  # none: a state no one reads
+
     async def op(conn: AsyncConn) -> list[tuple[Any, ...]]:
-        if sending is None:
-            cur = await conn.execute(sql, params)
-            return await cur.fetchall()
-        sending.sent = True
+        state.sent = True
         try:
             cur = await conn.execute(sql, params)
             return await cur.fetchall()
         except BaseException:
-            sending.sent = False
+            state.sent = False
             raise
 
     return op

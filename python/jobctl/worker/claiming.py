@@ -216,13 +216,12 @@ class Claimer:
                 self.running.track(self.running.outbox.fail(job, str(e), cause="refused"))
                 continue
             jobs.append(job)
-        if self.stopping.is_set():
-            if jobs:
-                log.info("jobs claimed as the worker stopped: giving them back", extra={"jobs": len(jobs)})
+        if not self.stopping.is_set():
+            self.running.start(jobs, claimed_at, claim)
+        elif jobs:
+            log.info("jobs claimed as the worker stopped: giving them back", extra={"jobs": len(jobs)})
             for job in jobs:
                 self.running.track(self.running.outbox.release(job))
-            return len(claimed)
-        self.running.start(jobs, claimed_at, claim)
         return len(claimed)
 
     # --- wake-ups
@@ -238,8 +237,7 @@ class Claimer:
             )
             await asyncio.Event().wait()  # until cancelled
             return
-        delay = BACKOFF_FIRST
-        first = True
+        delay, first = BACKOFF_FIRST, True
         while True:
             try:
                 conn = await psycopg.AsyncConnection.connect(

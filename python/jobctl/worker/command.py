@@ -52,17 +52,6 @@ BALANCE_EVERY = 1.0  # seconds between two shares of the slots among the shards
 BALANCE_FIRST = 0.1  # until a shard has answered the first shares, ask again this often
 
 
-async def slot_shares(workers: list[Worker], slots: int, weights: list[float | None]) -> list[int] | None:
-    """The slots each shard may fill, as the first shard to answer shares them (jobctl.slot_shares:
-    any shard answers alike); None when none answers. A refusal (fewer slots than shards) is raised."""
-    for w in workers:
-        try:
-            return await w.slot_shares(slots, weights)
-        except GaveUp:  # that shard is unreachable: ask the next
-            continue
-    return None
-
-
 async def balance(workers: list[Worker], slots: int) -> None:
     """Several shards in one process: every BALANCE_EVERY seconds, each shard's worker may fill the
     share of the process's slots that jobctl.slot_shares gives it from the shards' claimable weights,
@@ -72,11 +61,17 @@ async def balance(workers: list[Worker], slots: int) -> None:
     while True:
         answers = await asyncio.gather(*(w.claimable_weight() for w in workers), return_exceptions=True)
         weights = [a if isinstance(a, float) else None for a in answers]  # None: it did not answer
-        shares = await slot_shares(workers, slots, weights)
-        if shares is not None:
+        # the first shard to answer shares them (any shard answers alike; a refusal, fewer slots than
+        # shards, is raised)
+        for asked in workers:
+            try:
+                shares = await asked.slot_shares(slots, weights)
+            except GaveUp:  # that shard is unreachable: ask the next
+                continue
             for w, n in zip(workers, shares, strict=True):
                 w.share_slots(n)
             shared = True
+            break
         await asyncio.sleep(BALANCE_EVERY if shared else BALANCE_FIRST)
 
 

@@ -119,9 +119,7 @@ async def _heartbeat(
             targets[job_id][0]._keep_progress(text)  # for the next heartbeat
         log.error("heartbeat failed", extra={"jobs": len(ordered), **error_fields(e)})
         return
-    for job_id, status, refused_bytes in answers:
-        if job_id not in targets:
-            continue
+    for job_id, status, refused_bytes in answers:  # one row per job_id sent
         job, slot = targets[job_id]
         if refused_bytes is not None:
             log.warning(

@@ -19,6 +19,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import fields
 from typing import Any
 
 from prometheus_client import CollectorRegistry, Gauge, Histogram, start_http_server
@@ -35,17 +36,6 @@ HANDLER_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 
 CLAIM_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10)
 OTHER_QUEUE = "other"  # the handler histogram's queue label for the queues past max_queues
 IDLE_SECONDS = 600.0  # a queue with no handler ending this long loses its own series
-# Stats fields as counters: jobctl_worker_jobs_<field>_total
-STAT_HELP = {
-    "claimed": "Jobs this process claimed.",
-    "completed": "Jobs this process completed.",
-    "failed": "Attempts this process failed with a retry to come (timeouts included).",
-    "dead": "Attempts this process failed that made their job dead.",
-    "fenced": "Reports of this process refused for a stale lease (a lost lease).",
-    "cancelled": "Jobs cancelled while this process ran them.",
-    "timed_out": "Jobs that ran past their timeout here.",
-    "released": "Jobs given back at shutdown.",
-}
 
 
 class WorkerMetrics(Collector):
@@ -109,7 +99,7 @@ class WorkerMetrics(Collector):
             self.handler.labels(label, outcome).observe(seconds)
 
     def _expire(self, now: float) -> None:
-        """Remove the series of the queues idle for idle_seconds (the lock held)."""
+        """Remove the series of the queues idle for IDLE_SECONDS (the lock held)."""
         for queue, (last, outcomes) in list(self._seen.items()):
             if now - last >= IDLE_SECONDS:
                 del self._seen[queue]
@@ -119,8 +109,10 @@ class WorkerMetrics(Collector):
     def collect(self) -> Iterator[Metric]:
         with self._lock:
             self._expire(time.monotonic())
-        for name, doc in STAT_HELP.items():
-            yield CounterMetricFamily(f"jobctl_worker_jobs_{name}", doc, value=getattr(self.stats, name))
+        for f in fields(self.stats):  # the counts (outbox.counter): jobctl_worker_jobs_<name>_total
+            if "help" in f.metadata:
+                count = getattr(self.stats, f.name)
+                yield CounterMetricFamily(f"jobctl_worker_jobs_{f.name}", f.metadata["help"], value=count)
 
     def serve(self, port: int, host: str) -> None:
         """Serve /metrics on host:port from a daemon thread (OSError: the port is taken)."""

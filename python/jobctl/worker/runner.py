@@ -33,7 +33,7 @@ import os
 import signal
 import socket
 import time
-from collections.abc import Coroutine
+from collections.abc import Coroutine, Sequence
 from typing import Any, TypeVar
 
 from jobctl import queries
@@ -80,7 +80,7 @@ class Worker:
         handler: Handler,
         *,
         dsn: str,
-        queues: list[str] | None = None,
+        queues: Sequence[str] | None = None,
         concurrency: int = 10,
         lease: float = 30.0,
         poll_interval: float = 1.0,
@@ -132,13 +132,9 @@ class Worker:
             self._running.metrics = self.metrics
 
     @property
-    def is_async(self) -> bool:
-        return self._running.is_async
-
-    @property
     def stuck_threads(self) -> int:
         """Sync handlers still running after run() returned (threads cannot be killed)."""
-        return self._running.busy if not self.is_async else 0
+        return self._running.busy if not self._running.is_async else 0
 
     async def claimable_weight(self) -> float:
         """Its database's claimable weight for its queues (jobctl.claimable_weight); one try."""
@@ -188,7 +184,7 @@ class Worker:
                     "worker_id": self.worker_id,
                     "queues": ",".join(self.queues) if self.queues else "*",
                     "concurrency": self.concurrency,
-                    "handler_kind": "async" if self.is_async else "sync",
+                    "handler_kind": "async" if self._running.is_async else "sync",
                 },
             )
             await self._serve()

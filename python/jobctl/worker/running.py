@@ -44,13 +44,6 @@ Handler = Callable[[Job], Any]
 CANCEL_WAIT = 2.0  # how long a cancelled async handler gets to unwind (roll back) before we move on
 
 
-def is_async_handler(handler: Handler) -> bool:
-    """True for `async def` handlers (also callable objects with an async __call__)."""
-    return inspect.iscoroutinefunction(handler) or inspect.iscoroutinefunction(
-        getattr(handler, "__call__", None)  # noqa: B004 - the object's own __call__
-    )
-
-
 def outcome(job: Job, error: BaseException | None) -> str:
     """How a handler ended, for the handler duration histogram (worker/metrics.py)."""
     if job._stop_reason is not None:
@@ -77,7 +70,9 @@ class Slot:
 class Running:
     def __init__(self, handler: Handler, *, dsn: str, concurrency: int, outbox: Outbox) -> None:
         self.handler = handler
-        self.is_async = is_async_handler(handler)
+        # `async def` handlers, also callable objects with an async __call__
+        call = getattr(handler, "__call__", None)  # noqa: B004 - the object's own __call__
+        self.is_async = inspect.iscoroutinefunction(handler) or inspect.iscoroutinefunction(call)
         self.dsn = dsn
         self.concurrency = concurrency
         self.outbox = outbox
