@@ -113,16 +113,15 @@ def rows(
 ) -> Callable[[AsyncConn], Awaitable[list[tuple[Any, ...]]]]:
     """A call of one statement for the retry wrapper: all its rows."""
 
+    state = sending or Sending()  # none: a state no one reads
+
     async def op(conn: AsyncConn) -> list[tuple[Any, ...]]:
-        if sending is None:
-            cur = await conn.execute(sql, params)
-            return await cur.fetchall()
-        sending.sent = True
+        state.sent = True
         try:
             cur = await conn.execute(sql, params)
             return await cur.fetchall()
         except BaseException:
-            sending.sent = False
+            state.sent = False
             raise
 
     return op
@@ -164,35 +163,24 @@ def _check_sync(conn: Conn) -> None:
         ConnectionPool.check_connection(conn)
 
 
-def async_pool(dsn: str, name: str, min_size: int, max_size: int) -> AsyncConnectionPool[AsyncConn]:
+def _pool_options(dsn: str, name: str) -> dict[str, Any]:
     """Autocommit connections, checked before each use so that dead ones are replaced; reconnect
     attempts at most RECONNECT_MAX apart (jobctl.db.cap_pool_backoff)."""
     cap_pool_backoff()
+    kwargs = connection_kwargs(dsn, APP_NAME, autocommit=True)
+    return {"kwargs": kwargs, "reconnect_timeout": POOL_RECONNECT, "open": False, "name": name}
+
+
+def async_pool(dsn: str, name: str, min_size: int, max_size: int) -> AsyncConnectionPool[AsyncConn]:
+    """The worker's own calls' pool and async handlers' transactions' (`_pool_options`)."""
     return AsyncConnectionPool(
-        dsn,
-        kwargs=connection_kwargs(dsn, APP_NAME, autocommit=True),
-        min_size=min_size,
-        max_size=max_size,
-        check=_check_async,
-        reconnect_timeout=POOL_RECONNECT,
-        open=False,
-        name=name,
+        dsn, min_size=min_size, max_size=max_size, check=_check_async, **_pool_options(dsn, name)
     )
 
 
 def sync_pool(dsn: str, name: str, max_size: int) -> ConnectionPool[Conn]:
-    """The same for sync handlers' transactions."""
-    cap_pool_backoff()
-    return ConnectionPool(
-        dsn,
-        kwargs=connection_kwargs(dsn, APP_NAME, autocommit=True),
-        min_size=0,
-        max_size=max_size,
-        check=_check_sync,
-        reconnect_timeout=POOL_RECONNECT,
-        open=False,
-        name=name,
-    )
+    """Sync handlers' transactions' pool (`_pool_options`)."""
+    return ConnectionPool(dsn, min_size=0, max_size=max_size, check=_check_sync, **_pool_options(dsn, name))
 
 
 class Database:

@@ -51,7 +51,7 @@ from jobctl.worker.calls import (
     value,
 )
 from jobctl.worker.job import AsyncConn, decode_payload
-from jobctl.worker.outbox import MAX_BATCH, Stats, ids
+from jobctl.worker.outbox import MAX_BATCH, ids
 from jobctl.worker.running import Running
 
 log = logging.getLogger("jobctl.worker")
@@ -89,7 +89,6 @@ class Claimer:
         self,
         db: Database,
         running: Running,
-        stats: Stats,
         stopping: asyncio.Event,
         *,
         dsn: str,
@@ -101,7 +100,7 @@ class Claimer:
     ) -> None:
         self.db = db
         self.running = running
-        self.stats = stats
+        self.stats = running.stats
         self.stopping = stopping  # set: claiming ends
         self.dsn = dsn
         self.listen_dsn = listen_dsn  # None: db.listen_dsn decides (JOBCTL_LISTEN_DSN, JOBCTL_POOLER)
@@ -113,7 +112,7 @@ class Claimer:
         self.share: int | None = None  # the slots it may fill (None: all): a multi-shard worker's share
         self._hinted_until = 0.0  # time.monotonic() until which claims look again every HINT_LOOK
         self.hint_window = 0.0  # how long after a hint (jobctl.hint_window, asked as the listener connects)
-        self._senders: frozenset[int] | None = frozenset()  # whose hints count (None: anyone's)
+        self._senders: frozenset[int] = frozenset()  # whose hints count
         self._senders_at = -SENDERS_AGE  # time.monotonic() when they were asked for
         self._asking: asyncio.Future[None] | None = None  # a background ask of the senders (SENDERS_AGE)
         self._ignored = 0  # hints ignored since the last log of them
@@ -160,24 +159,6 @@ class Claimer:
         if grew:
             self._wake.set()
             self.running.slot_freed.set()
-
-    async def claimable_weight(self) -> float:
-        """The summed weight of the tenants with jobs claimable now (jobctl.claimable_weight): one try."""
-        weight = await self.db.call(
-            "claimable_weight",
-            value(queries.CLAIMABLE_WEIGHT, {"queues": self.queues}),
-            abort=lambda: True,
-        )
-        return float(weight)
-
-    async def slot_shares(self, slots: int, weights: list[float | None]) -> list[int]:
-        """`slots` shared among shards of these weights (jobctl.slot_shares): one try."""
-        shares = await self.db.call(
-            "slot_shares",
-            value(queries.SLOT_SHARES, {"slots": slots, "weights": weights}),
-            abort=lambda: True,
-        )
-        return list(shares)
 
     async def _claim(self, max_jobs: int) -> int:
         """One claim, which a stop cuts short: dropped while it waits for a connection or its next try;
@@ -235,13 +216,12 @@ class Claimer:
                 self.running.track(self.running.outbox.fail(job, str(e), cause="refused"))
                 continue
             jobs.append(job)
-        if self.stopping.is_set():
-            if jobs:
-                log.info("jobs claimed as the worker stopped: giving them back", extra={"jobs": len(jobs)})
+        if not self.stopping.is_set():
+            self.running.start(jobs, claimed_at, claim)
+        elif jobs:
+            log.info("jobs claimed as the worker stopped: giving them back", extra={"jobs": len(jobs)})
             for job in jobs:
                 self.running.track(self.running.outbox.release(job))
-            return len(claimed)
-        self.running.start(jobs, claimed_at, claim)
         return len(claimed)
 
     # --- wake-ups
@@ -257,16 +237,19 @@ class Claimer:
             )
             await asyncio.Event().wait()  # until cancelled
             return
-        delay = BACKOFF_FIRST
-        first = True
+        delay, first = BACKOFF_FIRST, True
         while True:
             try:
                 conn = await psycopg.AsyncConnection.connect(
                     target, **connection_kwargs(target, APP_NAME, autocommit=True)
                 )
                 async with conn:
-                    self.hint_window = await self._hint_window(conn)
-                    tags = await self._hint_tags(conn)  # before LISTEN: its statement shows while it listens
+                    self.hint_window = float(await value(queries.HINT_WINDOW, {})(conn))
+                    # our queues' hints' payloads (None: any hint wakes us); asked before LISTEN, whose
+                    # statement then shows while it listens
+                    tags = None
+                    if self.queues is not None:
+                        tags = frozenset(await value(queries.HINT_TAGS, {"queues": self.queues})(conn))
                     await conn.execute(queries.LISTEN)
                     if not first:
                         log.info("listener reconnected; polling at once")
@@ -284,30 +267,6 @@ class Claimer:
                 log.warning(message, extra={**error_fields(e), "retry_in": round(pause, 2)})
                 await asyncio.sleep(pause)
 
-    async def _hint_window(self, conn: AsyncConn) -> float:
-        """How long to look again after a hint: the window in which jobctl._notify skips hints."""
-        try:
-            cur = await conn.execute(queries.HINT_WINDOW)
-        except psycopg.errors.UndefinedFunction:
-            # a schema from before it (not migrated yet): a hint wakes the claims, a skipped one waits a poll
-            log.warning("jobctl.hint_window is missing (run jobctl migrate); not looking again after hints")
-            return 0.0
-        row = await cur.fetchone()
-        return float(row[0]) if row else 0.0
-
-    async def _hint_tags(self, conn: AsyncConn) -> frozenset[str] | None:
-        """The payloads of our queues' hints (None: no queue filter, any hint wakes us)."""
-        if self.queues is None:
-            return None
-        try:
-            cur = await conn.execute(queries.HINT_TAGS, {"queues": self.queues})
-        except psycopg.errors.UndefinedFunction:
-            # a schema from before hint tags (not migrated yet): its hints carry the queue's name
-            log.warning("jobctl.hint_tags is missing (run jobctl migrate); matching hints by queue name")
-            return frozenset(self.queues)
-        row = await cur.fetchone()
-        return frozenset(row[0] if row else ())
-
     async def _receive(self, conn: AsyncConn, tags: frozenset[str] | None) -> None:
         while True:
             async for note in conn.notifies(timeout=LISTEN_CHECK):
@@ -323,7 +282,7 @@ class Claimer:
         load: the listener must not wait with it); an unknown sender's waits for a new list, asked at
         most every SENDERS_ASK."""
         age = time.monotonic() - self._senders_at
-        if self._senders is None or pid in self._senders:
+        if pid in self._senders:
             if age >= SENDERS_AGE and (self._asking is None or self._asking.done()):
                 self._senders_at = time.monotonic()
                 self._asking = asyncio.ensure_future(self._ask_senders())
@@ -331,7 +290,7 @@ class Claimer:
         if age >= SENDERS_ASK:
             self._senders_at = time.monotonic()
             await self._ask_senders()
-            if self._senders is None or pid in self._senders:
+            if pid in self._senders:
                 return True
         self._ignored += 1
         if time.monotonic() - self._ignored_logged >= IGNORED_LOG:
@@ -347,8 +306,5 @@ class Claimer:
         try:
             senders = await self.db.call("hint_senders", value(queries.HINT_SENDERS, {}), abort=lambda: True)
             self._senders = frozenset(senders)
-        except psycopg.errors.UndefinedFunction:  # a schema from before it (not migrated yet)
-            log.warning("jobctl.hint_senders is missing (run jobctl migrate); every hint counts")
-            self._senders = None
         except (GaveUp, psycopg.Error) as e:  # the last answer stands; the claims poll meanwhile
             log.warning("could not ask whose hints count", extra=error_fields(e))

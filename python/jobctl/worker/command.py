@@ -8,6 +8,7 @@ import logging
 import os
 import signal
 import sys
+from typing import Any
 
 import click
 import psycopg
@@ -51,17 +52,6 @@ BALANCE_EVERY = 1.0  # seconds between two shares of the slots among the shards
 BALANCE_FIRST = 0.1  # until a shard has answered the first shares, ask again this often
 
 
-async def slot_shares(workers: list[Worker], slots: int, weights: list[float | None]) -> list[int] | None:
-    """The slots each shard may fill, as the first shard to answer shares them (jobctl.slot_shares:
-    any shard answers alike); None when none answers. A refusal (fewer slots than shards) is raised."""
-    for w in workers:
-        try:
-            return await w.slot_shares(slots, weights)
-        except GaveUp:  # that shard is unreachable: ask the next
-            continue
-    return None
-
-
 async def balance(workers: list[Worker], slots: int) -> None:
     """Several shards in one process: every BALANCE_EVERY seconds, each shard's worker may fill the
     share of the process's slots that jobctl.slot_shares gives it from the shards' claimable weights,
@@ -71,11 +61,17 @@ async def balance(workers: list[Worker], slots: int) -> None:
     while True:
         answers = await asyncio.gather(*(w.claimable_weight() for w in workers), return_exceptions=True)
         weights = [a if isinstance(a, float) else None for a in answers]  # None: it did not answer
-        shares = await slot_shares(workers, slots, weights)
-        if shares is not None:
+        # the first shard to answer shares them (any shard answers alike; a refusal, fewer slots than
+        # shards, is raised)
+        for asked in workers:
+            try:
+                shares = await asked.slot_shares(slots, weights)
+            except GaveUp:  # that shard is unreachable: ask the next
+                continue
             for w, n in zip(workers, shares, strict=True):
                 w.share_slots(n)
             shared = True
+            break
         await asyncio.sleep(BALANCE_EVERY if shared else BALANCE_FIRST)
 
 
@@ -128,7 +124,9 @@ async def run_together(workers: list[Worker]) -> None:
         raise balance_failed[0]
 
 
-@click.command("worker", short_help="Run jobs with a handler (module:function).")
+@click.command(
+    "worker", short_help="Run jobs with a handler (module:function).", context_settings={"show_default": True}
+)
 @click.option(
     "--handler",
     "handler_spec",
@@ -143,31 +141,26 @@ async def run_together(workers: list[Worker]) -> None:
     metavar="QUEUE",
     help="A queue to claim from (repeatable). Default: all.",
 )
-@click.option(
-    "--concurrency", type=click.IntRange(1, 1000), default=10, show_default=True, help="Jobs run at once."
-)
+@click.option("--concurrency", type=click.IntRange(1, 1000), default=10, help="Jobs run at once.")
 @click.option(
     "--lease",
     type=click.FloatRange(1, 86400),
     default=30.0,
-    show_default=True,
     help="Lease in seconds; heartbeats every lease/3.",
 )
 @click.option(
     "--poll-interval",
     type=click.FloatRange(0.01, 3600),
     default=1.0,
-    show_default=True,
     help="Seconds between claims when idle (NOTIFY wakes the worker sooner).",
 )
 @click.option(
     "--grace",
     type=click.FloatRange(0, 86400),
     default=30.0,
-    show_default=True,
     help="On SIGTERM/SIGINT, seconds to let running jobs finish before giving them back.",
 )
-@click.option("--worker-id", default=None, help="Recorded on claims. Default: hostname:pid.")
+@click.option("--worker-id", help="Recorded on claims. Default: hostname:pid.")
 @click.option(
     "--dsn",
     "dsns",
@@ -181,24 +174,19 @@ async def run_together(workers: list[Worker]) -> None:
     "--metrics-port",
     type=click.IntRange(0, 65535),
     default=0,
-    show_default=True,
     help="Serve this process's Prometheus metrics on this port (0: none).",
 )
-@click.option(
-    "--metrics-host", default="127.0.0.1", show_default=True, help="The address --metrics-port listens on."
-)
+@click.option("--metrics-host", default="127.0.0.1", help="The address --metrics-port listens on.")
 @click.option(
     "--metrics-queues",
     type=click.IntRange(1, 10000),
     default=100,
-    show_default=True,
     help="Queues with a handler histogram of their own on --metrics-port (the others are summed in queue"
     ' "other"; a queue idle for 10 minutes gives its place up): bounds the metrics whatever the queues.',
 )
 @click.option(
     "--listen-dsn",
     envvar="JOBCTL_LISTEN_DSN",
-    default=None,
     help="Where the wake-up listener connects (env JOBCTL_LISTEN_DSN). Default: JOBCTL_DSN, or none"
     " (poll only) behind a transaction pooler (JOBCTL_POOLER=transaction): point it at PostgreSQL.",
 )
@@ -207,31 +195,22 @@ async def run_together(workers: list[Worker]) -> None:
     "--log-level",
     type=click.Choice(["debug", "info", "warning", "error"], case_sensitive=False),
     default="info",
-    show_default=True,
     help="The least severe log level written.",
 )
 def worker_command(
     handler_spec: str,
-    queues: tuple[str, ...],
-    concurrency: int,
-    lease: float,
-    poll_interval: float,
-    grace: float,
-    worker_id: str | None,
     dsns: tuple[str, ...],
-    metrics_port: int,
-    metrics_host: str,
-    metrics_queues: int,
-    listen_dsn: str | None,
+    worker_id: str | None,
     log_format: str,
     log_level: str,
+    **options: Any,  # the rest are Worker's options of the same names (queues, concurrency, lease, ...)
 ) -> None:
     """Run jobs with a handler until SIGTERM/SIGINT (a second signal skips the grace period)."""
     if worker_id is not None and not 0 < len(worker_id) <= 200:
         raise click.ClickException("--worker-id must be 1 to 200 characters")
-    if len(dsns) > 1 and metrics_port:
+    if len(dsns) > 1 and options["metrics_port"]:
         raise click.ClickException("--metrics-port serves one worker: give it with one --dsn")
-    if len(dsns) > 1 and listen_dsn:
+    if len(dsns) > 1 and options["listen_dsn"]:
         raise click.ClickException("--listen-dsn names one database's listener: give it with one --dsn")
     try:
         handler = load_handler(handler_spec)
@@ -246,17 +225,9 @@ def worker_command(
         Worker(
             handler,
             dsn=dsn,
-            queues=list(queues),
-            concurrency=concurrency,
-            lease=lease,
-            poll_interval=poll_interval,
-            grace=grace,
             worker_id=base_id if len(targets) == 1 else f"{base_id}/{n}",
             handle_signals=len(targets) == 1,
-            metrics_port=metrics_port,
-            metrics_host=metrics_host,
-            metrics_queues=metrics_queues,
-            listen_dsn=listen_dsn,
+            **options,
         )
         for n, dsn in enumerate(targets)
     ]

@@ -30,7 +30,6 @@ import logging
 import os
 import socket
 from datetime import timedelta
-from typing import Any
 
 import psycopg
 
@@ -120,9 +119,7 @@ async def _heartbeat(
             targets[job_id][0]._keep_progress(text)  # for the next heartbeat
         log.error("heartbeat failed", extra={"jobs": len(ordered), **error_fields(e)})
         return
-    for job_id, status, refused_bytes in answers:
-        if job_id not in targets:
-            continue
+    for job_id, status, refused_bytes in answers:  # one row per job_id sent
         job, slot = targets[job_id]
         if refused_bytes is not None:
             log.warning(
@@ -138,18 +135,17 @@ async def _heartbeat(
 
 
 class Registration:
-    """This worker's entry in the registry of workers: its beats' parameters, and whether one landed."""
+    """This worker's entry in the registry of workers: its beats, and whether one landed."""
 
     def __init__(self, worker_id: str, queues: list[str] | None, concurrency: int, running: Running) -> None:
         self.worker_id = worker_id
         self.queues = queues
         self.concurrency = concurrency
         self.running = running
-        self.active = True  # False: the schema has no registry, or the worker is leaving it
         self.registered = False  # a beat landed: worker_gone is due at exit
 
-    def params(self) -> dict[str, Any]:
-        return {
+    async def beat(self, db: Database) -> None:
+        params = {
             "worker_id": self.worker_id,
             "host": socket.gethostname(),
             "pid": os.getpid(),
@@ -157,14 +153,8 @@ class Registration:
             "concurrency": self.concurrency,
             "in_flight": self.running.busy,
         }
-
-    async def beat(self, db: Database) -> None:
         try:
-            await db.call("worker_beat", value(queries.WORKER_BEAT, self.params()))
-        except psycopg.errors.UndefinedFunction:
-            log.warning("jobctl.worker_beat is missing (run jobctl migrate); the worker is not registered")
-            self.active = False
-            return
+            await db.call("worker_beat", value(queries.WORKER_BEAT, params))
         except psycopg.Error as e:
             log.warning("worker beat failed; trying again later", extra=error_fields(e))
             return
@@ -172,7 +162,6 @@ class Registration:
 
     async def gone(self, db: Database) -> None:
         """Leave the registry (a clean exit); a failure is logged: the entry expires after an hour."""
-        self.active = False
         if not self.registered:
             return
         try:
@@ -183,12 +172,12 @@ class Registration:
             log.warning("could not leave the registry of workers", extra=error_fields(e))
 
 
-async def tick_loop(db: Database, registration: Registration | None = None) -> None:
+async def tick_loop(db: Database, registration: Registration) -> None:
     loop = asyncio.get_running_loop()
     beat_at = loop.time()
     while True:
         try:
-            if registration is not None and registration.active and loop.time() >= beat_at:
+            if loop.time() >= beat_at:
                 beat_at = loop.time() + BEAT_EVERY
                 await registration.beat(db)
             await db.call("tick", value(queries.TICK, {}))

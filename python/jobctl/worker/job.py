@@ -9,14 +9,11 @@ import threading
 import time
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import (
-    AbstractAsyncContextManager,
-    AbstractContextManager,
     asynccontextmanager,
     contextmanager,
 )
 from dataclasses import dataclass, field
 from datetime import datetime
-from types import TracebackType
 from typing import Any
 
 import psycopg
@@ -315,16 +312,6 @@ class Job:
         """
         return JobTransaction(self)
 
-    def _params(self) -> dict[str, Any]:
-        try:
-            result = result_json(self.result)
-        except ValueError as e:
-            raise ResultRefused(str(e)) from None
-        return {"job_id": self.job_id, "lease_epoch": self.lease_epoch, "result": result}
-
-    def _fenced(self) -> LeaseLost:
-        return LeaseLost(f"job {self.job_id}: lease epoch {self.lease_epoch} is no longer current")
-
 
 class JobTransaction:
     """The context manager `Job.transaction()` returns: `with` for sync handlers, `async with` for
@@ -332,74 +319,72 @@ class JobTransaction:
 
     def __init__(self, job: Job) -> None:
         self._job = job
-        self._sync: AbstractContextManager[Conn] | None = None
-        self._async: AbstractAsyncContextManager[AsyncConn] | None = None
 
     def __enter__(self) -> Conn:
-        if self._job._sync_pool is None:
-            raise TypeError("this worker runs an async handler: use `async with job.transaction()`")
-        self._sync = _sync_transaction(self._job, self._job._sync_pool)
+        self._sync = _sync_transaction(self._job)
         return self._sync.__enter__()
 
-    def __exit__(
-        self, et: type[BaseException] | None, ev: BaseException | None, tb: TracebackType | None
-    ) -> bool | None:
-        assert self._sync is not None
-        return self._sync.__exit__(et, ev, tb)
+    def __exit__(self, *exc: Any) -> bool | None:
+        return self._sync.__exit__(*exc)
 
     async def __aenter__(self) -> AsyncConn:
-        if self._job._async_pool is None:
-            raise TypeError("this worker runs a sync handler: use `with job.transaction()`")
-        self._async = _async_transaction(self._job, self._job._async_pool)
+        self._async = _async_transaction(self._job)
         return await self._async.__aenter__()
 
-    async def __aexit__(
-        self, et: type[BaseException] | None, ev: BaseException | None, tb: TracebackType | None
-    ) -> bool | None:
-        assert self._async is not None
-        return await self._async.__aexit__(et, ev, tb)
+    async def __aexit__(self, *exc: Any) -> bool | None:
+        return await self._async.__aexit__(*exc)
+
+
+def _params(job: Job) -> dict[str, Any]:
+    """complete_job's parameters; raises ResultRefused for a result jsonb would refuse."""
+    try:
+        result = result_json(job.result)
+    except ValueError as e:
+        raise ResultRefused(str(e)) from None
+    return {"job_id": job.job_id, "lease_epoch": job.lease_epoch, "result": result}
 
 
 @contextmanager
-def _sync_transaction(job: Job, pool: ConnectionPool[Conn]) -> Iterator[Conn]:
-    with pool.connection() as conn, conn.transaction():
+def _sync_transaction(job: Job) -> Iterator[Conn]:
+    if job._sync_pool is None:
+        raise TypeError("this worker runs an async handler: use `async with job.transaction()`")
+    with job._sync_pool.connection() as conn, conn.transaction():
         yield conn
-        params = job._params()
-        started_ns = time.time_ns()
+        params, started_ns = _params(job), time.time_ns()
         try:
             row = conn.execute(queries.COMPLETE_JOB, params).fetchone()
         except psycopg.Error as e:
             if result_refused(e):  # the transaction rolls back either way
                 raise ResultRefused(rejection(e)) from e
             raise
-        _traced(job, started_ns, bool(row and row[0]))
-        if not (row and row[0]):
-            raise job._fenced()
+        _answered(job, started_ns, row)
     job._completed = True
 
 
 @asynccontextmanager
-async def _async_transaction(job: Job, pool: AsyncConnectionPool[AsyncConn]) -> AsyncIterator[AsyncConn]:
-    async with pool.connection() as conn, conn.transaction():
+async def _async_transaction(job: Job) -> AsyncIterator[AsyncConn]:
+    if job._async_pool is None:
+        raise TypeError("this worker runs a sync handler: use `with job.transaction()`")
+    async with job._async_pool.connection() as conn, conn.transaction():
         yield conn
-        params = job._params()
-        started_ns = time.time_ns()
+        params, started_ns = _params(job), time.time_ns()
         try:
             cur = await conn.execute(queries.COMPLETE_JOB, params)
         except psycopg.Error as e:
             if result_refused(e):  # the transaction rolls back either way
                 raise ResultRefused(rejection(e)) from e
             raise
-        row = await cur.fetchone()
-        _traced(job, started_ns, bool(row and row[0]))
-        if not (row and row[0]):
-            raise job._fenced()
+        _answered(job, started_ns, await cur.fetchone())
     job._completed = True
 
 
-def _traced(job: Job, started_ns: int, completed: bool) -> None:
-    """The `jobctl complete` span of a completion in the job's own transaction (tracing)."""
+def _answered(job: Job, started_ns: int, row: tuple[Any, ...] | None) -> None:
+    """complete_job's answer in the job's own transaction: traced (the `jobctl complete` span), and
+    LeaseLost when it was fenced."""
+    completed = bool(row and row[0])
     if job._span is not None:
         tracing.reported("jobctl complete", job._span, started_ns, time.time_ns(), completed, **{
             "jobctl.in_transaction": True,
         })  # fmt: skip
+    if not completed:
+        raise LeaseLost(f"job {job.job_id}: lease epoch {job.lease_epoch} is no longer current")

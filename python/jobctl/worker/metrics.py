@@ -36,43 +36,12 @@ HANDLER_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 
 CLAIM_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10)
 OTHER_QUEUE = "other"  # the handler histogram's queue label for the queues past max_queues
 IDLE_SECONDS = 600.0  # a queue with no handler ending this long loses its own series
-# Stats fields as counters: jobctl_worker_jobs_<field>_total
-STAT_HELP = {
-    "claimed": "Jobs this process claimed.",
-    "completed": "Jobs this process completed.",
-    "failed": "Attempts this process failed with a retry to come (timeouts included).",
-    "dead": "Attempts this process failed that made their job dead.",
-    "fenced": "Reports of this process refused for a stale lease (a lost lease).",
-    "cancelled": "Jobs cancelled while this process ran them.",
-    "timed_out": "Jobs that ran past their timeout here.",
-    "released": "Jobs given back at shutdown.",
-}
 
 
-class _StatsCollector(Collector):
-    def __init__(self, stats: Stats) -> None:
-        self.stats = stats
+class WorkerMetrics(Collector):
+    """The registry, and its first collector: at each scrape it drops the idle queues' handler series
+    (before the histogram is read), then gives the counts of `Stats`."""
 
-    def collect(self) -> Iterator[Metric]:
-        for f in fields(self.stats):
-            doc = STAT_HELP.get(f.name)
-            if doc is not None:
-                count = getattr(self.stats, f.name)
-                yield CounterMetricFamily(f"jobctl_worker_jobs_{f.name}", doc, value=count)
-
-
-class _Expiry(Collector):
-    """Yields nothing: at each scrape, first drops the idle queues' handler series."""
-
-    def __init__(self, metrics: WorkerMetrics) -> None:
-        self.metrics = metrics
-
-    def collect(self) -> Iterator[Metric]:
-        self.metrics.expire()
-        return iter(())
-
-
-class WorkerMetrics:
     def __init__(
         self,
         stats: Stats,
@@ -80,17 +49,15 @@ class WorkerMetrics:
         concurrency: int,
         worker_id: str,
         max_queues: int = 100,
-        idle_seconds: float = IDLE_SECONDS,
     ) -> None:
-        self.max_queues, self.idle_seconds = max_queues, idle_seconds
+        self.stats, self.max_queues = stats, max_queues
         self._seen: dict[str, tuple[float, set[str]]] = {}  # queue -> (last ending, its outcomes)
         self._lock = threading.Lock()  # observe: the event loop; collect: the server's thread
         self.registry = CollectorRegistry()
-        self.registry.register(_Expiry(self))  # before the histogram: idle queues go before it is read
+        self.registry.register(self)
         ProcessCollector(registry=self.registry)
         PlatformCollector(registry=self.registry)
         GCCollector(registry=self.registry)
-        self.registry.register(_StatsCollector(stats))
         flight = Gauge("jobctl_worker_jobs_in_flight", "Handlers running now.", registry=self.registry)
         flight.set_function(lambda: float(in_flight()))
         Gauge(
@@ -132,24 +99,24 @@ class WorkerMetrics:
             self.handler.labels(label, outcome).observe(seconds)
 
     def _expire(self, now: float) -> None:
-        """Remove the series of the queues idle for idle_seconds (the lock held)."""
+        """Remove the series of the queues idle for IDLE_SECONDS (the lock held)."""
         for queue, (last, outcomes) in list(self._seen.items()):
-            if now - last >= self.idle_seconds:
+            if now - last >= IDLE_SECONDS:
                 del self._seen[queue]
                 for o in outcomes:
                     self.handler.remove(queue, o)
 
-    def expire(self) -> None:
+    def collect(self) -> Iterator[Metric]:
         with self._lock:
             self._expire(time.monotonic())
+        for f in fields(self.stats):  # the counts (outbox.counter): jobctl_worker_jobs_<name>_total
+            if "help" in f.metadata:
+                count = getattr(self.stats, f.name)
+                yield CounterMetricFamily(f"jobctl_worker_jobs_{f.name}", f.metadata["help"], value=count)
 
     def serve(self, port: int, host: str) -> None:
         """Serve /metrics on host:port from a daemon thread (OSError: the port is taken)."""
         self._server, _ = start_http_server(port, addr=host, registry=self.registry)
-
-    @property
-    def port(self) -> int | None:
-        return None if self._server is None else int(self._server.server_address[1])
 
     def close(self) -> None:
         if self._server is not None:

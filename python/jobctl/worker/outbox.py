@@ -17,7 +17,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import psycopg
@@ -32,18 +32,23 @@ log = logging.getLogger("jobctl.worker")
 MAX_BATCH = 1000  # claim_job's and complete_jobs' cap
 
 
+def counter(help_text: str) -> Any:
+    """A count of `Stats`, served as jobctl_worker_jobs_<name>_total (worker/metrics.py) with this help."""
+    return field(default=0, metadata={"help": help_text})
+
+
 @dataclass
 class Stats:
     """What a worker did; `failed` and `dead` count fail_job answers, timeouts included."""
 
-    claimed: int = 0
-    completed: int = 0
-    failed: int = 0
-    dead: int = 0
-    fenced: int = 0
-    cancelled: int = 0
-    timed_out: int = 0
-    released: int = 0
+    claimed: int = counter("Jobs this process claimed.")
+    completed: int = counter("Jobs this process completed.")
+    failed: int = counter("Attempts this process failed with a retry to come (timeouts included).")
+    dead: int = counter("Attempts this process failed that made their job dead.")
+    fenced: int = counter("Reports of this process refused for a stale lease (a lost lease).")
+    cancelled: int = counter("Jobs cancelled while this process ran them.")
+    timed_out: int = counter("Jobs that ran past their timeout here.")
+    released: int = counter("Jobs given back at shutdown.")
     elapsed: float = 0.0
 
     def summary(self) -> dict[str, Any]:
@@ -118,17 +123,10 @@ class Outbox:
             answers = await self.db.call(
                 "complete_jobs", rows(queries.COMPLETE_JOBS, params, self._send_state)
             )
-        except GaveUp:
-            raise
-        except psycopg.Error as e:
-            log.error(
-                "complete_jobs failed; completing one by one",
-                extra={
-                    "jobs": len(batch),
-                    **error_fields(e),
-                    "job_ids": ",".join(str(j.job_id) for j, _ in batch[:20]),
-                },
-            )
+        except psycopg.Error as e:  # GaveUp (no psycopg.Error) goes to run
+            first_ids = ",".join(str(j.job_id) for j, _ in batch[:20])
+            extra = {"jobs": len(batch), **error_fields(e), "job_ids": first_ids}
+            log.error("complete_jobs failed; completing one by one", extra=extra)
             await self._complete_each(batch)
             return
         ended_ns = time.time_ns()
@@ -149,8 +147,6 @@ class Outbox:
             started_ns = time.time_ns()
             try:
                 ok = await self.db.call("complete_job", value(queries.COMPLETE_JOB, params))
-            except GaveUp:
-                raise
             except psycopg.Error as e:
                 log.error("could not complete job", extra={**ids(job), **error_fields(e)})
                 if result_refused(e):  # the result itself
@@ -190,16 +186,14 @@ class Outbox:
             "traceback": traceback,
             "cause": cause,
         }
-        started_ns = time.time_ns()
+        started_ns, job_error = time.time_ns(), first_line(error or cause or "")
         try:
             state = await self.db.call("fail_job", value(queries.FAIL_JOB, params))
         except (GaveUp, psycopg.Error) as e:
-            log.error(
-                "could not fail job; it returns when its lease expires",
-                extra={**ids(job), **error_fields(e), "job_error": first_line(error or cause or "")},
-            )
+            extra = {**ids(job), **error_fields(e), "job_error": job_error}
+            log.error("could not fail job; it returns when its lease expires", extra=extra)
             return
-        extra = {**ids(job), "error": first_line(error or cause or "")}
+        extra = {**ids(job), "error": job_error}
         if job._span is not None:
             tracing.reported("jobctl fail", job._span, started_ns, time.time_ns(), state is not None, **{
                 "jobctl.state": state or "fenced", "jobctl.retryable": state == "failed",
@@ -219,10 +213,8 @@ class Outbox:
         try:
             released = await self.db.call("release_job", value(queries.RELEASE_JOB, params))
         except (GaveUp, psycopg.Error) as e:
-            log.error(
-                "could not release job; it returns when its lease expires",
-                extra={**ids(job), **error_fields(e)},
-            )
+            extra = {**ids(job), **error_fields(e)}
+            log.error("could not release job; it returns when its lease expires", extra=extra)
             return
         if released:
             self.stats.released += 1

@@ -33,10 +33,11 @@ import os
 import signal
 import socket
 import time
-from collections.abc import Coroutine
+from collections.abc import Coroutine, Sequence
 from typing import Any, TypeVar
 
-from jobctl.worker.calls import Database
+from jobctl import queries
+from jobctl.worker.calls import Database, value
 from jobctl.worker.claiming import Claimer
 from jobctl.worker.heartbeats import Registration, heartbeat_loop, progress_loop, tick_loop
 from jobctl.worker.metrics import WorkerMetrics
@@ -79,7 +80,7 @@ class Worker:
         handler: Handler,
         *,
         dsn: str,
-        queues: list[str] | None = None,
+        queues: Sequence[str] | None = None,
         concurrency: int = 10,
         lease: float = 30.0,
         poll_interval: float = 1.0,
@@ -108,13 +109,10 @@ class Worker:
         self._hurry = asyncio.Event()
         self._db = Database(dsn)
         self._outbox = Outbox(self._db, self.stats)
-        self._running = Running(
-            handler, dsn=dsn, concurrency=concurrency, outbox=self._outbox, stats=self.stats
-        )
+        self._running = Running(handler, dsn=dsn, concurrency=concurrency, outbox=self._outbox)
         self._claimer = Claimer(
             self._db,
             self._running,
-            self.stats,
             self._stop,
             dsn=dsn,
             listen_dsn=listen_dsn,
@@ -134,22 +132,20 @@ class Worker:
             self._running.metrics = self.metrics
 
     @property
-    def is_async(self) -> bool:
-        return self._running.is_async
-
-    @property
     def stuck_threads(self) -> int:
         """Sync handlers still running after run() returned (threads cannot be killed)."""
-        return self._running.busy if not self.is_async else 0
+        return self._running.busy if not self._running.is_async else 0
 
     async def claimable_weight(self) -> float:
         """Its database's claimable weight for its queues (jobctl.claimable_weight); one try."""
-        return await self._claimer.claimable_weight()
+        query = value(queries.CLAIMABLE_WEIGHT, {"queues": self.queues})
+        return float(await self._db.call("claimable_weight", query, abort=lambda: True))
 
     async def slot_shares(self, slots: int, weights: list[float | None]) -> list[int]:
         """`slots` shared among shards of these weights, as its database answers (jobctl.slot_shares);
         one try."""
-        return await self._claimer.slot_shares(slots, weights)
+        query = value(queries.SLOT_SHARES, {"slots": slots, "weights": weights})
+        return list(await self._db.call("slot_shares", query, abort=lambda: True))
 
     def share_slots(self, slots: int) -> None:
         """Fill at most `slots` of its slots (a worker among several sharing one process's slots)."""
@@ -188,14 +184,14 @@ class Worker:
                     "worker_id": self.worker_id,
                     "queues": ",".join(self.queues) if self.queues else "*",
                     "concurrency": self.concurrency,
-                    "handler_kind": "async" if self.is_async else "sync",
+                    "handler_kind": "async" if self._running.is_async else "sync",
                 },
             )
             await self._serve()
         finally:
             if self.metrics is not None:
                 self.metrics.close()
-            await self._close()
+            await asyncio.gather(self._running.close(), self._db.close())  # all at once: 5 s at most
             if self.handle_signals:
                 for sig in (signal.SIGTERM, signal.SIGINT):
                     loop.remove_signal_handler(sig)
@@ -252,9 +248,6 @@ class Worker:
         await self._running.wait_idle(self._stop_at + self.grace - time.monotonic(), self._hurry)
         self._db.deadline = time.monotonic() + SHUTDOWN_DB_WAIT
         await self._running.stop_all()
-
-    async def _close(self) -> None:
-        await asyncio.gather(self._running.close(), self._db.close())  # all at once: 5 s at most
 
 
 async def run(handler: Handler, *, dsn: str, **options: Any) -> Stats:

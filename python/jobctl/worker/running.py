@@ -32,7 +32,7 @@ from psycopg_pool import AsyncConnectionPool, ConnectionPool
 from jobctl import tracing
 from jobctl.worker.calls import async_pool, describe, sync_pool, trace
 from jobctl.worker.job import AsyncConn, Conn, Job, LeaseLost, PermanentError, ResultRefused, result_json
-from jobctl.worker.outbox import Outbox, Stats, ids
+from jobctl.worker.outbox import Outbox, ids
 
 if TYPE_CHECKING:
     from jobctl.worker.metrics import WorkerMetrics
@@ -42,13 +42,6 @@ log = logging.getLogger("jobctl.worker")
 Handler = Callable[[Job], Any]
 
 CANCEL_WAIT = 2.0  # how long a cancelled async handler gets to unwind (roll back) before we move on
-
-
-def is_async_handler(handler: Handler) -> bool:
-    """True for `async def` handlers (also callable objects with an async __call__)."""
-    return inspect.iscoroutinefunction(handler) or inspect.iscoroutinefunction(
-        getattr(handler, "__call__", None)  # noqa: B004 - the object's own __call__
-    )
 
 
 def outcome(job: Job, error: BaseException | None) -> str:
@@ -75,13 +68,15 @@ class Slot:
 
 
 class Running:
-    def __init__(self, handler: Handler, *, dsn: str, concurrency: int, outbox: Outbox, stats: Stats) -> None:
+    def __init__(self, handler: Handler, *, dsn: str, concurrency: int, outbox: Outbox) -> None:
         self.handler = handler
-        self.is_async = is_async_handler(handler)
+        # `async def` handlers, also callable objects with an async __call__
+        call = getattr(handler, "__call__", None)  # noqa: B004 - the object's own __call__
+        self.is_async = inspect.iscoroutinefunction(handler) or inspect.iscoroutinefunction(call)
         self.dsn = dsn
         self.concurrency = concurrency
         self.outbox = outbox
-        self.stats = stats
+        self.stats = outbox.stats
         self.busy = 0  # handlers still running (a stopped sync handler's thread included)
         self.slot_freed = asyncio.Event()
         # running jobs by job_id: the slot of the newest attempt; an older attempt's slot (a job claimed
@@ -118,12 +113,10 @@ class Running:
             self._executor.shutdown(wait=False, cancel_futures=True)
             if self.busy:
                 log.warning("sync handlers still running after shutdown", extra={"threads": self.busy})
-        closing: list[Awaitable[None]] = []
         if self._tx_pool is not None:
-            closing.append(self._tx_pool.close(timeout=5.0))
-        if self._sync_tx_pool is not None:
-            closing.append(asyncio.to_thread(self._sync_tx_pool.close, 5.0))
-        await asyncio.gather(*closing)
+            await self._tx_pool.close(timeout=5.0)
+        if self._sync_tx_pool is not None:  # a worker has one of the two
+            await asyncio.to_thread(self._sync_tx_pool.close, 5.0)
 
     def job(self, row: tuple[Any, ...]) -> Job:
         """A claimed row as the Job its handler gets: CLAIM_JOB's columns are Job's first fields in
@@ -191,11 +184,8 @@ class Running:
             self._handler_ended(slot, value, None)
 
     def _thread_ended(self, slot: Slot, handler: asyncio.Future[Any]) -> None:
-        if handler.cancelled():
-            self._handler_ended(slot, None, asyncio.CancelledError())
-        else:
-            error = handler.exception()
-            self._handler_ended(slot, None if error is not None else handler.result(), error)
+        error = asyncio.CancelledError() if handler.cancelled() else handler.exception()
+        self._handler_ended(slot, None if error is not None else handler.result(), error)
 
     def _handler_ended(self, slot: Slot, value: Any, error: BaseException | None) -> None:
         """Free the slot and book the outcome; only one that needs the database gets a supervisor."""
