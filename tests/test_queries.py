@@ -19,9 +19,9 @@ PACKAGE = Path(__file__).resolve().parents[1] / "python" / "jobctl"
 
 # queries.py's statements that call no jobctl function, or name a table, and why they may
 QUERIES_ALLOWED = {
-    # commands of the LISTEN/NOTIFY hints, not queries: the worker's channel and a waiter's own
+    # commands of the LISTEN/NOTIFY hints, not queries: the worker's channel and a watcher's own
     "LISTEN": "the worker listens for hints",
-    "LISTEN_CHANNEL": "a waiter listens on its channel",
+    "LISTEN_CHANNEL": "a watcher listens on its channel",
     # the API's health ping and the database clock (`jobctl stats`, `jobctl top`): no table, no rule
     "PING": "health ping",
     "NOW": "the database clock",

@@ -76,7 +76,7 @@ select * from jobctl.list_jobs(%(tenant_id)s::text, %(state)s::text, %(queue)s::
 JOB_HISTORY = "select * from jobctl.job_history(%(job_id)s::bigint)"
 CANCEL_JOB = "select jobctl.cancel_job(%(job_id)s::bigint) as state"
 RETRY_JOB = "select jobctl.retry_job(%(job_id)s::bigint) as state"
-# waiting for a job (jobctl.waiting): LISTEN on the waiter's random channel (an identifier, composed
+# waiting for a job (jobctl.waiting): LISTEN on the watcher's random channel (an identifier, composed
 # with psycopg.sql), then register it; watch_job returns the job as get_job does
 LISTEN_CHANNEL = "listen {}"
 WATCH_JOB = "select * from jobctl.watch_job(%(job_id)s::bigint, %(channel)s::text, %(wait)s::interval)"

@@ -8,7 +8,7 @@ guess it, so none hears the hint) and hands each hint (its payload is the job id
 that job. A wait registers the channel for its job with `jobctl.watch_job` on the client's own
 connection, which returns the job; waits for a job the channel is registered for already (and for at
 least another half second) read it with get_job instead, so a client's thousand waits on one job are one
-waiter row, not a thousand (watch_job allows 100 a job). When the job completes, dies or is cancelled,
+watcher row, not a thousand (watch_job allows 100 a job). When the job completes, dies or is cancelled,
 the finishing transaction sends `NOTIFY <channel>, '<job id>'` (jobctl._notify_watchers) and the waits
 read the job at once. A client thus holds two connections however many waits it runs: its own and the
 listener. The listener goes to `Client(listen_dsn=...)`, JOBCTL_LISTEN_DSN, or the client's DSN; behind
@@ -19,7 +19,7 @@ Between hints a wait polls with get_job on the client's own connection, 50 ms af
 doubling up to 1 s, so that a lost hint, or a listener whose connection dropped, costs at most a
 second. A dropped listener reconnects after db.RECONNECT_FIRST doubling to db.RECONNECT_MAX (jittered), wakes
 every wait to look at once, and the waits register again where needed. With `hint=False` a wait only
-polls: no listener, no waiter row.
+polls: no listener, no watcher row.
 """
 
 from __future__ import annotations
@@ -50,7 +50,7 @@ log = logging.getLogger("jobctl.wait")
 FINISHED = frozenset({"completed", "dead", "cancelled"})
 FIRST_POLL = 0.05  # seconds: the first look after the start, doubling...
 MAX_POLL = 1.0  # ...up to this: a lost hint costs at most a second
-MAX_WATCH = 3600.0  # a waiter lives at most an hour (watch_job's bound); a longer wait registers again
+MAX_WATCH = 3600.0  # a watcher lives at most an hour (watch_job's bound); a longer wait registers again
 MIN_WATCH = 1.0  # the shortest registration; one with less than half of it left is renewed
 APPLICATION_NAME = "jobctl-wait"
 READY_WAIT = 10.0  # how long a wait waits for the listener's first attempt before it polls without
@@ -133,7 +133,7 @@ class _Registry:
     def __init__(self, lock: contextlib.AbstractContextManager[Any]) -> None:
         self.channel = new_channel()
         self.listening = False  # connected and LISTENing now
-        self.watched: dict[int, float] = {}  # job id -> time.monotonic() its waiter row expires
+        self.watched: dict[int, float] = {}  # job id -> time.monotonic() its watcher row expires
         self._lock = lock
         self._waits = 0
         self._events: dict[int, set[Any]] = {}  # job id -> the events of its waits
@@ -157,7 +157,7 @@ class _Registry:
             self.watched = {j: t for j, t in self.watched.items() if t > now}
 
     def hinted(self, payload: str) -> int | None:
-        """The job id a hint names (its waiter row is gone: the finish deleted it)."""
+        """The job id a hint names (its watcher row is gone: the finish deleted it)."""
         try:
             job_id = int(payload)
         except ValueError:
