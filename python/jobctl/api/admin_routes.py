@@ -26,6 +26,7 @@ from jobctl.api.models import (
     GrantList,
     HealthCheck,
     HealthChecks,
+    Tenant,
     TenantGrant,
     TenantList,
     TenantOut,
@@ -33,7 +34,6 @@ from jobctl.api.models import (
     Worker,
     WorkerList,
     fields_of,
-    tenant_of,
 )
 from jobctl.api.query_names import known_query
 from jobctl.api.routes import TOO_MANY_LISTS, call, error_responses, list_permit, not_found
@@ -64,7 +64,7 @@ async def _tenant(caller: Caller, tenant_id: str) -> TenantOut:
     )
     if found is None:
         raise not_found(f"tenant {tenant_id}", "tenant")
-    return TenantOut(tenant=tenant_of(found))
+    return TenantOut(tenant=Tenant(**fields_of(found)))
 
 
 @router.get(
@@ -77,7 +77,7 @@ async def list_tenants(request: Request, caller: Annotated[Caller, caller_for("t
     """The settings of the token's tenant (an admin token: of every tenant), scope `tenants:read`."""
     with list_permit(request, caller):
         rows = await call(caller.client.list_tenants(conn=caller.conn))
-        return TenantList(tenants=[tenant_of(r) for r in rows])
+        return TenantList(tenants=[Tenant(**fields_of(r)) for r in rows])
 
 
 @router.get(

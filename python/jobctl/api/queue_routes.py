@@ -14,7 +14,7 @@ from jobctl.api import (
     path_names,  # noqa: F401  (the {...:name} convertor)
 )
 from jobctl.api.auth import Caller, caller_for
-from jobctl.api.models import QueueIn, QueueList, QueueOut, queue_of
+from jobctl.api.models import Queue, QueueIn, QueueList, QueueOut, fields_of
 from jobctl.api.query_names import known_query
 from jobctl.api.routes import TOO_MANY_LISTS, call, error_responses, list_permit, not_found
 
@@ -28,7 +28,7 @@ async def _queue(caller: Caller, name: str) -> QueueOut:
     found = await call(caller.client.get_queue(name, conn=caller.conn), {"queue": name})
     if found is None:
         raise not_found(f"queue {name}", "queue")
-    return QueueOut(queue=queue_of(found))
+    return QueueOut(queue=Queue(**fields_of(found)))
 
 
 @router.get(
@@ -39,7 +39,7 @@ async def list_queues(request: Request, caller: Annotated[Caller, caller_for("qu
     (scope `queues:read`, admin token)."""
     with list_permit(request, caller):
         rows = await call(caller.client.list_queues(conn=caller.conn))
-        return QueueList(queues=[queue_of(r) for r in rows])
+        return QueueList(queues=[Queue(**fields_of(r)) for r in rows])
 
 
 @router.put(
@@ -58,7 +58,7 @@ async def put_queue(
         caller.client.put_queue(queue, **settings, conn=caller.conn), settings | {"queue": queue}
     )
     act.record(200)
-    return QueueOut(queue=queue_of(saved))
+    return QueueOut(queue=Queue(**fields_of(saved)))
 
 
 async def _pause(request: Request, caller: Caller, name: str, paused: bool) -> QueueOut:

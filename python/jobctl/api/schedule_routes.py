@@ -17,6 +17,7 @@ from jobctl.api.auth import Caller, caller_for
 from jobctl.api.models import (
     JOB_ID_MAX,
     Dropped,
+    Schedule,
     ScheduleIn,
     ScheduleList,
     ScheduleOut,
@@ -24,7 +25,6 @@ from jobctl.api.models import (
     ScheduleRunJob,
     ScheduleRunPage,
     fields_of,
-    schedule_of,
 )
 from jobctl.api.query_names import known_query
 from jobctl.api.routes import LIST_CAP, TOO_MANY_LISTS, call, error_responses, list_permit, not_found
@@ -71,7 +71,7 @@ async def put_schedule(
         params,
     )
     act.record(200)
-    return ScheduleOut(schedule=schedule_of(saved))
+    return ScheduleOut(schedule=Schedule(**fields_of(saved)))
 
 
 @router.get(
@@ -85,7 +85,7 @@ async def list_schedules(
     with list_permit(request, caller):
         params = {"tenant_id": tenant_id}
         rows = await call(caller.client.list_schedules(tenant_id, conn=caller.conn), params, TENANT_AS_SENT)
-        return ScheduleList(schedules=[schedule_of(r) for r in rows])
+        return ScheduleList(schedules=[Schedule(**fields_of(r)) for r in rows])
 
 
 @router.delete("/schedules/{name:name}", summary="Drop a schedule", responses=error_responses(404, 422))
@@ -116,7 +116,7 @@ async def _schedule(caller: Caller, tenant_id: str, name: str) -> ScheduleOut:
     )
     if found is None:
         raise not_found(f"schedule {name}", "name")
-    return ScheduleOut(schedule=schedule_of(found))
+    return ScheduleOut(schedule=Schedule(**fields_of(found)))
 
 
 async def _pause(
