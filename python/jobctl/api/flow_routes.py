@@ -23,9 +23,10 @@ from jobctl.api.models import (
     WorkflowJob,
     WorkflowOut,
     batch_of,
+    fields_of,
 )
 from jobctl.api.query_names import known_query
-from jobctl.api.routes import call, error_responses, not_found
+from jobctl.api.routes import call, error_responses, found
 
 router = APIRouter(prefix="/api/v1", dependencies=[known_query])
 
@@ -73,7 +74,7 @@ async def submit_workflow(
     its `depends_on` names jobs listed before it (or gives ids of the tenant's existing jobs). A job
     with parents is `waiting` until the last completes, then `pending`; a dead or cancelled parent
     cancels it (`on_parent_failure` `cancel`, the default) or leaves it waiting (`wait`)."""
-    act = audit.begin(request, audit.Action(caller.token_id, caller.tenant_id, "submit_workflow"))
+    act = audit.begin(request, caller, "submit_workflow")
     specs = [_spec(caller, j, f"jobs[{i}].tenant_id") for i, j in enumerate(body.jobs)]
     act.tenant = specs[0]["tenant_id"] if specs else caller.tenant_id
     flow = await _named(
@@ -104,32 +105,18 @@ async def submit_batch(
     enqueued once the last member ends, `on_success` then if all completed, `on_discard` then if any
     did not (at least one of them). A callback's tenant is its members'. Its handler reads the
     members' outcomes with `GET /api/v1/batches/{id}` (the job's `batch_id`)."""
-    act = audit.begin(request, audit.Action(caller.token_id, caller.tenant_id, "submit_batch"))
+    act = audit.begin(request, caller, "submit_batch")
     specs = [_spec(caller, j, f"jobs[{i}].tenant_id") for i, j in enumerate(body.jobs)]
     tenant = specs[0]["tenant_id"] if specs else caller.tenant_id
     act.tenant = tenant
-    callbacks = {
+    callbacks: dict[str, Any] = {
         name: None if job is None else _spec(caller, job, f"{name}.tenant_id", tenant)
         for name, job in (("on_finish", body.on_finish), ("on_success", body.on_success),
                           ("on_discard", body.on_discard))
     }  # fmt: skip
-    made = await _named(
-        caller.client.submit_batch(
-            specs,
-            on_finish=callbacks["on_finish"],
-            on_success=callbacks["on_success"],
-            on_discard=callbacks["on_discard"],
-            conn=caller.conn,
-        )
-    )
+    made = await _named(caller.client.submit_batch(specs, **callbacks, conn=caller.conn))
     act.record(201)
-    return BatchSubmitted(
-        batch_id=made.batch_id,
-        job_ids=made.job_ids,
-        on_finish_id=made.on_finish_id,
-        on_success_id=made.on_success_id,
-        on_discard_id=made.on_discard_id,
-    )
+    return BatchSubmitted(**fields_of(made))
 
 
 @router.get(
@@ -143,9 +130,7 @@ async def submit_batch(
 async def get_batch(batch_id: BatchId, caller: Annotated[Caller, caller_for("jobs:read")]) -> BatchOut:
     """A batch (scope `jobs:read`): its size, its callbacks' ids, and `counts`: the members' outcomes
     once it ended (`finished_at` set), their current states before. Another tenant's answers 404."""
-    row = await call(
-        caller.client.get_batch(batch_id, conn=caller.conn), {"batch_id": batch_id}, {"batch_id": "id"}
+    row = await found(
+        caller, caller.client.get_batch, {"batch_id": batch_id}, f"batch {batch_id}", "id", {"batch_id": "id"}
     )
-    if row is None:
-        raise not_found(f"batch {batch_id}", "id")
     return BatchOut(batch=batch_of(row))
