@@ -37,7 +37,9 @@ from jobctl.api.models import (
 from jobctl.api.query_names import known_query
 from jobctl.api.routes import TOO_MANY_LISTS, ask, call, error_responses, found, list_permit, next_page
 
-router = APIRouter(prefix="/api/v1", dependencies=[known_query])
+router = APIRouter(prefix="/api/v1", dependencies=[known_query], tags=["tenants"])
+# shared by every tenant: the workers, the audit log, the health checks
+shared = APIRouter(prefix="/api/v1", dependencies=[known_query])
 
 TenantId = Annotated[str, Path(alias="tenant", min_length=1, max_length=200, description="The tenant.")]
 # the SQL's tenant_id is the path's (or query's) `tenant`
@@ -65,7 +67,6 @@ async def _tenant(caller: Caller, tenant_id: str) -> TenantOut:
 
 @router.get(
     "/tenants",
-    tags=["tenants"],
     summary="List tenants",
     responses=error_responses(429, notes={429: TOO_MANY_LISTS}),
 )
@@ -78,7 +79,6 @@ async def list_tenants(request: Request, caller: Annotated[Caller, caller_for("t
 
 @router.get(
     "/tenants/{tenant:name}",
-    tags=["tenants"],
     summary="Get a tenant",
     responses=error_responses(404, 422, notes=OTHER_TENANT | {404: "No such tenant."}),
 )
@@ -98,7 +98,6 @@ async def _pause(request: Request, caller: Caller, tenant_id: str, paused: bool)
 
 @router.post(
     "/tenants/{tenant:name}/pause",
-    tags=["tenants"],
     summary="Pause a tenant",
     responses=error_responses(404, 422, notes=OTHER_TENANT | {404: "No such tenant."}),
 )
@@ -111,7 +110,6 @@ async def pause_tenant(
 
 @router.post(
     "/tenants/{tenant:name}/resume",
-    tags=["tenants"],
     summary="Resume a tenant",
     responses=error_responses(404, 422, notes=OTHER_TENANT | {404: "No such tenant."}),
 )
@@ -124,7 +122,6 @@ async def resume_tenant(
 
 @router.get(
     "/tenants/{tenant:name}/tokens",
-    tags=["tenants"],
     summary="List a tenant's API tokens",
     responses=error_responses(422, notes=OTHER_TENANT),
 )
@@ -140,7 +137,6 @@ async def list_tokens(
 
 @router.get(
     "/tenants/{tenant:name}/grants",
-    tags=["tenants"],
     summary="List the roles acting for a tenant",
     responses=error_responses(422, notes=OTHER_TENANT),
 )
@@ -154,7 +150,7 @@ async def list_grants(
     return GrantList(grants=[TenantGrant(**fields_of(r)) for r in rows])
 
 
-@router.get(
+@shared.get(
     "/workers",
     tags=["workers"],
     summary="List workers",
@@ -174,7 +170,7 @@ async def list_workers(
         return WorkerList(workers=[Worker(**fields_of(r)) for r in rows])
 
 
-@router.get(
+@shared.get(
     "/audit",
     tags=["audit"],
     summary="List audit entries",
@@ -208,7 +204,7 @@ async def list_audit(
         return AuditPage(entries=entries, next=next_page(rows, limit, AUDIT_CAP, "audit_id"))
 
 
-@router.get(
+@shared.get(
     "/health/checks",
     tags=["operations"],
     summary="Health checks",

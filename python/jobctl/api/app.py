@@ -182,7 +182,8 @@ def create_app(
     named = (schedule_routes.router, queue_routes.router, admin_routes.router)
     for router in named:
         router.routes.sort(key=lambda r: str(getattr(r, "path", "")).endswith(":name}"))
-    for router in (routes.router, *named, flow_routes.router):  # flow_routes: workflows and batches
+    # flow_routes: workflows and batches
+    for router in (routes.router, routes.operations, *named, admin_routes.shared, flow_routes.router):
         app.include_router(router)
     # --- the web dashboard: pages at /, assets at /static; the API stays under /api/v1
     install_dashboard(app)

@@ -28,7 +28,7 @@ from jobctl.api.models import (
 from jobctl.api.query_names import known_query
 from jobctl.api.routes import call, error_responses, found
 
-router = APIRouter(prefix="/api/v1", dependencies=[known_query])
+router = APIRouter(prefix="/api/v1", dependencies=[known_query], tags=["jobs"])
 
 BatchId = Annotated[int, Path(alias="id", ge=1, le=JOB_ID_MAX, description="The batch id.")]
 
@@ -60,7 +60,6 @@ def _spec(caller: Caller, job: JobSubmit, field: str, tenant: str | None = None)
 @router.post(
     "/workflows",
     status_code=201,
-    tags=["jobs"],
     summary="Submit a workflow",
     response_description="The workflow's id and its jobs' ids, in the order given.",
     responses=error_responses(
@@ -91,7 +90,6 @@ async def submit_workflow(
 @router.post(
     "/batches",
     status_code=201,
-    tags=["jobs"],
     summary="Submit a batch",
     response_description="The batch's id, its members' ids in the order given, its callbacks' ids.",
     responses=error_responses(
@@ -121,7 +119,6 @@ async def submit_batch(
 
 @router.get(
     "/batches/{id}",
-    tags=["jobs"],
     summary="Get a batch",
     responses=error_responses(
         404, 422, notes={404: "No such batch, or it belongs to another tenant.", 422: "The id is not valid."}

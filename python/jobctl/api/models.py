@@ -49,6 +49,16 @@ State = Annotated[
 ]
 
 
+# The tenant a request body names (submits and schedules)
+TenantIn = Annotated[
+    str | None,
+    Field(
+        description="The tenant. With a tenant token: may be omitted (the token's tenant) and must match it. "
+        "With an admin token: required."
+    ),
+]
+
+
 class JobSubmit(BaseModel):
     """One job to submit: the fields of `jobctl.submit_job`. Omitted fields take the database's defaults."""
 
@@ -69,11 +79,7 @@ class JobSubmit(BaseModel):
         },
     )
 
-    tenant_id: str | None = Field(
-        default=None,
-        description="The tenant. With a tenant token: may be omitted (the token's tenant) and must match it. "
-        "With an admin token: required.",
-    )
+    tenant_id: TenantIn = None
     queue: str = Field(description="The queue, 1-200 characters.")
     payload: JsonValue = Field(description="Any JSON value (use {} for none); at most 64 KiB as text.")
     priority: Annotated[StrictInt | None, Field(ge=INT4_MIN, le=INT4_MAX)] = Field(
@@ -291,11 +297,7 @@ class ScheduleIn(BaseModel):
         },
     )
 
-    tenant_id: str | None = Field(
-        default=None,
-        description="The tenant. With a tenant token: may be omitted (the token's tenant) and must match it. "
-        "With an admin token: required.",
-    )
+    tenant_id: TenantIn = None
     cron: str = Field(
         description="5 fields (minute hour day-of-month month day-of-week) or @every <interval>, @hourly, "
         "@daily, @weekly, @monthly, @yearly; read in the wall time of time_zone."

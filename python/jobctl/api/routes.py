@@ -92,7 +92,8 @@ def error_responses(*statuses: int, notes: dict[int, str] | None = None) -> dict
 
 JobId = Annotated[int, Path(alias="id", ge=1, le=JOB_ID_MAX, description="The job id.")]
 
-router = APIRouter(prefix="/api/v1", dependencies=[known_query])
+router = APIRouter(prefix="/api/v1", dependencies=[known_query], tags=["jobs"])
+operations = APIRouter(prefix="/api/v1", dependencies=[known_query], tags=["operations"])
 
 
 def list_permit(request: Request, caller: Caller) -> AbstractContextManager[None]:
@@ -176,7 +177,6 @@ async def _job(caller: Caller, job_id: int) -> Job:
 @router.post(
     "/jobs",
     status_code=201,
-    tags=["jobs"],
     summary="Submit a job",
     response_description="The new job.",
     responses={
@@ -239,7 +239,6 @@ async def _change_job(
 
 @router.get(
     "/jobs/{id}",
-    tags=["jobs"],
     summary="Get a job",
     responses=error_responses(
         404,
@@ -270,7 +269,6 @@ async def get_job(
 
 @router.delete(
     "/jobs/{id}",
-    tags=["jobs"],
     summary="Cancel a job",
     response_description="The cancelled job.",
     responses=error_responses(404, 409, 422, notes={409: "The job is already completed, dead or cancelled."}),
@@ -285,7 +283,6 @@ async def cancel_job(
 
 @router.post(
     "/jobs/{id}/retry",
-    tags=["jobs"],
     summary="Retry a job",
     response_description="The job, pending again.",
     responses=error_responses(404, 409, 422, notes={409: "The job is pending, running or completed."}),
@@ -300,7 +297,6 @@ async def retry_job(
 
 @router.get(
     "/jobs",
-    tags=["jobs"],
     summary="List jobs",
     responses=error_responses(
         422,
@@ -358,9 +354,8 @@ async def list_jobs(
         )
 
 
-@router.get(
+@operations.get(
     "/health",
-    tags=["operations"],
     summary="Health",
     response_model=Health,
     response_description="The database answers.",
