@@ -32,7 +32,7 @@ from jobctl.api.models import (
     TokenList,
     Worker,
     WorkerList,
-    fields_of,
+    shown,
 )
 from jobctl.api.query_names import known_query
 from jobctl.api.routes import TOO_MANY_LISTS, ask, call, error_responses, found, list_permit, next_page
@@ -62,7 +62,7 @@ async def _tenant(caller: Caller, tenant_id: str) -> TenantOut:
     row = await found(
         caller, caller.client.get_tenant, params, f"tenant {tenant_id}", "tenant", TENANT_AS_SENT
     )
-    return TenantOut(tenant=Tenant(**fields_of(row)))
+    return TenantOut(tenant=shown(Tenant, row))
 
 
 @router.get(
@@ -74,7 +74,7 @@ async def list_tenants(request: Request, caller: Annotated[Caller, caller_for("t
     """The settings of the token's tenant (an admin token: of every tenant), scope `tenants:read`."""
     with list_permit(request, caller):
         rows = await call(caller.client.list_tenants(conn=caller.conn))
-        return TenantList(tenants=[Tenant(**fields_of(r)) for r in rows])
+        return TenantList(tenants=[shown(Tenant, r) for r in rows])
 
 
 @router.get(
@@ -132,7 +132,7 @@ async def list_tokens(
     hashes are kept). Scope `tenants:read`."""
     params = {"tenant_id": caller.tenant_for(tenant_id, "tenant")}
     rows = await ask(caller, caller.client.list_api_tokens, params, TENANT_AS_SENT)
-    return TokenList(tokens=[ApiToken(**fields_of(r)) for r in rows])
+    return TokenList(tokens=[shown(ApiToken, r) for r in rows])
 
 
 @router.get(
@@ -147,7 +147,7 @@ async def list_grants(
     grants are not listed here."""
     params = {"tenant_id": caller.tenant_for(tenant_id, "tenant")}
     rows = await ask(caller, caller.client.list_tenant_grants, params, TENANT_AS_SENT)
-    return GrantList(grants=[TenantGrant(**fields_of(r)) for r in rows])
+    return GrantList(grants=[shown(TenantGrant, r) for r in rows])
 
 
 @shared.get(
@@ -167,7 +167,7 @@ async def list_workers(
     (scope `workers:read`, admin token: workers serve every tenant)."""
     with list_permit(request, caller):
         rows = await ask(caller, caller.client.list_workers, {"stale": stale})
-        return WorkerList(workers=[Worker(**fields_of(r)) for r in rows])
+        return WorkerList(workers=[shown(Worker, r) for r in rows])
 
 
 @shared.get(
@@ -200,7 +200,7 @@ async def list_audit(
     names = {"tenant_id": "tenant", "before_id": "before", "max_count": "limit"}
     with list_permit(request, caller):
         rows = await ask(caller, caller.client.list_audit, params, names)
-        entries = [AuditEntry(**fields_of(r)) for r in rows[:limit]]
+        entries = [shown(AuditEntry, r) for r in rows[:limit]]
         return AuditPage(entries=entries, next=next_page(rows, limit, AUDIT_CAP, "audit_id"))
 
 
@@ -214,6 +214,6 @@ async def health_checks(caller: Annotated[Caller, caller_for("tenants:read")]) -
     """What `jobctl doctor` reports, one row per check, and the worst verdict (scope `tenants:read`, admin
     token: the health of the whole scheduler). `/api/v1/health` stays the token-free probe."""
     rows = await call(caller.client.health_checks(conn=caller.conn))
-    checks = [HealthCheck(**fields_of(r)) for r in rows]
+    checks = [shown(HealthCheck, r) for r in rows]
     worst = max((c.verdict for c in checks), key=VERDICTS.index, default=VERDICTS[0])
     return HealthChecks(verdict=worst, checks=checks)

@@ -73,11 +73,6 @@ def pool_of(request: Request) -> AsyncConnectionPool[psycopg.AsyncConnection[Any
     return pool
 
 
-def client_of(request: Request) -> AsyncClient:
-    client: AsyncClient = request.app.state.client
-    return client
-
-
 def _token(request: Request) -> str:
     header = request.headers.get("authorization")
     if header is None:
@@ -126,7 +121,7 @@ async def session(request: Request, token: str, scope: str) -> AsyncIterator[Cal
             tenant_id=tenant_id,
             scopes=frozenset(scopes),
             conn=conn,
-            client=client_of(request),
+            client=request.app.state.client,
         )
 
 

@@ -23,7 +23,7 @@ from jobctl.api.models import (
     WorkflowJob,
     WorkflowOut,
     batch_of,
-    fields_of,
+    shown,
 )
 from jobctl.api.query_names import known_query
 from jobctl.api.routes import call, error_responses, found
@@ -114,7 +114,7 @@ async def submit_batch(
     }  # fmt: skip
     made = await _named(caller.client.submit_batch(specs, **callbacks, conn=caller.conn))
     act.record(201)
-    return BatchSubmitted(**fields_of(made))
+    return shown(BatchSubmitted, made)
 
 
 @router.get(

@@ -14,7 +14,7 @@ from jobctl.api import (
     path_names,  # noqa: F401  (the {...:name} convertor)
 )
 from jobctl.api.auth import Caller, caller_for
-from jobctl.api.models import Queue, QueueIn, QueueList, QueueOut, fields_of
+from jobctl.api.models import Queue, QueueIn, QueueList, QueueOut, shown
 from jobctl.api.query_names import known_query
 from jobctl.api.routes import TOO_MANY_LISTS, ask, call, error_responses, found, list_permit
 
@@ -26,7 +26,7 @@ ADMIN_ONLY = {403: "The token lacks the scope, or is a tenant's: queues are shar
 
 async def _queue(caller: Caller, name: str) -> QueueOut:
     row = await found(caller, caller.client.get_queue, {"queue": name}, f"queue {name}", "queue")
-    return QueueOut(queue=Queue(**fields_of(row)))
+    return QueueOut(queue=shown(Queue, row))
 
 
 @router.get(
@@ -37,7 +37,7 @@ async def list_queues(request: Request, caller: Annotated[Caller, caller_for("qu
     (scope `queues:read`, admin token)."""
     with list_permit(request, caller):
         rows = await call(caller.client.list_queues(conn=caller.conn))
-        return QueueList(queues=[Queue(**fields_of(r)) for r in rows])
+        return QueueList(queues=[shown(Queue, r) for r in rows])
 
 
 @router.put(
@@ -53,7 +53,7 @@ async def put_queue(
     act = audit.begin(request, caller, "put_queue")
     saved = await ask(caller, caller.client.put_queue, body.model_dump() | {"queue": queue})
     act.record(200)
-    return QueueOut(queue=Queue(**fields_of(saved)))
+    return QueueOut(queue=shown(Queue, saved))
 
 
 async def _pause(request: Request, caller: Caller, name: str, paused: bool) -> QueueOut:

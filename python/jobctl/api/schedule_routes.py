@@ -24,7 +24,7 @@ from jobctl.api.models import (
     ScheduleRun,
     ScheduleRunJob,
     ScheduleRunPage,
-    fields_of,
+    shown,
 )
 from jobctl.api.query_names import known_query
 from jobctl.api.routes import (
@@ -66,7 +66,7 @@ async def put_schedule(
     params = dict(body) | {"tenant_id": act.tenant, "name": name}
     saved = await ask(caller, caller.client.put_schedule, params)
     act.record(200)
-    return ScheduleOut(schedule=Schedule(**fields_of(saved)))
+    return ScheduleOut(schedule=shown(Schedule, saved))
 
 
 @router.get(
@@ -79,7 +79,7 @@ async def list_schedules(
     tenant_id = caller.tenant_for(tenant, "tenant")
     with list_permit(request, caller):
         rows = await ask(caller, caller.client.list_schedules, {"tenant_id": tenant_id}, TENANT_AS_SENT)
-        return ScheduleList(schedules=[Schedule(**fields_of(r)) for r in rows])
+        return ScheduleList(schedules=[shown(Schedule, r) for r in rows])
 
 
 @router.delete("/schedules/{name:name}", summary="Drop a schedule", responses=error_responses(404, 422))
@@ -102,7 +102,7 @@ async def drop_schedule(
 async def _schedule(caller: Caller, tenant_id: str, name: str) -> ScheduleOut:
     params = {"tenant_id": tenant_id, "name": name}
     row = await found(caller, caller.client.get_schedule, params, f"schedule {name}", "name", TENANT_AS_SENT)
-    return ScheduleOut(schedule=Schedule(**fields_of(row)))
+    return ScheduleOut(schedule=shown(Schedule, row))
 
 
 async def _pause(
@@ -202,5 +202,5 @@ async def schedule_runs(
     names = {"tenant_id": "tenant", "before_id": "before", "max_rows": "limit"}
     with list_permit(request, caller):
         rows = await ask(caller, caller.client.schedule_runs, params, names)
-        runs = [ScheduleRunJob(**fields_of(r)) for r in rows[:limit]]
+        runs = [shown(ScheduleRunJob, r) for r in rows[:limit]]
         return ScheduleRunPage(runs=runs, next=next_page(rows, limit, LIST_CAP, "job_id"))
