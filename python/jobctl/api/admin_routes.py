@@ -13,7 +13,6 @@ from typing import Annotated, Literal
 
 from fastapi import APIRouter, Path, Query, Request
 
-from jobctl import errors
 from jobctl.api import (
     audit,
     path_names,  # noqa: F401  (the {...:name} convertor)
@@ -26,19 +25,21 @@ from jobctl.api.models import (
     GrantList,
     HealthCheck,
     HealthChecks,
+    Tenant,
     TenantGrant,
     TenantList,
     TenantOut,
     TokenList,
     Worker,
     WorkerList,
-    fields_of,
-    tenant_of,
+    shown,
 )
 from jobctl.api.query_names import known_query
-from jobctl.api.routes import TOO_MANY_LISTS, call, error_responses, list_permit, not_found
+from jobctl.api.routes import TOO_MANY_LISTS, ask, call, error_responses, found, list_permit, next_page
 
-router = APIRouter(prefix="/api/v1", dependencies=[known_query])
+router = APIRouter(prefix="/api/v1", dependencies=[known_query], tags=["tenants"])
+# shared by every tenant: the workers, the audit log, the health checks
+shared = APIRouter(prefix="/api/v1", dependencies=[known_query])
 
 TenantId = Annotated[str, Path(alias="tenant", min_length=1, max_length=200, description="The tenant.")]
 # the SQL's tenant_id is the path's (or query's) `tenant`
@@ -53,23 +54,19 @@ VERDICTS: tuple[Verdict, ...] = ("ok", "warn", "fail")  # best to worst
 def _own(caller: Caller, tenant: str | None, field: str) -> str | None:
     """The tenant a list asks for: None (the token's tenants, for an admin token every one) or one the
     token may act for (another tenant's: 403 with the database's 42501)."""
-    if tenant is not None and caller.tenant_id is not None and tenant != caller.tenant_id:
-        raise errors.Forbidden(f"this token may not act for tenant {tenant}", field=field, sqlstate="42501")
-    return tenant
+    return None if tenant is None else caller.tenant_for(tenant, field)
 
 
 async def _tenant(caller: Caller, tenant_id: str) -> TenantOut:
-    found = await call(
-        caller.client.get_tenant(tenant_id, conn=caller.conn), {"tenant_id": tenant_id}, TENANT_AS_SENT
+    params = {"tenant_id": tenant_id}
+    row = await found(
+        caller, caller.client.get_tenant, params, f"tenant {tenant_id}", "tenant", TENANT_AS_SENT
     )
-    if found is None:
-        raise not_found(f"tenant {tenant_id}", "tenant")
-    return TenantOut(tenant=tenant_of(found))
+    return TenantOut(tenant=shown(Tenant, row))
 
 
 @router.get(
     "/tenants",
-    tags=["tenants"],
     summary="List tenants",
     responses=error_responses(429, notes={429: TOO_MANY_LISTS}),
 )
@@ -77,12 +74,11 @@ async def list_tenants(request: Request, caller: Annotated[Caller, caller_for("t
     """The settings of the token's tenant (an admin token: of every tenant), scope `tenants:read`."""
     with list_permit(request, caller):
         rows = await call(caller.client.list_tenants(conn=caller.conn))
-        return TenantList(tenants=[tenant_of(r) for r in rows])
+        return TenantList(tenants=[shown(Tenant, r) for r in rows])
 
 
 @router.get(
     "/tenants/{tenant:name}",
-    tags=["tenants"],
     summary="Get a tenant",
     responses=error_responses(404, 422, notes=OTHER_TENANT | {404: "No such tenant."}),
 )
@@ -92,22 +88,16 @@ async def get_tenant(tenant_id: TenantId, caller: Annotated[Caller, caller_for("
 
 
 async def _pause(request: Request, caller: Caller, tenant_id: str, paused: bool) -> TenantOut:
-    act = audit.begin(
-        request,
-        audit.Action(caller.token_id, caller.tenant_id, "pause_tenant" if paused else "resume_tenant"),
-    )
+    act = audit.begin(request, caller, "pause_tenant" if paused else "resume_tenant")
     act.tenant = caller.tenant_for(tenant_id, "tenant")
     change = caller.client.pause_tenant if paused else caller.client.resume_tenant
-    await call(
-        change(act.tenant, conn=caller.conn), {"tenant_id": act.tenant, "paused": paused}, TENANT_AS_SENT
-    )
+    await ask(caller, change, {"tenant_id": act.tenant}, TENANT_AS_SENT)
     act.record(200)
     return await _tenant(caller, act.tenant)
 
 
 @router.post(
     "/tenants/{tenant:name}/pause",
-    tags=["tenants"],
     summary="Pause a tenant",
     responses=error_responses(404, 422, notes=OTHER_TENANT | {404: "No such tenant."}),
 )
@@ -120,7 +110,6 @@ async def pause_tenant(
 
 @router.post(
     "/tenants/{tenant:name}/resume",
-    tags=["tenants"],
     summary="Resume a tenant",
     responses=error_responses(404, 422, notes=OTHER_TENANT | {404: "No such tenant."}),
 )
@@ -133,7 +122,6 @@ async def resume_tenant(
 
 @router.get(
     "/tenants/{tenant:name}/tokens",
-    tags=["tenants"],
     summary="List a tenant's API tokens",
     responses=error_responses(422, notes=OTHER_TENANT),
 )
@@ -142,16 +130,13 @@ async def list_tokens(
 ) -> TokenList:
     """The tenant's API tokens, revoked ones included: ids, scopes, labels, never the tokens (only their
     hashes are kept). Scope `tenants:read`."""
-    tenant = caller.tenant_for(tenant_id, "tenant")
-    rows = await call(
-        caller.client.list_api_tokens(tenant, conn=caller.conn), {"tenant_id": tenant}, TENANT_AS_SENT
-    )
-    return TokenList(tokens=[ApiToken(**fields_of(r)) for r in rows])
+    params = {"tenant_id": caller.tenant_for(tenant_id, "tenant")}
+    rows = await ask(caller, caller.client.list_api_tokens, params, TENANT_AS_SENT)
+    return TokenList(tokens=[shown(ApiToken, r) for r in rows])
 
 
 @router.get(
     "/tenants/{tenant:name}/grants",
-    tags=["tenants"],
     summary="List the roles acting for a tenant",
     responses=error_responses(422, notes=OTHER_TENANT),
 )
@@ -160,14 +145,12 @@ async def list_grants(
 ) -> GrantList:
     """The database roles granted the tenant (jobctl.grant_tenant), scope `tenants:read`; every-tenant
     grants are not listed here."""
-    tenant = caller.tenant_for(tenant_id, "tenant")
-    rows = await call(
-        caller.client.list_tenant_grants(tenant, conn=caller.conn), {"tenant_id": tenant}, TENANT_AS_SENT
-    )
-    return GrantList(grants=[TenantGrant(**fields_of(r)) for r in rows])
+    params = {"tenant_id": caller.tenant_for(tenant_id, "tenant")}
+    rows = await ask(caller, caller.client.list_tenant_grants, params, TENANT_AS_SENT)
+    return GrantList(grants=[shown(TenantGrant, r) for r in rows])
 
 
-@router.get(
+@shared.get(
     "/workers",
     tags=["workers"],
     summary="List workers",
@@ -183,11 +166,11 @@ async def list_workers(
     """The registered workers, with what each last reported, whether it is alive and the leases it holds
     (scope `workers:read`, admin token: workers serve every tenant)."""
     with list_permit(request, caller):
-        rows = await call(caller.client.list_workers(stale, conn=caller.conn), {"stale": stale})
-        return WorkerList(workers=[Worker(**fields_of(r)) for r in rows])
+        rows = await ask(caller, caller.client.list_workers, {"stale": stale})
+        return WorkerList(workers=[shown(Worker, r) for r in rows])
 
 
-@router.get(
+@shared.get(
     "/audit",
     tags=["audit"],
     summary="List audit entries",
@@ -209,21 +192,19 @@ async def list_audit(
     """A page of the audit log, newest first (scope `audit:read`): grants, tokens, tenant and queue
     settings, pauses, bulk retries and cancels, forgotten subjects, schedules run by hand. An admin token
     also sees the entries with no tenant. Follow `next` (as `before`) until it is null."""
-    tenant_id = _own(caller, tenant, "tenant")
+    params = {
+        "tenant_id": _own(caller, tenant, "tenant"),
+        "before_id": before,
+        "max_count": min(limit + 1, AUDIT_CAP),
+    }
+    names = {"tenant_id": "tenant", "before_id": "before", "max_count": "limit"}
     with list_permit(request, caller):
-        params = {"tenant_id": tenant_id, "before_id": before, "max_count": min(limit + 1, AUDIT_CAP)}
-        rows = await call(
-            caller.client.list_audit(tenant_id, before_id=before, max_count=min(limit + 1, AUDIT_CAP),
-                                     conn=caller.conn),
-            params,
-            {"tenant_id": "tenant", "before_id": "before", "max_count": "limit"},
-        )  # fmt: skip
-        more = len(rows) > limit or len(rows) == limit == AUDIT_CAP
-        entries = [AuditEntry(**fields_of(r)) for r in rows[:limit]]
-    return AuditPage(entries=entries, next=entries[-1].audit_id if more and entries else None)
+        rows = await ask(caller, caller.client.list_audit, params, names)
+        entries = [shown(AuditEntry, r) for r in rows[:limit]]
+        return AuditPage(entries=entries, next=next_page(rows, limit, AUDIT_CAP, "audit_id"))
 
 
-@router.get(
+@shared.get(
     "/health/checks",
     tags=["operations"],
     summary="Health checks",
@@ -233,9 +214,6 @@ async def health_checks(caller: Annotated[Caller, caller_for("tenants:read")]) -
     """What `jobctl doctor` reports, one row per check, and the worst verdict (scope `tenants:read`, admin
     token: the health of the whole scheduler). `/api/v1/health` stays the token-free probe."""
     rows = await call(caller.client.health_checks(conn=caller.conn))
-    checks = [HealthCheck(**fields_of(r)) for r in rows]
-    worst: Verdict = "ok"
-    for c in checks:
-        if VERDICTS.index(c.verdict) > VERDICTS.index(worst):
-            worst = c.verdict
+    checks = [shown(HealthCheck, r) for r in rows]
+    worst = max((c.verdict for c in checks), key=VERDICTS.index, default=VERDICTS[0])
     return HealthChecks(verdict=worst, checks=checks)

@@ -179,13 +179,12 @@ def create_app(
     # tenant, queue and schedule names may hold "/" ({...:name}, below): in each router, the routes
     # with an action after the name (/runs, /tokens, ...) are tried before the bare ones, which would
     # take the action for part of the name
-    for named in (schedule_routes.router, queue_routes.router, admin_routes.router):
-        named.routes.sort(key=lambda r: str(getattr(r, "path", "")).endswith(":name}"))
-    app.include_router(routes.router)
-    app.include_router(schedule_routes.router)
-    app.include_router(queue_routes.router)
-    app.include_router(admin_routes.router)
-    app.include_router(flow_routes.router)  # workflows and batches
+    named = (schedule_routes.router, queue_routes.router, admin_routes.router)
+    for router in named:
+        router.routes.sort(key=lambda r: str(getattr(r, "path", "")).endswith(":name}"))
+    # flow_routes: workflows and batches
+    for router in (routes.router, routes.operations, *named, admin_routes.shared, flow_routes.router):
+        app.include_router(router)
     # --- the web dashboard: pages at /, assets at /static; the API stays under /api/v1
     install_dashboard(app)
     return app

@@ -5,8 +5,12 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from starlette.requests import Request
+
+if TYPE_CHECKING:
+    from jobctl.api.auth import Caller
 
 log = logging.getLogger("jobctl.api.audit")
 
@@ -34,10 +38,10 @@ class Action:
         )
 
 
-def begin(request: Request, action: Action) -> Action:
-    """Remember the action so that an error answer logs it too (see refused)."""
-    request.state.audit = action
-    return action
+def begin(request: Request, caller: Caller, action: str, job_id: int | None = None) -> Action:
+    """The caller's action, remembered so that an error answer logs it too (see refused)."""
+    request.state.audit = begun = Action(caller.token_id, caller.tenant_id, action, job_id)
+    return begun
 
 
 def refused(request: Request, status: int) -> None:

@@ -13,7 +13,7 @@ page slowly holds a socket, never a database connection.
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass
 from typing import Annotated, Any
@@ -73,11 +73,6 @@ def pool_of(request: Request) -> AsyncConnectionPool[psycopg.AsyncConnection[Any
     return pool
 
 
-def client_of(request: Request) -> AsyncClient:
-    client: AsyncClient = request.app.state.client
-    return client
-
-
 def _token(request: Request) -> str:
     header = request.headers.get("authorization")
     if header is None:
@@ -104,25 +99,6 @@ def _refuse(request: Request, err: errors.JobctlError, scope: str, token: str = 
     return err
 
 
-def authorized(scope: str) -> Callable[..., AsyncIterator[Caller]]:
-    """The dependency function: the Caller, if the request's token may perform scope; else 401 or 403.
-    Use it through `caller_for`, which makes it function-scoped."""
-    assert scope in SCOPES, scope
-
-    async def dependency(
-        request: Request,
-        _credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer_scheme)],
-    ) -> AsyncIterator[Caller]:
-        try:
-            token = _token(request)
-        except errors.Unauthorized as e:
-            raise _refuse(request, e, scope) from None
-        async with session(request, token, scope) as caller:
-            yield caller
-
-    return dependency
-
-
 @asynccontextmanager
 async def session(request: Request, token: str, scope: str) -> AsyncIterator[Caller]:
     """The Caller of a token that may perform scope, on a pooled connection in one transaction; else
@@ -145,7 +121,7 @@ async def session(request: Request, token: str, scope: str) -> AsyncIterator[Cal
             tenant_id=tenant_id,
             scopes=frozenset(scopes),
             conn=conn,
-            client=client_of(request),
+            client=request.app.state.client,
         )
 
 
@@ -163,23 +139,36 @@ class TokenSessions:
         return session(self.request, self.token, self.scope)
 
 
-def sessions_for(scope: str) -> Any:
-    """`Depends` for an endpoint's TokenSessions (401 at once without a well-formed token)."""
+def token_sessions(request: Request, scope: str) -> TokenSessions:
+    """The request's TokenSessions for scope: 401 at once without a well-formed token."""
     assert scope in SCOPES, scope
+    try:
+        return TokenSessions(request, _token(request), scope)
+    except errors.Unauthorized as e:
+        raise _refuse(request, e, scope) from None
+
+
+def sessions_for(scope: str) -> Any:
+    """`Depends` for an endpoint's TokenSessions."""
 
     async def dependency(
         request: Request,
         _credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer_scheme)],
     ) -> TokenSessions:
-        try:
-            return TokenSessions(request, _token(request), scope)
-        except errors.Unauthorized as e:
-            raise _refuse(request, e, scope) from None
+        return token_sessions(request, scope)
 
     return Depends(dependency)
 
 
 def caller_for(scope: str) -> Any:
-    """`Depends` for an endpoint's Caller. scope="function": the pooled connection is returned when the
-    endpoint function returns, not after the response is sent (FastAPI's default for `yield`)."""
-    return Depends(authorized(scope), scope="function")
+    """`Depends` for an endpoint's Caller, if the request's token may perform scope (else 401 or 403).
+    scope="function": the pooled connection is returned when the endpoint function returns, not after
+    the response is sent (FastAPI's default for `yield`)."""
+
+    checked = sessions_for(scope)
+
+    async def dependency(sessions: TokenSessions = checked) -> AsyncIterator[Caller]:
+        async with sessions.open() as caller:
+            yield caller
+
+    return Depends(dependency, scope="function")

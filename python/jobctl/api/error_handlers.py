@@ -14,7 +14,7 @@ import json
 import logging
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 import psycopg
@@ -81,6 +81,19 @@ def body(
     return {"error": error, "message": message, "field": field, "sqlstate": sqlstate, **extra}
 
 
+def answer(
+    status: int,
+    error: str,
+    message: str,
+    field: str | None = None,
+    sqlstate: str | None = None,
+    headers: Mapping[str, str] | None = None,
+    **extra: Any,
+) -> JSONResponse:
+    """The error body as the response of that status."""
+    return JSONResponse(body(error, message, field, sqlstate, **extra), status_code=status, headers=headers)
+
+
 # The wait a 429 (JC004/JC005) asks for: a line `retry_after: <seconds>` of the error's DETAIL, which
 # the SQL writes for machines (message and hint are for people, and never parsed)
 _RETRY_AFTER = re.compile(r"^retry_after:\s*(\d+(?:\.\d*)?)\s*$", re.MULTILINE)
@@ -142,15 +155,14 @@ def error_response(err: errors.JobctlError, detail: str | None = None) -> JSONRe
         headers["WWW-Authenticate"] = 'Bearer realm="jobctl", error="insufficient_scope"'
     if err.http_status in (429, 503):
         headers["Retry-After"] = str(retry_after(detail))
-    return JSONResponse(
-        body(code, str(err), err.field, err.sqlstate or None), status_code=err.http_status, headers=headers
-    )
+    return answer(err.http_status, code, str(err), err.field, err.sqlstate or None, headers)
 
 
 def too_deep(field: str) -> JSONResponse:
     """The answer to a request value nested too deeply to parse: the database's JC001 answer."""
-    message = f"{field} is nested more than {MAX_JSON_DEPTH} levels deep"
-    return JSONResponse(body("invalid_request", message, field, "JC001"), status_code=422)
+    return answer(
+        422, "invalid_request", f"{field} is nested more than {MAX_JSON_DEPTH} levels deep", field, "JC001"
+    )
 
 
 # The tokens of JSON text that matter for nesting: strings (a key when a colon follows) and brackets
@@ -178,38 +190,21 @@ def deepest_field(raw: bytes) -> str:
     return field or "body"
 
 
-def unavailable(sqlstate: str | None = None) -> JSONResponse:
-    return JSONResponse(
-        body(
-            "unavailable",
-            "the database is unavailable; try again shortly",
-            sqlstate=sqlstate or _UNAVAILABLE_SQLSTATE,
-        ),
-        status_code=503,
-        headers={"Retry-After": str(_UNAVAILABLE_RETRY_AFTER)},
-    )
-
-
 def internal_error(message: str = "internal server error") -> JSONResponse:
-    return JSONResponse(body("internal_error", message), status_code=500)
+    return answer(500, "internal_error", message)
 
 
 def body_too_large(limit: int | None = None, message: str | None = None) -> JSONResponse:
     """413 for a request body over the API's limit: JC002, the database's code for a payload too large."""
     message = message or f"the request body is over {limit} bytes"
-    return JSONResponse(body("payload_too_large", message, "body", "JC002"), status_code=413)
-
-
-def _answer(request: Request, response: JSONResponse) -> JSONResponse:
-    audit.refused(request, response.status_code)
-    return response
+    return answer(413, "payload_too_large", message, "body", "JC002")
 
 
 def _known_error(request: Request, err: errors.JobctlError, detail: str | None) -> JSONResponse:
     if err.http_status == 500:  # e.g. JC006/JC007: cannot happen on the API's autocommit sessions
         log.error("%s %s: %s", request.method, request.url.path, err, extra={"sqlstate": err.sqlstate})
-        return _answer(request, internal_error())
-    return _answer(request, error_response(err, detail))
+        return internal_error()
+    return error_response(err, detail)
 
 
 async def _jobctl_error(request: Request, exc: Exception) -> JSONResponse:
@@ -220,31 +215,26 @@ async def _jobctl_error(request: Request, exc: Exception) -> JSONResponse:
 
 async def _db_error(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, psycopg.Error)
-    sqlstate = exc.diag.sqlstate or ""
+    where, sqlstate = f"{request.method} {request.url.path}", exc.diag.sqlstate or ""
     if sqlstate in BUSY:
-        log.warning(
-            "%s %s: %s",
-            request.method,
-            request.url.path,
-            errors.first_line(str(exc)),
-            extra={"sqlstate": sqlstate},
-        )
-        return _answer(
-            request,
-            JSONResponse(
-                body("busy", BUSY[sqlstate], sqlstate=sqlstate),
-                status_code=503,
-                headers={"Retry-After": str(_BUSY_RETRY_AFTER)},
-            ),
+        log.warning("%s: %s", where, errors.first_line(str(exc)), extra={"sqlstate": sqlstate})
+        return answer(
+            503, "busy", BUSY[sqlstate], sqlstate=sqlstate, headers={"Retry-After": str(_BUSY_RETRY_AFTER)}
         )
     err = from_db(exc)
     if err is not None:
         return _known_error(request, err, exc.diag.message_detail)
     if isinstance(exc, psycopg.OperationalError | psycopg.InterfaceError):
-        log.warning("%s %s: database unavailable: %s", request.method, request.url.path, str(exc).strip())
-        return _answer(request, unavailable(exc.diag.sqlstate))
-    log.error("%s %s: unexpected database error", request.method, request.url.path, exc_info=exc)
-    return _answer(request, internal_error())
+        log.warning("%s: database unavailable: %s", where, str(exc).strip())
+        return answer(
+            503,
+            "unavailable",
+            "the database is unavailable; try again shortly",
+            sqlstate=exc.diag.sqlstate or _UNAVAILABLE_SQLSTATE,
+            headers={"Retry-After": str(_UNAVAILABLE_RETRY_AFTER)},
+        )
+    log.error("%s: unexpected database error", where, exc_info=exc)
+    return internal_error()
 
 
 def _field(loc: tuple[int | str, ...]) -> str:
@@ -274,23 +264,20 @@ async def _validation_error(request: Request, exc: Exception) -> JSONResponse:
     found = list(exc.errors())
     deep = next((e for e in found if e["type"] in _RECURSION_ERRORS), None)
     if deep is not None:  # only the top-level field: the error's loc is one item per level
-        return _answer(request, too_deep(_field(tuple(deep["loc"])[:2])))
+        return too_deep(_field(tuple(deep["loc"])[:2]))
     bad_json = next((e for e in found if e["type"] == "json_invalid"), None)
     if bad_json is not None:
         where = bad_json["loc"][1] if len(bad_json["loc"]) > 1 else "?"
         why = bad_json.get("ctx", {}).get("error", "JSON decode error")
         message = f"the request body is not valid JSON: {why} at character {where}"
-        # 22P02: what the database answers JSON text that does not parse
-        return _answer(request, JSONResponse(body("invalid_json", message, "body", "22P02"), status_code=400))
+        return answer(400, "invalid_json", message, "body", "22P02")  # what the database answers such text
     items = [{"field": _field(tuple(e["loc"])), "reason": _reason(e)} for e in found]
     first = items[0] if items else {"field": None, "reason": "invalid request"}
     more = f" (and {len(items) - 1} more)" if len(items) > 1 else ""
-    message = f"{first['field']}: {first['reason']}{more}"
     sqlstate = validation_sqlstate(first["field"])
     code = CODE_BY_SQLSTATE.get(sqlstate, "invalid_request")
-    return _answer(
-        request,
-        JSONResponse(body(code, message, first["field"], sqlstate, errors=items), status_code=422),
+    return answer(
+        422, code, f"{first['field']}: {first['reason']}{more}", first["field"], sqlstate, errors=items
     )
 
 
@@ -301,14 +288,12 @@ async def _http_error(request: Request, exc: Exception) -> JSONResponse:
             field = deepest_field(await request.body())  # the body FastAPI read, kept by the request
         except RuntimeError:
             field = "body"
-        return _answer(request, too_deep(field))
+        return too_deep(field)
     if exc.status_code == 413:  # limits.BodyTooLarge: a chunked body past the limit
-        return _answer(request, body_too_large(message=str(exc.detail)))
+        return body_too_large(message=str(exc.detail))
     code = CODE_BY_STATUS.get(exc.status_code, f"http_{exc.status_code}")
     message = "no such endpoint" if exc.status_code == 404 else str(exc.detail)
-    return _answer(
-        request, JSONResponse(body(code, message), status_code=exc.status_code, headers=exc.headers)
-    )
+    return answer(exc.status_code, code, message, headers=exc.headers)
 
 
 async def _unserializable(request: Request, exc: Exception) -> JSONResponse:
@@ -316,12 +301,20 @@ async def _unserializable(request: Request, exc: Exception) -> JSONResponse:
     models refuse or that nests too deeply for the serializer (pydantic stops at 255 levels). Not the
     request's fault, so 500, but one that says what failed."""
     log.error("%s %s: cannot serialize the response", request.method, request.url.path, exc_info=exc)
-    return _answer(
-        request,
-        internal_error(
-            "the response could not be serialized: a stored value is nested too deeply or not valid JSON"
-        ),
+    return internal_error(
+        "the response could not be serialized: a stored value is nested too deeply or not valid JSON"
     )
+
+
+def _audited(handler: Callable[[Request, Exception], Awaitable[JSONResponse]]) -> Any:
+    """The handler, its answer also logged as the refusal of the request's audited action (audit)."""
+
+    async def handle(request: Request, exc: Exception) -> JSONResponse:
+        response = await handler(request, exc)
+        audit.refused(request, response.status_code)
+        return response
+
+    return handle
 
 
 class CatchAll:
@@ -351,12 +344,16 @@ class CatchAll:
 
 
 def install(app: FastAPI) -> None:
-    app.add_exception_handler(errors.JobctlError, _jobctl_error)
-    app.add_exception_handler(psycopg.Error, _db_error)
-    app.add_exception_handler(RequestValidationError, _validation_error)
-    app.add_exception_handler(StarletteHTTPException, _http_error)
-    # request bodies are never these (they are RequestValidationError, or an HTTPException above)
-    for response_error in (ResponseValidationError, pydantic.ValidationError, PydanticSerializationError):
-        app.add_exception_handler(response_error, _unserializable)
-    app.add_exception_handler(RecursionError, _unserializable)
+    # request bodies are never the response errors (they are RequestValidationError, or an HTTPException)
+    for error, handler in (
+        (errors.JobctlError, _jobctl_error),
+        (psycopg.Error, _db_error),
+        (RequestValidationError, _validation_error),
+        (StarletteHTTPException, _http_error),
+        (ResponseValidationError, _unserializable),
+        (pydantic.ValidationError, _unserializable),
+        (PydanticSerializationError, _unserializable),
+        (RecursionError, _unserializable),
+    ):
+        app.add_exception_handler(error, _audited(handler))
     app.add_middleware(CatchAll)

@@ -23,11 +23,12 @@ from jobctl.api.models import (
     WorkflowJob,
     WorkflowOut,
     batch_of,
+    shown,
 )
 from jobctl.api.query_names import known_query
-from jobctl.api.routes import call, error_responses, not_found
+from jobctl.api.routes import call, error_responses, found
 
-router = APIRouter(prefix="/api/v1", dependencies=[known_query])
+router = APIRouter(prefix="/api/v1", dependencies=[known_query], tags=["jobs"])
 
 BatchId = Annotated[int, Path(alias="id", ge=1, le=JOB_ID_MAX, description="The batch id.")]
 
@@ -59,7 +60,6 @@ def _spec(caller: Caller, job: JobSubmit, field: str, tenant: str | None = None)
 @router.post(
     "/workflows",
     status_code=201,
-    tags=["jobs"],
     summary="Submit a workflow",
     response_description="The workflow's id and its jobs' ids, in the order given.",
     responses=error_responses(
@@ -73,7 +73,7 @@ async def submit_workflow(
     its `depends_on` names jobs listed before it (or gives ids of the tenant's existing jobs). A job
     with parents is `waiting` until the last completes, then `pending`; a dead or cancelled parent
     cancels it (`on_parent_failure` `cancel`, the default) or leaves it waiting (`wait`)."""
-    act = audit.begin(request, audit.Action(caller.token_id, caller.tenant_id, "submit_workflow"))
+    act = audit.begin(request, caller, "submit_workflow")
     specs = [_spec(caller, j, f"jobs[{i}].tenant_id") for i, j in enumerate(body.jobs)]
     act.tenant = specs[0]["tenant_id"] if specs else caller.tenant_id
     flow = await _named(
@@ -90,7 +90,6 @@ async def submit_workflow(
 @router.post(
     "/batches",
     status_code=201,
-    tags=["jobs"],
     summary="Submit a batch",
     response_description="The batch's id, its members' ids in the order given, its callbacks' ids.",
     responses=error_responses(
@@ -104,37 +103,22 @@ async def submit_batch(
     enqueued once the last member ends, `on_success` then if all completed, `on_discard` then if any
     did not (at least one of them). A callback's tenant is its members'. Its handler reads the
     members' outcomes with `GET /api/v1/batches/{id}` (the job's `batch_id`)."""
-    act = audit.begin(request, audit.Action(caller.token_id, caller.tenant_id, "submit_batch"))
+    act = audit.begin(request, caller, "submit_batch")
     specs = [_spec(caller, j, f"jobs[{i}].tenant_id") for i, j in enumerate(body.jobs)]
     tenant = specs[0]["tenant_id"] if specs else caller.tenant_id
     act.tenant = tenant
-    callbacks = {
+    callbacks: dict[str, Any] = {
         name: None if job is None else _spec(caller, job, f"{name}.tenant_id", tenant)
         for name, job in (("on_finish", body.on_finish), ("on_success", body.on_success),
                           ("on_discard", body.on_discard))
     }  # fmt: skip
-    made = await _named(
-        caller.client.submit_batch(
-            specs,
-            on_finish=callbacks["on_finish"],
-            on_success=callbacks["on_success"],
-            on_discard=callbacks["on_discard"],
-            conn=caller.conn,
-        )
-    )
+    made = await _named(caller.client.submit_batch(specs, **callbacks, conn=caller.conn))
     act.record(201)
-    return BatchSubmitted(
-        batch_id=made.batch_id,
-        job_ids=made.job_ids,
-        on_finish_id=made.on_finish_id,
-        on_success_id=made.on_success_id,
-        on_discard_id=made.on_discard_id,
-    )
+    return shown(BatchSubmitted, made)
 
 
 @router.get(
     "/batches/{id}",
-    tags=["jobs"],
     summary="Get a batch",
     responses=error_responses(
         404, 422, notes={404: "No such batch, or it belongs to another tenant.", 422: "The id is not valid."}
@@ -143,9 +127,7 @@ async def submit_batch(
 async def get_batch(batch_id: BatchId, caller: Annotated[Caller, caller_for("jobs:read")]) -> BatchOut:
     """A batch (scope `jobs:read`): its size, its callbacks' ids, and `counts`: the members' outcomes
     once it ended (`finished_at` set), their current states before. Another tenant's answers 404."""
-    row = await call(
-        caller.client.get_batch(batch_id, conn=caller.conn), {"batch_id": batch_id}, {"batch_id": "id"}
+    row = await found(
+        caller, caller.client.get_batch, {"batch_id": batch_id}, f"batch {batch_id}", "id", {"batch_id": "id"}
     )
-    if row is None:
-        raise not_found(f"batch {batch_id}", "id")
     return BatchOut(batch=batch_of(row))

@@ -21,7 +21,7 @@ import contextlib
 import logging
 import math
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import psycopg
@@ -108,38 +108,26 @@ class Hints:
 async def long_poll(
     sessions: TokenSessions, hints: Hints, permits: TenantPermits, job_id: int, wait: float
 ) -> JobInfo:
-    """The job once it is finished, or as it is when `wait` seconds have passed."""
+    """The job once it is finished, or as it is when `wait` seconds have passed. The tenant's long-poll
+    place (429 when it has none left) and the process's subscription to the job's hint are held
+    throughout; the first look is watch_job's, the later ones get_job's."""
     deadline = time.monotonic() + wait
-    async with _first_look(sessions, hints, permits, job_id, wait) as (job, event):
-        for pause in waiting.polls():
-            if job.state in waiting.FINISHED:
-                return job
-            left = deadline - time.monotonic()
-            if left <= 0:
-                return job
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(event.wait(), min(pause, left))
-            event.clear()
-            async with sessions.open() as caller:
-                found = await caller.client.get_job(job_id, conn=caller.conn)
-            if found is None:  # deleted meanwhile (delete_jobs, forget_subject)
-                raise errors.NotFound(f"job {job_id} not found", field="id", sqlstate="P0002")
-            job = found
-    raise AssertionError("unreachable")
-
-
-@contextlib.asynccontextmanager
-async def _first_look(
-    sessions: TokenSessions, hints: Hints, permits: TenantPermits, job_id: int, wait: float
-) -> AsyncIterator[tuple[JobInfo, asyncio.Event]]:
-    """The job as watch_job returns it, with the tenant's long-poll place taken (429 when it has none
-    left) and the process subscribed to its hint, both kept for the with block."""
     with contextlib.ExitStack() as stack:
         event = stack.enter_context(hints.subscribe(job_id))
         async with sessions.open() as caller:
             stack.enter_context(permits.permit(caller.tenant_id))
             seconds = max(math.ceil(wait), 1)  # the waiter outlives the wait, never by much
             job = await caller.client.watch_job(job_id, hints.channel, seconds, conn=caller.conn)
-        if job is None:
-            raise errors.NotFound(f"job {job_id} not found", field="id", sqlstate="P0002")
-        yield job, event
+        for pause in waiting.polls():
+            # no such job, another tenant's, or one deleted meanwhile (delete_jobs, forget_subject)
+            if job is None:
+                raise errors.NotFound(f"job {job_id} not found", field="id", sqlstate="P0002")
+            left = deadline - time.monotonic()
+            if job.state in waiting.FINISHED or left <= 0:
+                return job
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(event.wait(), min(pause, left))
+            event.clear()
+            async with sessions.open() as caller:
+                job = await caller.client.get_job(job_id, conn=caller.conn)
+    raise AssertionError("unreachable")

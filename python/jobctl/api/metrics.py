@@ -19,7 +19,6 @@ import asyncio
 import operator
 import time
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -143,7 +142,7 @@ class _Rendered:
 
 class JobSeries:
     """The job series for a request with a bearer token holding jobs:read, through the API's own
-    authentication (auth.authorized: 401 and 403 as every endpoint answers them); the body is kept
+    authentication (auth.token_sessions: 401 and 403 as every endpoint answers them); the body is kept
     for `ttl` seconds per tenant set. The rows are read in the token's transaction, so the SQL
     returns only the token's tenants."""
 
@@ -152,11 +151,10 @@ class JobSeries:
         self._rendered: dict[str | None, _Rendered] = {}
 
     async def body(self, request: Request) -> bytes:
-        from jobctl.api.auth import authorized  # auth imports the client, which app.py loads first
+        from jobctl.api.auth import token_sessions  # auth imports the client, which app.py loads first
 
-        authenticated = asynccontextmanager(authorized("jobs:read"))
         owner: _Rendered | None = None
-        async with authenticated(request, None) as caller:
+        async with token_sessions(request, "jobs:read").open() as caller:
             key = caller.tenant_id  # the tenant set: the token's tenant, or None for all
             now = time.monotonic()
             entry = self._rendered.get(key)

@@ -14,9 +14,9 @@ from jobctl.api import (
     path_names,  # noqa: F401  (the {...:name} convertor)
 )
 from jobctl.api.auth import Caller, caller_for
-from jobctl.api.models import QueueIn, QueueList, QueueOut, queue_of
+from jobctl.api.models import Queue, QueueIn, QueueList, QueueOut, shown
 from jobctl.api.query_names import known_query
-from jobctl.api.routes import TOO_MANY_LISTS, call, error_responses, list_permit, not_found
+from jobctl.api.routes import TOO_MANY_LISTS, ask, call, error_responses, found, list_permit
 
 QueueName = Annotated[str, Path(min_length=1, max_length=200, description="The queue.")]
 
@@ -25,10 +25,8 @@ ADMIN_ONLY = {403: "The token lacks the scope, or is a tenant's: queues are shar
 
 
 async def _queue(caller: Caller, name: str) -> QueueOut:
-    found = await call(caller.client.get_queue(name, conn=caller.conn), {"queue": name})
-    if found is None:
-        raise not_found(f"queue {name}", "queue")
-    return QueueOut(queue=queue_of(found))
+    row = await found(caller, caller.client.get_queue, {"queue": name}, f"queue {name}", "queue")
+    return QueueOut(queue=shown(Queue, row))
 
 
 @router.get(
@@ -39,7 +37,7 @@ async def list_queues(request: Request, caller: Annotated[Caller, caller_for("qu
     (scope `queues:read`, admin token)."""
     with list_permit(request, caller):
         rows = await call(caller.client.list_queues(conn=caller.conn))
-        return QueueList(queues=[queue_of(r) for r in rows])
+        return QueueList(queues=[shown(Queue, r) for r in rows])
 
 
 @router.put(
@@ -52,21 +50,16 @@ async def put_queue(
 ) -> QueueOut:
     """Set a queue's limits and pause (scope `queues:write`, admin token); fields left out take their
     defaults: no limit, not paused."""
-    act = audit.begin(request, audit.Action(caller.token_id, caller.tenant_id, "put_queue"))
-    settings = body.model_dump()
-    saved = await call(
-        caller.client.put_queue(queue, **settings, conn=caller.conn), settings | {"queue": queue}
-    )
+    act = audit.begin(request, caller, "put_queue")
+    saved = await ask(caller, caller.client.put_queue, body.model_dump() | {"queue": queue})
     act.record(200)
-    return QueueOut(queue=queue_of(saved))
+    return QueueOut(queue=shown(Queue, saved))
 
 
 async def _pause(request: Request, caller: Caller, name: str, paused: bool) -> QueueOut:
-    act = audit.begin(
-        request, audit.Action(caller.token_id, caller.tenant_id, "pause_queue" if paused else "resume_queue")
-    )
+    act = audit.begin(request, caller, "pause_queue" if paused else "resume_queue")
     change = caller.client.pause_queue if paused else caller.client.resume_queue
-    await call(change(name, conn=caller.conn), {"queue": name, "paused": paused})
+    await ask(caller, change, {"queue": name})
     act.record(200)
     return await _queue(caller, name)
 

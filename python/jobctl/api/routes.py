@@ -22,7 +22,7 @@ for each of its short transactions and holds no connection while it waits (api/l
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from typing import Annotated, Any, TypeVar
 
@@ -92,7 +92,8 @@ def error_responses(*statuses: int, notes: dict[int, str] | None = None) -> dict
 
 JobId = Annotated[int, Path(alias="id", ge=1, le=JOB_ID_MAX, description="The job id.")]
 
-router = APIRouter(prefix="/api/v1", dependencies=[known_query])
+router = APIRouter(prefix="/api/v1", dependencies=[known_query], tags=["jobs"])
+operations = APIRouter(prefix="/api/v1", dependencies=[known_query], tags=["operations"])
 
 
 def list_permit(request: Request, caller: Caller) -> AbstractContextManager[None]:
@@ -112,24 +113,53 @@ async def call(
     query parameter, path parameter or JSON key it came from, where the two differ."""
     try:
         return await op
-    except errors.JobctlError as e:
-        cause = e.__cause__  # the client's mapping of a database error: mapped again, in the API's words
-        if not isinstance(cause, psycopg.Error):
-            raise  # refused by the client before the database
-        err = error_handlers.from_db(cause, params, sent_as)
+    except (errors.JobctlError, psycopg.Error) as e:
+        # a JobctlError is the client's mapping of a database error (its cause): mapped again, in the
+        # API's words; one without a database error was refused by the client before the database
+        cause = e if isinstance(e, psycopg.Error) else e.__cause__
+        err = error_handlers.from_db(cause, params, sent_as) if isinstance(cause, psycopg.Error) else None
         if err is None:
             raise
         raise err from cause  # the handler reads the DETAIL (Retry-After) from the cause
-    except psycopg.Error as e:
-        err = error_handlers.from_db(e, params, sent_as)
-        if err is None:
-            raise
-        raise err from e
 
 
 def not_found(what: str, field: str) -> errors.NotFound:
     """404 with P0002, the code cancel_job and retry_job raise for an unknown id."""
     return errors.NotFound(f"{what} not found", field=field, sqlstate="P0002")
+
+
+async def ask(
+    caller: Caller,
+    method: Callable[..., Awaitable[T]],
+    params: dict[str, Any],
+    sent_as: Mapping[str, str] | None = None,
+) -> T:
+    """`call` of one of the client's methods on the caller's connection, params its keyword arguments
+    (named as the SQL names them)."""
+    return await call(method(**params, conn=caller.conn), params, sent_as)
+
+
+async def found(
+    caller: Caller,
+    method: Callable[..., Awaitable[T | None]],
+    params: dict[str, Any],
+    what: str,
+    field: str,
+    sent_as: Mapping[str, str] | None = None,
+) -> T:
+    """`ask` for one row: none (an unknown key, or another tenant's row) answers 404 naming field."""
+    row = await ask(caller, method, params, sent_as)
+    if row is None:
+        raise not_found(what, field)
+    return row
+
+
+def next_page(rows: Sequence[Any], limit: int, cap: int, key: str) -> Any:
+    """The `next` of a page, the first `limit` of the rows read (limit + 1 of them: one more tells that
+    another page follows; at the cap, which cannot return the extra row, a full page points on, maybe
+    to an empty one): the key of its last row, or None on the last page."""
+    more = len(rows) > limit or len(rows) == limit == cap
+    return getattr(rows[limit - 1], key) if more else None
 
 
 # The job id is the path's `id`
@@ -139,16 +169,14 @@ JOB_ID_AS_SENT = {"job_id": "id"}
 async def _job(caller: Caller, job_id: int) -> Job:
     """A job of the caller's tenants (get_job answers another tenant's as it answers an unknown id: no row,
     404)."""
-    info = await call(caller.client.get_job(job_id, conn=caller.conn), {"job_id": job_id}, JOB_ID_AS_SENT)
-    if info is None:
-        raise not_found(f"job {job_id}", "id")
-    return Job.of(info)
+    return Job.of(
+        await found(caller, caller.client.get_job, {"job_id": job_id}, f"job {job_id}", "id", JOB_ID_AS_SENT)
+    )
 
 
 @router.post(
     "/jobs",
     status_code=201,
-    tags=["jobs"],
     summary="Submit a job",
     response_description="The new job.",
     responses={
@@ -180,7 +208,7 @@ async def submit_job(
     A repeat of a `dedup_key` answers 200 with the first job and `"duplicate": true`. Its payload,
     result and error are shown only to a token that also has `jobs:read`; a token without it gets
     `{"job": {"job_id", "tenant_id", "state"}, "duplicate": true}`."""
-    act = audit.begin(request, audit.Action(caller.token_id, caller.tenant_id, "submit"))
+    act = audit.begin(request, caller, "submit")
     act.tenant = caller.tenant_for(job.tenant_id, "tenant_id")
     spec = job.model_dump(mode="json", exclude_unset=True) | {"tenant_id": act.tenant}
     traceparent = spec.pop("traceparent", None)  # the parent of the submit span (jobctl.tracing)
@@ -202,8 +230,8 @@ async def _change_job(
     """Cancel or retry (`change`: the client's cancel_job or retry_job) one of the caller's jobs,
     audited, and answer with the job as it is now; the function answers an unknown id and another
     tenant's job alike (P0002: 404)."""
-    act = audit.begin(request, audit.Action(caller.token_id, caller.tenant_id, action, job_id))
-    await call(change(job_id, conn=caller.conn), {"job_id": job_id}, JOB_ID_AS_SENT)
+    act = audit.begin(request, caller, action, job_id)
+    await ask(caller, change, {"job_id": job_id}, JOB_ID_AS_SENT)
     out = JobOut(job=await _job(caller, job_id))
     act.record(200)
     return out
@@ -211,7 +239,6 @@ async def _change_job(
 
 @router.get(
     "/jobs/{id}",
-    tags=["jobs"],
     summary="Get a job",
     responses=error_responses(
         404,
@@ -242,7 +269,6 @@ async def get_job(
 
 @router.delete(
     "/jobs/{id}",
-    tags=["jobs"],
     summary="Cancel a job",
     response_description="The cancelled job.",
     responses=error_responses(404, 409, 422, notes={409: "The job is already completed, dead or cancelled."}),
@@ -257,7 +283,6 @@ async def cancel_job(
 
 @router.post(
     "/jobs/{id}/retry",
-    tags=["jobs"],
     summary="Retry a job",
     response_description="The job, pending again.",
     responses=error_responses(404, 409, 422, notes={409: "The job is pending, running or completed."}),
@@ -272,7 +297,6 @@ async def retry_job(
 
 @router.get(
     "/jobs",
-    tags=["jobs"],
     summary="List jobs",
     responses=error_responses(
         422,
@@ -316,31 +340,22 @@ async def list_jobs(
     if state is None and status is not None:
         state, names["state"] = status, "status"
     tenant_id = caller.tenant_for(tenant, "tenant")
+    params = {
+        "tenant_id": tenant_id,
+        "state": state,
+        "queue": queue,
+        "before_id": before,
+        "max_rows": limit + 1,
+    }
     with list_permit(request, caller):
-        # one row more than the page tells whether another page follows
-        params = {
-            "tenant_id": tenant_id,
-            "state": state,
-            "queue": queue,
-            "before_id": before,
-            "max_rows": limit + 1,
-        }
-        rows = await call(
-            caller.client.list_jobs(tenant_id, state=state, queue=queue, before_id=before,
-                                    max_rows=limit + 1, conn=caller.conn),
-            params,
-            names,
-        )  # fmt: skip
-        # at the cap, list_jobs cannot return the extra row: a full page then points on (maybe to an
-        # empty one)
-        more = len(rows) > limit or len(rows) == limit == LIST_CAP
-        jobs = [Job.of(r) for r in rows[:limit]]
-    return JobPage(jobs=jobs, next=jobs[-1].job_id if more and jobs else None)
+        rows = await ask(caller, caller.client.list_jobs, params, names)
+        return JobPage(
+            jobs=[Job.of(r) for r in rows[:limit]], next=next_page(rows, limit, LIST_CAP, "job_id")
+        )
 
 
-@router.get(
+@operations.get(
     "/health",
-    tags=["operations"],
     summary="Health",
     response_model=Health,
     response_description="The database answers.",

@@ -17,17 +17,26 @@ from jobctl.api.auth import Caller, caller_for
 from jobctl.api.models import (
     JOB_ID_MAX,
     Dropped,
+    Schedule,
     ScheduleIn,
     ScheduleList,
     ScheduleOut,
     ScheduleRun,
     ScheduleRunJob,
     ScheduleRunPage,
-    fields_of,
-    schedule_of,
+    shown,
 )
 from jobctl.api.query_names import known_query
-from jobctl.api.routes import LIST_CAP, TOO_MANY_LISTS, call, error_responses, list_permit, not_found
+from jobctl.api.routes import (
+    LIST_CAP,
+    TOO_MANY_LISTS,
+    ask,
+    error_responses,
+    found,
+    list_permit,
+    next_page,
+    not_found,
+)
 
 Name = Annotated[str, Path(min_length=1, max_length=200, description="The schedule's name.")]
 Tenant = Annotated[
@@ -52,26 +61,12 @@ async def put_schedule(
 ) -> ScheduleOut:
     """Create or replace a recurring schedule (scope `schedules:write`): each fire time of `cron` enqueues one
     job. Fields left out take the database's defaults."""
-    act = audit.begin(request, audit.Action(caller.token_id, caller.tenant_id, "put_schedule"))
+    act = audit.begin(request, caller, "put_schedule")
     act.tenant = caller.tenant_for(body.tenant_id, "tenant_id")
-    params = body.model_dump(exclude={"tenant_id", "payload"}) | {"tenant_id": act.tenant, "name": name}
-    saved = await call(
-        caller.client.put_schedule(
-            act.tenant,
-            name,
-            body.cron,
-            body.queue,
-            body.payload,
-            priority=body.priority,
-            catch_up=body.catch_up,
-            skip_overlap=body.skip_overlap,
-            time_zone=body.time_zone,
-            conn=caller.conn,
-        ),
-        params,
-    )
+    params = dict(body) | {"tenant_id": act.tenant, "name": name}
+    saved = await ask(caller, caller.client.put_schedule, params)
     act.record(200)
-    return ScheduleOut(schedule=schedule_of(saved))
+    return ScheduleOut(schedule=shown(Schedule, saved))
 
 
 @router.get(
@@ -83,9 +78,8 @@ async def list_schedules(
     """A tenant's schedules with their next and last fire times (scope `schedules:read`)."""
     tenant_id = caller.tenant_for(tenant, "tenant")
     with list_permit(request, caller):
-        params = {"tenant_id": tenant_id}
-        rows = await call(caller.client.list_schedules(tenant_id, conn=caller.conn), params, TENANT_AS_SENT)
-        return ScheduleList(schedules=[schedule_of(r) for r in rows])
+        rows = await ask(caller, caller.client.list_schedules, {"tenant_id": tenant_id}, TENANT_AS_SENT)
+        return ScheduleList(schedules=[shown(Schedule, r) for r in rows])
 
 
 @router.delete("/schedules/{name:name}", summary="Drop a schedule", responses=error_responses(404, 422))
@@ -96,40 +90,28 @@ async def drop_schedule(
     tenant: Tenant = None,
 ) -> Dropped:
     """Remove a schedule (scope `schedules:write`); runs already enqueued stay. An unknown name is 404."""
-    act = audit.begin(request, audit.Action(caller.token_id, caller.tenant_id, "drop_schedule"))
+    act = audit.begin(request, caller, "drop_schedule")
     act.tenant = caller.tenant_for(tenant, "tenant")
     params = {"tenant_id": act.tenant, "name": name}
-    dropped = await call(
-        caller.client.drop_schedule(act.tenant, name, conn=caller.conn), params, TENANT_AS_SENT
-    )
-    if not dropped:
+    if not await ask(caller, caller.client.drop_schedule, params, TENANT_AS_SENT):
         raise not_found(f"schedule {name}", "name")
     act.record(200)
     return Dropped(dropped=True)
 
 
 async def _schedule(caller: Caller, tenant_id: str, name: str) -> ScheduleOut:
-    found = await call(
-        caller.client.get_schedule(tenant_id, name, conn=caller.conn),
-        {"tenant_id": tenant_id, "name": name},
-        TENANT_AS_SENT,
-    )
-    if found is None:
-        raise not_found(f"schedule {name}", "name")
-    return ScheduleOut(schedule=schedule_of(found))
+    params = {"tenant_id": tenant_id, "name": name}
+    row = await found(caller, caller.client.get_schedule, params, f"schedule {name}", "name", TENANT_AS_SENT)
+    return ScheduleOut(schedule=shown(Schedule, row))
 
 
 async def _pause(
     request: Request, caller: Caller, name: str, tenant: str | None, paused: bool
 ) -> ScheduleOut:
-    act = audit.begin(
-        request,
-        audit.Action(caller.token_id, caller.tenant_id, "pause_schedule" if paused else "resume_schedule"),
-    )
+    act = audit.begin(request, caller, "pause_schedule" if paused else "resume_schedule")
     act.tenant = caller.tenant_for(tenant, "tenant")
     change = caller.client.pause_schedule if paused else caller.client.resume_schedule
-    params = {"tenant_id": act.tenant, "name": name}
-    await call(change(act.tenant, name, conn=caller.conn), params, TENANT_AS_SENT)
+    await ask(caller, change, {"tenant_id": act.tenant, "name": name}, TENANT_AS_SENT)
     act.record(200)
     return await _schedule(caller, act.tenant, name)
 
@@ -180,12 +162,10 @@ async def run_schedule(
 ) -> ScheduleRun:
     """Submit one run of the schedule now, paused or not (scope `schedules:write`): a job of its queue,
     payload and priority, due now, which becomes its `last_job_id`; its next fire time is unchanged."""
-    act = audit.begin(request, audit.Action(caller.token_id, caller.tenant_id, "run_schedule"))
+    act = audit.begin(request, caller, "run_schedule")
     act.tenant = caller.tenant_for(tenant, "tenant")
     params = {"tenant_id": act.tenant, "name": name}
-    act.job_id = await call(
-        caller.client.run_schedule(act.tenant, name, conn=caller.conn), params, TENANT_AS_SENT
-    )
+    act.job_id = await ask(caller, caller.client.run_schedule, params, TENANT_AS_SENT)
     out = await _schedule(caller, act.tenant, name)
     act.record(200)
     return ScheduleRun(job_id=act.job_id, schedule=out.schedule)
@@ -218,15 +198,9 @@ async def schedule_runs(
     time it stands for, also after the schedule was dropped (an unknown name has no runs). Follow `next`
     (as `before`) until it is null."""
     tenant_id = caller.tenant_for(tenant, "tenant")
+    params = {"tenant_id": tenant_id, "name": name, "before_id": before, "max_rows": min(limit + 1, LIST_CAP)}
+    names = {"tenant_id": "tenant", "before_id": "before", "max_rows": "limit"}
     with list_permit(request, caller):
-        # one row more than the page tells whether another page follows
-        params = {"tenant_id": tenant_id, "name": name, "before_id": before, "max_rows": limit + 1}
-        rows = await call(
-            caller.client.schedule_runs(tenant_id, name, before_id=before, max_rows=min(limit + 1, LIST_CAP),
-                                        conn=caller.conn),
-            params,
-            {"tenant_id": "tenant", "before_id": "before", "max_rows": "limit"},
-        )  # fmt: skip
-        more = len(rows) > limit or len(rows) == limit == LIST_CAP
-        runs = [ScheduleRunJob(**fields_of(r)) for r in rows[:limit]]
-    return ScheduleRunPage(runs=runs, next=runs[-1].job_id if more and runs else None)
+        rows = await ask(caller, caller.client.schedule_runs, params, names)
+        runs = [shown(ScheduleRunJob, r) for r in rows[:limit]]
+        return ScheduleRunPage(runs=runs, next=next_page(rows, limit, LIST_CAP, "job_id"))

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 import click
 import psycopg
@@ -14,6 +16,7 @@ from jobctl.api import app, long_poll
 from jobctl.api.protocol import HEAD_TIMEOUT, head_timeout_protocol
 from jobctl.errors import first_line
 
+F = TypeVar("F", bound=Callable[..., Any])
 KEEP_ALIVE_TIMEOUT = 5  # seconds an idle connection is kept between requests (uvicorn's default)
 
 
@@ -23,80 +26,67 @@ def _drop_color_message(record: logging.LogRecord) -> bool:
     return True
 
 
+def setting(
+    name: str, default: float, kind: click.ParamType[Any], text: str, env: bool = True
+) -> Callable[[F], F]:
+    """A click option of `jobctl serve`, its default shown; env: the environment may set it too, as
+    JOBCTL_API_ and its name (JOBCTL_API_LOCK_TIMEOUT)."""
+    envvar = "JOBCTL_API_" + name.removeprefix("--").upper().replace("-", "_") if env else None
+    return click.option(
+        name, default=default, show_default=True, envvar=envvar, show_envvar=env, type=kind, help=text
+    )
+
+
 @click.command("serve", short_help="Serve the HTTP API (/api/v1).")
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
 @click.option(
     "--port", default=8080, show_default=True, type=click.IntRange(0, 65535), help="Port to listen on."
 )
 @logs.format_option
-@click.option(
-    "--pool-size",
-    default=10,
-    show_default=True,
-    type=click.IntRange(1, 1000),
-    help="Most database connections.",
-)
-@click.option(
+@setting("--pool-size", 10, click.IntRange(1, 1000), "Most database connections.", env=False)
+@setting(
     "--pool-timeout",
-    default=5.0,
-    show_default=True,
-    type=click.FloatRange(0.1, 600),
-    help="Seconds a request waits for a database connection before it answers 503.",
+    5.0,
+    click.FloatRange(0.1, 600),
+    "Seconds a request waits for a database connection before it answers 503.",
+    env=False,
 )
-@click.option(
+@setting(
     "--statement-timeout",
-    default=app.STATEMENT_TIMEOUT,
-    show_default=True,
-    envvar="JOBCTL_API_STATEMENT_TIMEOUT",
-    show_envvar=True,
-    type=click.FloatRange(0, 3600),
-    help="Seconds a database statement may run before the request answers 503 (0: no limit).",
+    app.STATEMENT_TIMEOUT,
+    click.FloatRange(0, 3600),
+    "Seconds a database statement may run before the request answers 503 (0: no limit).",
 )
-@click.option(
+@setting(
     "--lock-timeout",
-    default=app.LOCK_TIMEOUT,
-    show_default=True,
-    envvar="JOBCTL_API_LOCK_TIMEOUT",
-    show_envvar=True,
-    type=click.FloatRange(0, 3600),
-    help="Seconds a statement waits for a lock before the request answers 503 (0: no limit).",
+    app.LOCK_TIMEOUT,
+    click.FloatRange(0, 3600),
+    "Seconds a statement waits for a lock before the request answers 503 (0: no limit).",
 )
-@click.option(
+@setting(
     "--wait-concurrency",
-    default=long_poll.WAIT_CONCURRENCY,
-    show_default=True,
-    envvar="JOBCTL_API_WAIT_CONCURRENCY",
-    show_envvar=True,
-    type=click.IntRange(1, 1000),
-    help="Long polls (GET /api/v1/jobs/{id}?wait=) of one token's tenants at once; more answer 429.",
+    long_poll.WAIT_CONCURRENCY,
+    click.IntRange(1, 1000),
+    "Long polls (GET /api/v1/jobs/{id}?wait=) of one token's tenants at once; more answer 429.",
 )
-@click.option(
+@setting(
     "--list-concurrency",
-    default=app.LIST_CONCURRENCY,
-    show_default=True,
-    envvar="JOBCTL_API_LIST_CONCURRENCY",
-    show_envvar=True,
-    type=click.IntRange(1, 1000),
-    help="List requests of one token's tenants running at once; more answer 429.",
+    app.LIST_CONCURRENCY,
+    click.IntRange(1, 1000),
+    "List requests of one token's tenants running at once; more answer 429.",
 )
-@click.option(
+@setting(
     "--header-timeout",
-    default=HEAD_TIMEOUT,
-    show_default=True,
-    envvar="JOBCTL_API_HEADER_TIMEOUT",
-    show_envvar=True,
-    type=click.FloatRange(0.1, 600),
-    help="Seconds a connection has to send a whole request head (from opening, or the previous "
-    "response); else 408 and closed.",
+    HEAD_TIMEOUT,
+    click.FloatRange(0.1, 600),
+    "Seconds a connection has to send a whole request head (from opening, or the previous response); "
+    "else 408 and closed.",
 )
-@click.option(
+@setting(
     "--keep-alive-timeout",
-    default=KEEP_ALIVE_TIMEOUT,
-    show_default=True,
-    envvar="JOBCTL_API_KEEP_ALIVE_TIMEOUT",
-    show_envvar=True,
-    type=click.IntRange(1, 600),
-    help="Seconds an idle connection is kept open between requests.",
+    KEEP_ALIVE_TIMEOUT,
+    click.IntRange(1, 600),
+    "Seconds an idle connection is kept open between requests.",
 )
 def serve_command(
     host: str,
@@ -104,12 +94,9 @@ def serve_command(
     log_format: str,
     pool_size: int,
     pool_timeout: float,
-    statement_timeout: float,
-    lock_timeout: float,
-    list_concurrency: int,
-    wait_concurrency: int,
     header_timeout: float,
     keep_alive_timeout: int,
+    **limits: Any,
 ) -> None:
     """Serve the HTTP API (/api/v1, OpenAPI at /api/v1/openapi.json, metrics at /metrics)."""
     logs.setup(json_logs=log_format == "json")
@@ -127,10 +114,7 @@ def serve_command(
         dsn,
         pool_max=pool_size,
         pool_timeout=pool_timeout,
-        statement_timeout=statement_timeout,
-        lock_timeout=lock_timeout,
-        list_concurrency=list_concurrency,
-        wait_concurrency=wait_concurrency,
+        **limits,  # statement_timeout, lock_timeout, list_concurrency, wait_concurrency
     )
     uvicorn.run(
         api,
