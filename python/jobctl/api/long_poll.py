@@ -85,7 +85,7 @@ class Hints:
                     await conn.execute(sql.SQL(queries.LISTEN_CHANNEL).format(sql.Identifier(self.channel)))
                     self.listening.set()
                     pauses = waiting.reconnect_pauses()
-                    # hints may have been missed while it was away: wake every waiter to look now
+                    # hints may have been missed while it was away: wake every watcher to look now
                     self._wake_all()
                     async for hint in conn.notifies():
                         self._wake(hint.payload)
@@ -116,7 +116,7 @@ async def long_poll(
         event = stack.enter_context(hints.subscribe(job_id))
         async with sessions.open() as caller:
             stack.enter_context(permits.permit(caller.tenant_id))
-            seconds = max(math.ceil(wait), 1)  # the waiter outlives the wait, never by much
+            seconds = max(math.ceil(wait), 1)  # the watcher outlives the wait, never by much
             job = await caller.client.watch_job(job_id, hints.channel, seconds, conn=caller.conn)
         for pause in waiting.polls():
             # no such job, another tenant's, or one deleted meanwhile (delete_jobs, forget_subject)
