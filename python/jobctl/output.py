@@ -17,9 +17,11 @@ import dataclasses
 import json
 import re
 import secrets
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal
+from operator import attrgetter
+from typing import Any
 
 from jobctl.client import RawJson
 
@@ -182,6 +184,19 @@ def table(
         return "  ".join(out).rstrip()
 
     return "\n".join([line(list(headers)), *(line(r) for r in text)])
+
+
+# A table's columns: each header and the field of a row it shows, or a function of the row
+Columns = Mapping[str, str | Callable[[Any], object]]
+
+
+def rows_table(
+    rows: Iterable[object], columns: Columns, right: Iterable[int] | None = None, empty: str | None = None
+) -> str:
+    """`table` of client rows (`empty`, when given, instead of a table without rows)."""
+    getters = [attrgetter(c) if isinstance(c, str) else c for c in columns.values()]
+    body = [[get(row) for get in getters] for row in rows]
+    return table(list(columns), body, right) if body or empty is None else empty
 
 
 def key_values(pairs: Iterable[tuple[str, object]]) -> str:

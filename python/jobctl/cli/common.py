@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
+import shlex
+from collections.abc import Iterable, Mapping
 from datetime import datetime, timedelta
 from typing import IO, Any
 
@@ -111,6 +112,26 @@ def echo_json(doc: object) -> None:
     click.echo(output.to_json(doc))
 
 
+def show(doc: object, as_json: bool, text: str | None = None) -> None:
+    """Print `doc` as one JSON document with --json, else `text`: by default `doc`, a client row, as
+    `key: value` lines."""
+    if as_json:
+        echo_json(doc)
+    else:
+        click.echo(output.key_values(output.record(doc)) if text is None else text)
+
+
+def show_table(
+    rows: list[Any],
+    as_json: bool,
+    columns: output.Columns,
+    right: Iterable[int] | None = None,
+    empty: str | None = None,
+) -> None:
+    """Print client rows as one JSON array with --json, else as a table (`output.rows_table`)."""
+    show(rows, as_json, output.rows_table(rows, columns, right, empty))
+
+
 def parse_json(text: str, what: str, field: str | None = None) -> Any:
     """JSON given by the user; a bad document is an InvalidInput naming `what` (and the field)."""
     try:
@@ -147,6 +168,24 @@ def user_message(e: BaseException) -> str | None:
     if isinstance(e, db.ConfigError | mig.MigrationError):
         return first_line(str(e))
     return None
+
+
+def last_error(row: Any) -> str | None:
+    """A job's last error for a table: one line of at most 50 characters."""
+    return output.truncate(row.last_error, 50) if row.last_error else None
+
+
+def show_more(rows: list[Any], limit: int, command: str, args: list[str]) -> None:
+    """After a full page of jobs, newest first: the command line that shows the next page."""
+    if len(rows) == limit:
+        args += ["--before", str(rows[-1].job_id), "--limit", str(limit)]
+        click.echo(f"(more may follow: jobctl {command} {shlex.join(args)})")
+
+
+def show_settings(row: object, as_json: bool) -> None:
+    """A tenant's or a queue's settings as saved: a limit not set shows as `unlimited`."""
+    pairs = [(k, "unlimited" if v is None else v) for k, v in output.record(row)]
+    show(row, as_json, output.key_values(pairs))
 
 
 def show_paused(what: str, key: str, name: str, paused: bool, changed: bool, as_json: bool) -> None:
