@@ -3,10 +3,11 @@ authenticate), `--json`, the types of ids and times, and the one-line error."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import shlex
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from datetime import datetime, timedelta
 from typing import IO, Any
 
@@ -188,11 +189,22 @@ def show_settings(row: object, as_json: bool) -> None:
     show(row, as_json, output.key_values(pairs))
 
 
+@contextlib.contextmanager
+def nothing_applied(what: str) -> Iterator[None]:
+    """A statement the database refused, told as `<what> failed, nothing applied: <message> [SQLSTATE]`
+    (an error of the connection itself stays as it is)."""
+    try:
+        yield
+    except psycopg.Error as e:
+        if e.sqlstate is None:
+            raise
+        message = first_line(e.diag.message_primary or str(e))
+        raise CliError(f"{what} failed, nothing applied: {message} [{e.sqlstate}]") from None
+
+
 def show_paused(what: str, key: str, name: str, paused: bool, changed: bool, as_json: bool) -> None:
     """Say that a tenant or a queue (`what`; `key` its parameter's name) was paused or resumed, or
     already was."""
-    if as_json:
-        echo_json({key: name, "paused": paused, "changed": changed})
-        return
     state = "paused" if paused else "resumed"
-    click.echo(f"{what} {name} {state}" if changed else f"{what} {name} was already {state}")
+    text = f"{what} {name} {state}" if changed else f"{what} {name} was already {state}"
+    show({key: name, "paused": paused, "changed": changed}, as_json, text)

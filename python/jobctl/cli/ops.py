@@ -20,7 +20,7 @@ import psycopg
 
 from jobctl import contract, output
 from jobctl import migrate as mig
-from jobctl.cli.common import Conn, Row, connect, echo_json, json_option, user_message
+from jobctl.cli.common import Conn, Row, connect, json_option, show, user_message
 from jobctl.cli.schema import plan_issues
 from jobctl.client import Client
 
@@ -119,12 +119,7 @@ def stats(tenant_id: str | None, queue: str | None, window: float, as_json: bool
     """
     with Client() as client:
         _, rows = figures(client, None, tenant_id, queue, window)
-    if as_json:
-        echo_json(rows)
-    elif rows:
-        click.echo(figures_table(rows))
-    else:
-        click.echo("(no jobs)")
+    show(rows, as_json, figures_table(rows) if rows else "(no jobs)")
 
 
 def schema_check(conn: Conn) -> Row:
@@ -147,10 +142,6 @@ def checks(client: Client, conn: Conn) -> list[Row]:
     return [schema_check(conn), *(dict(output.record(c)) for c in client.health_checks(conn=conn))]
 
 
-def tally(rows: list[Row]) -> Counter[str]:
-    return Counter(r["verdict"] for r in rows)
-
-
 def summary(rows: list[Row]) -> str:
     """16 ok, 1 warn (cron job jobctl-tick), 0 fail"""
     parts = []
@@ -171,50 +162,21 @@ def doctor(ctx: click.Context, as_json: bool) -> None:
     """
     with connect() as conn, Client() as client:
         rows = checks(client, conn)
-    counts = tally(rows)
+    counts = Counter(r["verdict"] for r in rows)
     worst = next((v for v in reversed(VERDICTS) if counts[v]), "ok")
-    if as_json:
-        echo_json({"verdict": worst, "counts": {v: counts[v] for v in VERDICTS}, "checks": rows})
-    else:
-        click.echo(
-            output.table(
-                ["CHECK", "VERDICT", "OBSERVED"],
-                [[r["check_name"], r["verdict"], r["observed"]] for r in rows],
-            )
-        )
-        notes = [r for r in rows if r["verdict"] != "ok" and r["detail"]]
-        if notes:
-            click.echo()
-        for r in notes:
-            click.echo(f"{r['check_name']} ({r['verdict']}): {output.cell(r['detail'])}")
-        click.echo(f"\ndoctor: {summary(rows)}")
+    table = output.table(
+        ["CHECK", "VERDICT", "OBSERVED"], [[r["check_name"], r["verdict"], r["observed"]] for r in rows]
+    )
+    notes = [
+        f"{r['check_name']} ({r['verdict']}): {output.cell(r['detail'])}"
+        for r in rows
+        if r["verdict"] != "ok" and r["detail"]
+    ]
+    blocks = [table, "\n".join(notes), f"doctor: {summary(rows)}"]  # a blank line between them
+    doc = {"verdict": worst, "counts": {v: counts[v] for v in VERDICTS}, "checks": rows}
+    show(doc, as_json, "\n\n".join(b for b in blocks if b))
     if counts["fail"]:
         ctx.exit(1)
-
-
-def _frame(
-    client: Client,
-    conn: Conn,
-    tenant_id: str | None,
-    queue: str | None,
-    window: float,
-    interval: float,
-    size: tuple[int, int | None],
-) -> str:
-    """One screen of `top`, at most `size` (columns, lines; lines None: every row) large."""
-    width, height = size
-    now, rows = figures(client, conn, tenant_id, queue, window)
-    health = checks(client, conn)
-    every = f"every {interval:g}s, claims over {window:g}s"
-    title = f"jobctl top  {output.timestamp(now)}  {every}  (Ctrl-C quits)"
-    lines = [output.clip(title, width), output.clip(f"health: {summary(health)}", width), ""]
-    # the busiest first: unfinished jobs, then claims
-    rows.sort(key=lambda r: (-(r["pending"] + r["failed"] + r["running"]), -r["claims_per_s"]))
-    shown = rows if height is None else rows[: max(height - len(lines) - 3, 1)]
-    lines.append(figures_table(shown, width) if rows else "(no jobs)")
-    if len(shown) < len(rows):
-        lines.append(f"... and {len(rows) - len(shown)} more (narrow with --tenant / --queue)")
-    return "\n".join(lines)
 
 
 @click.command()
@@ -245,27 +207,41 @@ def top(
     client = Client()  # no connection of its own: every call runs on `conn`
     conn: Conn | None = connect()  # the first connection must work; later ones are retried
     drawn = 0
+
+    def frame(conn: Conn, width: int, height: int | None) -> str:
+        """One screen, at most `width` columns and `height` lines (None: every row) large."""
+        now, rows = figures(client, conn, tenant_id, queue, window)
+        health = checks(client, conn)
+        every = f"every {interval:g}s, claims over {window:g}s"
+        title = f"jobctl top  {output.timestamp(now)}  {every}  (Ctrl-C quits)"
+        lines = [output.clip(title, width), output.clip(f"health: {summary(health)}", width), ""]
+        # the busiest first: unfinished jobs, then claims
+        rows.sort(key=lambda r: (-(r["pending"] + r["failed"] + r["running"]), -r["claims_per_s"]))
+        shown = rows if height is None else rows[: max(height - len(lines) - 3, 1)]
+        lines.append(figures_table(shown, width) if rows else "(no jobs)")
+        if len(shown) < len(rows):
+            lines.append(f"... and {len(rows) - len(shown)} more (narrow with --tenant / --queue)")
+        return "\n".join(lines)
+
     try:
         while True:
             try:
                 if conn is None or conn.closed:
                     conn = connect()
                 columns, lines = shutil.get_terminal_size()  # $COLUMNS and $LINES first; else 80x24
-                frame = _frame(
-                    client, conn, tenant_id, queue, window, interval, (columns, lines if tty else None)
-                )
+                screen = frame(conn, columns, lines if tty else None)
             except psycopg.OperationalError as e:
                 if e.sqlstate is not None and not e.sqlstate.startswith("57P"):  # 57P: server going down
                     raise
                 if conn is not None:
                     conn.close()
                 conn = None
-                frame = f"jobctl top: {user_message(e)}; retrying every {interval:g}s"
+                screen = f"jobctl top: {user_message(e)}; retrying every {interval:g}s"
             if tty:
                 click.clear()
             elif drawn:
                 click.echo()
-            click.echo(frame)
+            click.echo(screen)
             drawn += 1
             if iterations is not None and drawn >= iterations:
                 break

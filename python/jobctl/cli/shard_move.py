@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import click
 
-from jobctl import shard_move
-from jobctl.cli.common import CliError, connect, echo_json, json_option
+from jobctl import output, shard_move
+from jobctl.cli.common import CliError, connect, json_option, show
 
 
 @click.command("move")
@@ -35,19 +35,4 @@ def move(tenant_id: str, to: int, page: int, drain_timeout: float, as_json: bool
             report = shard_move.move_tenant(router, tenant_id, to, page=page, drain_timeout=drain_timeout)
         except shard_move.MoveError as e:
             raise CliError(f"move: {e}") from None
-    if as_json:
-        echo_json(
-            {
-                "tenant_id": report.tenant_id,
-                "source": report.source,
-                "target": report.target,
-                "moved": report.moved,
-                "pages": report.pages,
-                "pause_s": report.pause_s,
-                "drain_s": report.drain_s,
-                "total_s": report.total_s,
-                "resumed": report.resumed,
-            }
-        )
-    else:
-        click.echo(report.line())
+    show({k: v for k, v in output.record(report) if k != "notes"}, as_json, report.line())
