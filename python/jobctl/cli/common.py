@@ -7,13 +7,12 @@ import contextlib
 import json
 import re
 import shlex
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator
 from datetime import datetime, timedelta
 from typing import IO, Any
 
 import click
 import psycopg
-from psycopg.rows import dict_row
 from psycopg.types.json import set_json_loads
 
 from jobctl import client, db, errors, output
@@ -103,12 +102,6 @@ def connect() -> Conn:
     return conn
 
 
-def fetch_one(conn: Conn, query: str, params: Mapping[str, Any] | None = None) -> Row | None:
-    with conn.cursor(row_factory=dict_row) as cur:
-        cur.execute(query, params)
-        return cur.fetchone()
-
-
 def echo_json(doc: object) -> None:
     click.echo(output.to_json(doc))
 
@@ -122,15 +115,9 @@ def show(doc: object, as_json: bool, text: str | None = None) -> None:
         click.echo(output.key_values(output.record(doc)) if text is None else text)
 
 
-def show_table(
-    rows: list[Any],
-    as_json: bool,
-    columns: output.Columns,
-    right: Iterable[int] | None = None,
-    empty: str | None = None,
-) -> None:
+def show_table(rows: list[Any], as_json: bool, columns: output.Columns, right: Iterable[int] = ()) -> None:
     """Print client rows as one JSON array with --json, else as a table (`output.rows_table`)."""
-    show(rows, as_json, output.rows_table(rows, columns, right, empty))
+    show(rows, as_json, output.rows_table(rows, columns, right))
 
 
 def parse_json(text: str, what: str, field: str | None = None) -> Any:

@@ -132,15 +132,11 @@ def batch_submit(batch_file: IO[bytes], as_json: bool) -> None:
     unknown = sorted(set(doc) - {"jobs", "on_finish", "on_success", "on_discard"})
     if unknown:
         raise errors.InvalidInput(f"the batch file has an unknown key: {unknown[0]}", field=unknown[0])
-    jobs = doc.get("jobs")
-    if not isinstance(jobs, list):
+    if not isinstance(doc.get("jobs"), list):
         raise errors.InvalidInput("the batch file's jobs must be a JSON array of jobs", field="jobs")
     with Client() as client:
         try:
-            made = client.submit_batch(
-                jobs, on_finish=doc.get("on_finish"), on_success=doc.get("on_success"),
-                on_discard=doc.get("on_discard"),
-            )  # fmt: skip
+            made = client.submit_batch(**doc)  # jobs and the callbacks, no other key
         except errors.JobctlError as e:
             raise _in_file(e) from None
     show(made, as_json)

@@ -9,11 +9,14 @@ are the client's calls on it (`conn=`).
 
 from __future__ import annotations
 
+import itertools
 import shutil
 import sys
 import time
 from collections import Counter
+from collections.abc import Callable
 from datetime import datetime, timedelta
+from typing import Any
 
 import click
 import psycopg
@@ -60,49 +63,40 @@ def figures(
         if c.state in WAITING and oldest is not None and oldest <= now:
             r["oldest_due_s"] = max((now - oldest).total_seconds(), r["oldest_due_s"] or 0.0)
     for m in claims:
-        row(m.tenant_id, m.queue).update(
-            {"claims": m.claims, "claims_per_s": m.claims_per_s, "wait_p50_s": m.wait_p50_s}
-            | {"wait_p99_s": m.wait_p99_s}
-        )
+        row(m.tenant_id, m.queue).update(output.record(m))
     return now, [rows[k] for k in sorted(rows)]
 
 
-# the states the figures' columns show, in their order (waiting: for parents or a batch, jobctl.stats'
-# row of its own; neither pending nor delayed)
-FIGURE_STATES = ("pending", "waiting", "running", "completed", "failed", "dead", "cancelled")
-# the figures' columns; on a narrow terminal (`top`) short headers, and the least telling go first
-FIGURE_COLUMNS = [
-    output.Column("TENANT", "TENANT"),
-    output.Column("QUEUE", "QUEUE"),
-    output.Column("PENDING", "PEND", right=True),
-    output.Column("WAITING", "WAIT", right=True, drop=1),  # the first to go on a narrow terminal
-    output.Column("RUNNING", "RUN", right=True),
-    output.Column("COMPLETED", "DONE", right=True, drop=2),
-    output.Column("FAILED", "FAIL", right=True),
-    output.Column("DEAD", "DEAD", right=True, drop=4),
-    output.Column("CANCELLED", "CANC", right=True, drop=1),
-    output.Column("OLDEST DUE", "OLDEST", right=True),
-    output.Column("CLAIMS/S", "CLM/S", right=True),
-    output.Column("WAIT P50", "P50", right=True, drop=3),
-    output.Column("WAIT P99", "P99", right=True),
-]
+# the figures' columns, by the key of the row they show; on a narrow terminal (`top`) short headers, and
+# the least telling go first. Waiting: for parents or a batch, jobctl.stats' row of its own.
+FIGURE_COLUMNS = {
+    "tenant_id": output.Column("TENANT", "TENANT"),
+    "queue": output.Column("QUEUE", "QUEUE"),
+    "pending": output.Column("PENDING", "PEND", right=True),
+    "waiting": output.Column("WAITING", "WAIT", right=True, drop=1),  # the first to go on a narrow terminal
+    "running": output.Column("RUNNING", "RUN", right=True),
+    "completed": output.Column("COMPLETED", "DONE", right=True, drop=2),
+    "failed": output.Column("FAILED", "FAIL", right=True),
+    "dead": output.Column("DEAD", "DEAD", right=True, drop=4),
+    "cancelled": output.Column("CANCELLED", "CANC", right=True, drop=1),
+    "oldest_due_s": output.Column("OLDEST DUE", "OLDEST", right=True),
+    "claims_per_s": output.Column("CLAIMS/S", "CLM/S", right=True),
+    "wait_p50_s": output.Column("WAIT P50", "P50", right=True, drop=3),
+    "wait_p99_s": output.Column("WAIT P99", "P99", right=True),
+}
+# the figures not shown as they are: seconds as durations, claims/s to a tenth
+FIGURE_TEXT: dict[str, Callable[[Any], str]] = {
+    "oldest_due_s": output.duration,
+    "claims_per_s": "{:.1f}".format,
+    "wait_p50_s": output.duration,
+    "wait_p99_s": output.duration,
+}
 
 
 def figures_table(rows: list[Row], width: int | None = None) -> str:
     """The figures as a table, at most `width` characters wide (output.fitted_table)."""
-    body = [
-        [
-            r["tenant_id"],
-            r["queue"],
-            *(r[s] for s in FIGURE_STATES),
-            output.duration(r["oldest_due_s"]),
-            f"{r['claims_per_s']:.1f}",
-            output.duration(r["wait_p50_s"]),
-            output.duration(r["wait_p99_s"]),
-        ]
-        for r in rows
-    ]
-    return output.fitted_table(FIGURE_COLUMNS, body, width)
+    body = [[FIGURE_TEXT[k](r[k]) if k in FIGURE_TEXT else r[k] for k in FIGURE_COLUMNS] for r in rows]
+    return output.fitted_table(list(FIGURE_COLUMNS.values()), body, width)
 
 
 @click.command()
@@ -206,7 +200,6 @@ def top(
     tty = sys.stdout.isatty()
     client = Client()  # no connection of its own: every call runs on `conn`
     conn: Conn | None = connect()  # the first connection must work; later ones are retried
-    drawn = 0
 
     def frame(conn: Conn, width: int, height: int | None) -> str:
         """One screen, at most `width` columns and `height` lines (None: every row) large."""
@@ -224,7 +217,9 @@ def top(
         return "\n".join(lines)
 
     try:
-        while True:
+        for drawn in itertools.count() if iterations is None else range(iterations):
+            if drawn:
+                time.sleep(interval)
             try:
                 if conn is None or conn.closed:
                     conn = connect()
@@ -242,10 +237,6 @@ def top(
             elif drawn:
                 click.echo()
             click.echo(screen)
-            drawn += 1
-            if iterations is not None and drawn >= iterations:
-                break
-            time.sleep(interval)
     except KeyboardInterrupt:
         pass
     finally:

@@ -174,7 +174,7 @@ def runs(tenant_id: str, name: str, before_id: int | None, limit: int, as_json: 
     (jobctl.schedule_runs; also after the schedule was dropped)."""
     with Client() as client:
         found = client.schedule_runs(tenant_id, name, before_id=before_id, max_rows=limit)
-    show_table(found, as_json, RUN_COLUMNS, right=[3], empty="(no runs)")
+    show(found, as_json, output.rows_table(found, RUN_COLUMNS, right=[3], empty="(no runs)"))
     if not as_json:
         show_more(found, limit, "schedule runs", [tenant_id, name])
 

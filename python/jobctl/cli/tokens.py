@@ -10,7 +10,7 @@ import click
 import psycopg
 
 from jobctl import contract, errors, output, queries
-from jobctl.cli.common import as_id, connect, fetch_one, json_option, show, show_table
+from jobctl.cli.common import as_id, connect, json_option, show, show_table
 from jobctl.client import Client
 
 SCOPES = contract.SCOPES
@@ -83,7 +83,7 @@ def revoke(token_ref: str, as_json: bool) -> None:
             token_id = int(match[1])
             # a full token must be valid: a mistyped secret must not revoke token <id>
             try:
-                fetch_one(conn, queries.AUTHENTICATE, {"token": token_ref, "scope": SCOPES[0]})
+                conn.execute(queries.AUTHENTICATE, {"token": token_ref, "scope": SCOPES[0]})
             except psycopg.Error as e:
                 if e.sqlstate != "JC021":  # JC021: valid, it just lacks that scope
                     raise
