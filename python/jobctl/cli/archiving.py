@@ -72,11 +72,9 @@ def verify(tenant_id: str | None, as_json: bool) -> None:
     with connect() as conn:
         results = archive.verify(conn, tenant_id)
     bad = [(f, problem) for f, problem in results if problem is not None]
-    if as_json:
-        echo_json({"files": len(results), "bad": [{"url": f["url"], "problem": p} for f, p in bad]})
-    else:
-        for f, problem in bad:
-            click.echo(f"{f['url']}: {problem}")
-        click.echo(f"{len(results) - len(bad)} of {len(results)} files match the manifest")
+    doc = {"files": len(results), "bad": [{"url": f["url"], "problem": p} for f, p in bad]}
+    lines = [f"{f['url']}: {problem}" for f, problem in bad]
+    lines.append(f"{len(results) - len(bad)} of {len(results)} files match the manifest")
+    show(doc, as_json, "\n".join(lines))
     if bad:
         raise click.exceptions.Exit(1)
