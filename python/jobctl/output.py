@@ -17,9 +17,11 @@ import dataclasses
 import json
 import re
 import secrets
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal
+from operator import attrgetter
+from typing import Any
 
 from jobctl.client import RawJson
 
@@ -90,21 +92,13 @@ def duration(seconds: float | None) -> str:
     """A short human duration: 850ms, 4.2s, 12s, 3m, 2h, 5d."""
     if seconds is None:
         return MISSING
-    sign = "-" if seconds < 0 else ""
-    s = abs(seconds)
+    sign, s = "-" if seconds < 0 else "", abs(seconds)
     if s < 1:
-        text = f"{s * 1000:.0f}ms"
-    elif s < 10:
-        text = f"{s:.1f}s"
-    elif s < 60:
-        text = f"{s:.0f}s"
-    elif s < 3600:
-        text = f"{s // 60:.0f}m"
-    elif s < 86400:
-        text = f"{s // 3600:.0f}h"
-    else:
-        text = f"{s // 86400:.0f}d"
-    return sign + text
+        return f"{sign}{s * 1000:.0f}ms"
+    if s < 60:
+        return f"{sign}{s:.1f}s" if s < 10 else f"{sign}{s:.0f}s"
+    size, unit = next((size, unit) for size, unit in ((86400, "d"), (3600, "h"), (60, "m")) if s >= size)
+    return f"{sign}{s // size:.0f}{unit}"
 
 
 def timestamp(value: datetime | None) -> str:
@@ -145,11 +139,9 @@ def _cell(value: object) -> str:
         return f"{value:.2f}"
     if isinstance(value, Decimal):
         return format(value.normalize(), "f")
-    if isinstance(value, dict):
-        return json.dumps(value, default=_default, ensure_ascii=False, separators=(",", ":"))
-    if isinstance(value, list | tuple):
-        if all(isinstance(v, str) for v in value):
-            return ",".join(value)
+    if isinstance(value, list | tuple) and all(isinstance(v, str) for v in value):
+        return ",".join(value)
+    if isinstance(value, dict | list | tuple):
         return json.dumps(value, default=_default, ensure_ascii=False, separators=(",", ":"))
     return str(value)
 
@@ -182,6 +174,17 @@ def table(
         return "  ".join(out).rstrip()
 
     return "\n".join([line(list(headers)), *(line(r) for r in text)])
+
+
+# A table's columns: each header and the field of a row it shows, or a function of the row
+Columns = Mapping[str, str | Callable[[Any], object]]
+
+
+def rows_table(rows: Iterable[object], columns: Columns, right: Iterable[int] = (), empty: str = "") -> str:
+    """`table` of client rows (`empty`, when given, instead of a table without rows)."""
+    getters = [attrgetter(c) if isinstance(c, str) else c for c in columns.values()]
+    body = [[get(row) for get in getters] for row in rows]
+    return table(list(columns), body, right) if body or not empty else empty
 
 
 def key_values(pairs: Iterable[tuple[str, object]]) -> str:

@@ -104,30 +104,13 @@ def main(dsn: str | None) -> None:
         os.environ["JOBCTL_DSN"] = dsn  # seen by db.dsn() here and in any child process
 
 
-# schema
-main.add_command(schema.migrate)
-main.add_command(schema.validate)
-main.add_command(shards.shards)
-# jobs
-main.add_command(jobs.submit)
-main.add_command(jobs.get)
-main.add_command(jobs.wait)
-main.add_command(jobs.list_)
-main.add_command(jobs.history)
-main.add_command(jobs.cancel)
-main.add_command(jobs.retry)
-# workflows and batches
-main.add_command(flows.workflow)
-main.add_command(flows.batch)
-# tenants, schedules and API tokens
-main.add_command(tenants.tenant)
-main.add_command(keys.key)
-main.add_command(queues.queue)
-main.add_command(schedules.schedule)
-main.add_command(tokens.token)
-main.add_command(access.access)
-# figures and health
-main.add_command(ops.stats)
-main.add_command(ops.doctor)
-main.add_command(ops.top)
-main.add_command(archiving.archive_group)
+# by family: schema; jobs; workflows and batches; tenants, schedules and API tokens; figures and health
+for family in (
+    (schema.migrate, schema.validate, shards.shards),
+    (jobs.submit, jobs.get, jobs.wait, jobs.list_, jobs.history, jobs.cancel, jobs.retry),
+    (flows.workflow, flows.batch),
+    (tenants.tenant, keys.key, queues.queue, schedules.schedule, tokens.token, access.access),
+    (ops.stats, ops.doctor, ops.top, archiving.archive_group),
+):
+    for command in family:
+        main.add_command(command)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import click
 
 from jobctl import errors, output
-from jobctl.cli.common import echo_json, json_option
+from jobctl.cli.common import json_option, show, show_table
 from jobctl.client import Client
 
 GRANT_EPILOG = """\b
@@ -21,6 +21,10 @@ def _tenant(tenant_id: str | None, every: bool) -> str | None:
     if every == (tenant_id is not None):
         raise click.UsageError("give exactly one of --tenant TENANT or --all")
     return tenant_id
+
+
+def _whom(tenant_id: str | None) -> str:
+    return f"tenant {tenant_id}" if tenant_id is not None else "every tenant"
 
 
 tenant_option = click.option("--tenant", "tenant_id", metavar="TENANT", help="The tenant.")
@@ -42,11 +46,8 @@ def grant(role: str, tenant_id: str | None, every: bool, as_json: bool) -> None:
     tenant = _tenant(tenant_id, every)
     with Client() as client:
         granted = client.grant_tenant(role, tenant)
-    whom = f"tenant {tenant}" if tenant is not None else "every tenant"
-    if as_json:
-        echo_json({"role": role, "tenant_id": tenant, "granted": granted})
-    else:
-        click.echo(f"{role}: {whom}" + ("" if granted else " (already granted)"))
+    text = f"{role}: {_whom(tenant)}" + ("" if granted else " (already granted)")
+    show({"role": role, "tenant_id": tenant, "granted": granted}, as_json, text)
 
 
 @access.command()
@@ -60,12 +61,16 @@ def revoke(role: str, tenant_id: str | None, every: bool, as_json: bool) -> None
     with Client() as client:
         revoked = client.revoke_tenant(role, tenant)
     if not revoked:
-        whom = f"tenant {tenant}" if tenant is not None else "every tenant"
-        raise errors.NotFound(f"{role} has no grant for {whom}")
-    if as_json:
-        echo_json({"role": role, "tenant_id": tenant, "revoked": True})
-    else:
-        click.echo(f"{role}: revoked")
+        raise errors.NotFound(f"{role} has no grant for {_whom(tenant)}")
+    show({"role": role, "tenant_id": tenant, "revoked": True}, as_json, f"{role}: revoked")
+
+
+COLUMNS: output.Columns = {
+    "ROLE": "role_name",
+    "TENANT": lambda g: g.tenant_id or "(every tenant)",
+    "GRANTED": "granted_at",
+    "BY": "granted_by",
+}
 
 
 @access.command("list")
@@ -73,9 +78,4 @@ def revoke(role: str, tenant_id: str | None, every: bool, as_json: bool) -> None
 def list_(as_json: bool) -> None:
     """List the roles and the tenants they act for."""
     with Client() as client:
-        grants = client.list_tenant_grants()
-    if as_json:
-        echo_json(grants)
-        return
-    rows = [[g.role_name, g.tenant_id or "(every tenant)", g.granted_at, g.granted_by] for g in grants]
-    click.echo(output.table(["ROLE", "TENANT", "GRANTED", "BY"], rows))
+        show_table(client.list_tenant_grants(), as_json, COLUMNS)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import click
 
 from jobctl import archive, db, output
-from jobctl.cli.common import connect, echo_json, json_option
+from jobctl.cli.common import connect, echo_json, json_option, show
 
 
 @click.group("archive")
@@ -56,15 +56,12 @@ def list_(tenant_id: str | None, as_json: bool) -> None:
     """List the archive's files (the manifest), oldest day first."""
     with connect() as conn:
         files = archive.manifest(conn, tenant_id)
-    if as_json:
-        echo_json(files)
-        return
     headers = ["DAY", "TENANT", "ROWS", "BYTES", "JOB IDS", "URL"]
     rows = [
         [f["day"], f["tenant_id"], f["rows"], f["bytes"], f"{f['min_job_id']}-{f['max_job_id']}", f["url"]]
         for f in files
     ]
-    click.echo(output.table(headers, rows, right=[2, 3]) if rows else "(no files)")
+    show(files, as_json, output.table(headers, rows, right=[2, 3]) if rows else "(no files)")
 
 
 @archive_group.command("verify")
@@ -75,11 +72,9 @@ def verify(tenant_id: str | None, as_json: bool) -> None:
     with connect() as conn:
         results = archive.verify(conn, tenant_id)
     bad = [(f, problem) for f, problem in results if problem is not None]
-    if as_json:
-        echo_json({"files": len(results), "bad": [{"url": f["url"], "problem": p} for f, p in bad]})
-    else:
-        for f, problem in bad:
-            click.echo(f"{f['url']}: {problem}")
-        click.echo(f"{len(results) - len(bad)} of {len(results)} files match the manifest")
+    doc = {"files": len(results), "bad": [{"url": f["url"], "problem": p} for f, p in bad]}
+    lines = [f"{f['url']}: {problem}" for f, problem in bad]
+    lines.append(f"{len(results) - len(bad)} of {len(results)} files match the manifest")
+    show(doc, as_json, "\n".join(lines))
     if bad:
         raise click.exceptions.Exit(1)

@@ -3,15 +3,16 @@ authenticate), `--json`, the types of ids and times, and the one-line error."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
-from collections.abc import Mapping
+import shlex
+from collections.abc import Iterable, Iterator
 from datetime import datetime, timedelta
 from typing import IO, Any
 
 import click
 import psycopg
-from psycopg.rows import dict_row
 from psycopg.types.json import set_json_loads
 
 from jobctl import client, db, errors, output
@@ -101,14 +102,22 @@ def connect() -> Conn:
     return conn
 
 
-def fetch_one(conn: Conn, query: str, params: Mapping[str, Any] | None = None) -> Row | None:
-    with conn.cursor(row_factory=dict_row) as cur:
-        cur.execute(query, params)
-        return cur.fetchone()
-
-
 def echo_json(doc: object) -> None:
     click.echo(output.to_json(doc))
+
+
+def show(doc: object, as_json: bool, text: str | None = None) -> None:
+    """Print `doc` as one JSON document with --json, else `text`: by default `doc`, a client row, as
+    `key: value` lines."""
+    if as_json:
+        echo_json(doc)
+    else:
+        click.echo(output.key_values(output.record(doc)) if text is None else text)
+
+
+def show_table(rows: list[Any], as_json: bool, columns: output.Columns, right: Iterable[int] = ()) -> None:
+    """Print client rows as one JSON array with --json, else as a table (`output.rows_table`)."""
+    show(rows, as_json, output.rows_table(rows, columns, right))
 
 
 def parse_json(text: str, what: str, field: str | None = None) -> Any:
@@ -149,11 +158,40 @@ def user_message(e: BaseException) -> str | None:
     return None
 
 
+def last_error(row: Any) -> str | None:
+    """A job's last error for a table: one line of at most 50 characters."""
+    return output.truncate(row.last_error, 50) if row.last_error else None
+
+
+def show_more(rows: list[Any], limit: int, command: str, args: list[str]) -> None:
+    """After a full page of jobs, newest first: the command line that shows the next page."""
+    if len(rows) == limit:
+        args += ["--before", str(rows[-1].job_id), "--limit", str(limit)]
+        click.echo(f"(more may follow: jobctl {command} {shlex.join(args)})")
+
+
+def show_settings(row: object, as_json: bool) -> None:
+    """A tenant's or a queue's settings as saved: a limit not set shows as `unlimited`."""
+    pairs = [(k, "unlimited" if v is None else v) for k, v in output.record(row)]
+    show(row, as_json, output.key_values(pairs))
+
+
+@contextlib.contextmanager
+def nothing_applied(what: str) -> Iterator[None]:
+    """A statement the database refused, told as `<what> failed, nothing applied: <message> [SQLSTATE]`
+    (an error of the connection itself stays as it is)."""
+    try:
+        yield
+    except psycopg.Error as e:
+        if e.sqlstate is None:
+            raise
+        message = first_line(e.diag.message_primary or str(e))
+        raise CliError(f"{what} failed, nothing applied: {message} [{e.sqlstate}]") from None
+
+
 def show_paused(what: str, key: str, name: str, paused: bool, changed: bool, as_json: bool) -> None:
     """Say that a tenant or a queue (`what`; `key` its parameter's name) was paused or resumed, or
     already was."""
-    if as_json:
-        echo_json({key: name, "paused": paused, "changed": changed})
-        return
     state = "paused" if paused else "resumed"
-    click.echo(f"{what} {name} {state}" if changed else f"{what} {name} was already {state}")
+    text = f"{what} {name} {state}" if changed else f"{what} {name} was already {state}"
+    show({key: name, "paused": paused, "changed": changed}, as_json, text)

@@ -8,7 +8,7 @@ from typing import IO, Any
 import click
 
 from jobctl import errors, output
-from jobctl.cli.common import as_id, echo_json, json_option, parse_json
+from jobctl.cli.common import as_id, json_option, parse_json, show
 from jobctl.client import BIGINT_MAX, Client, check_id
 
 
@@ -95,12 +95,8 @@ def workflow_submit(workflow_file: IO[bytes], on_parent_failure: str | None, as_
             flow = client.submit_workflow(jobs, on_parent_failure=on_parent_failure)
         except errors.JobctlError as e:
             raise _in_file(e) from None
-    if as_json:
-        echo_json(flow)
-        return
-    rows = [[n, i] for n, i in flow.job_ids.items()]
-    click.echo(output.table(["NAME", "ID"], rows, right=[1]))
-    click.echo(f"workflow {flow.workflow_id}: {len(rows)} jobs")
+    table = output.table(["NAME", "ID"], flow.job_ids.items(), right=[1])
+    show(flow, as_json, f"{table}\nworkflow {flow.workflow_id}: {len(flow.job_ids)} jobs")
 
 
 BATCH_EPILOG = """\b
@@ -136,21 +132,14 @@ def batch_submit(batch_file: IO[bytes], as_json: bool) -> None:
     unknown = sorted(set(doc) - {"jobs", "on_finish", "on_success", "on_discard"})
     if unknown:
         raise errors.InvalidInput(f"the batch file has an unknown key: {unknown[0]}", field=unknown[0])
-    jobs = doc.get("jobs")
-    if not isinstance(jobs, list):
+    if not isinstance(doc.get("jobs"), list):
         raise errors.InvalidInput("the batch file's jobs must be a JSON array of jobs", field="jobs")
     with Client() as client:
         try:
-            made = client.submit_batch(
-                jobs, on_finish=doc.get("on_finish"), on_success=doc.get("on_success"),
-                on_discard=doc.get("on_discard"),
-            )  # fmt: skip
+            made = client.submit_batch(**doc)  # jobs and the callbacks, no other key
         except errors.JobctlError as e:
             raise _in_file(e) from None
-    if as_json:
-        echo_json(made)
-        return
-    click.echo(output.key_values(output.record(made)))
+    show(made, as_json)
 
 
 @batch.command("show")
@@ -162,7 +151,4 @@ def batch_show(batch_id: int, as_json: bool) -> None:
         found = client.get_batch(batch_id)
     if found is None:
         raise errors.NotFound(f"no batch {batch_id}")
-    if as_json:
-        echo_json(found)
-        return
-    click.echo(output.key_values(output.record(found)))
+    show(found, as_json)

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import math
 import os
-import shlex
 import stat
 import sys
 import time
@@ -24,9 +23,12 @@ from jobctl.cli.common import (
     CliError,
     as_id,
     as_run_at,
-    echo_json,
     json_option,
+    last_error,
     parse_json,
+    show,
+    show_more,
+    show_table,
     user_message,
 )
 from jobctl.cli.flows import as_ids, as_names
@@ -51,8 +53,10 @@ dedup_period, dedup_mode. A batch is all or nothing; earlier batches
 stay submitted."""
 
 
-def _number_or_text(value: str) -> int | float | str:
+def _number_or_text(value: str | None) -> int | float | str | None:
     """A number of seconds when it is one, else the text (an interval such as '5 minutes')."""
+    if value is None:
+        return None
     for kind in (int, float):
         try:
             number = kind(value)
@@ -146,34 +150,22 @@ def submit(
     tenant: str | None,
     queue: str | None,
     payload: str | None,
-    priority: int | None,
     run_at: datetime | timedelta | None,
     delay: float | None,
-    dedup_key: str | None,
-    max_attempts: int | None,
     backoff: str | None,
     timeout: str | None,
-    concurrency_key: str | None,
-    subject_key: str | None,
-    depends_on: list[int] | None,
-    on_parent_failure: str | None,
-    dedup_states: list[str] | None,
     dedup_period: str | None,
-    dedup_mode: str | None,
     jobs_file: IO[bytes] | None,
     batch_size: int,
     as_json: bool,
+    **options: Any,
 ) -> None:
     """Submit a job and print its id, or many from a JSON Lines file.
 
     PAYLOAD_JSON defaults to {}. Omitted options take the database's defaults.
     """
     if jobs_file is not None:
-        given = [
-            tenant, queue, payload, priority, run_at, delay, dedup_key, max_attempts, backoff, timeout,
-            concurrency_key, subject_key, depends_on, on_parent_failure, dedup_states, dedup_period,
-            dedup_mode,
-        ]  # fmt: skip
+        given = [tenant, queue, payload, run_at, delay, backoff, timeout, dedup_period, *options.values()]
         if any(v is not None for v in given):
             raise click.UsageError("--file takes no TENANT, QUEUE, PAYLOAD_JSON or job options")
         _submit_file(jobs_file, batch_size, as_json)
@@ -182,34 +174,23 @@ def submit(
         raise click.UsageError("give TENANT and QUEUE (or --file PATH)")
     if run_at is not None and delay is not None:
         raise click.UsageError("give --run-at or --delay, not both")
-    after = run_at if isinstance(run_at, timedelta) else delay
     with Client() as client:
         row = client.submit(
             tenant,
             queue,
             parse_json(payload, "PAYLOAD_JSON", "payload") if payload is not None else {},
-            priority=priority,
             run_at=run_at if isinstance(run_at, datetime) else None,
-            delay=after,
-            dedup_key=dedup_key,
-            max_attempts=max_attempts,
+            delay=run_at if isinstance(run_at, timedelta) else delay,
             backoff=parse_json(backoff, "--backoff", "backoff") if backoff is not None else None,
-            timeout=_number_or_text(timeout) if timeout is not None else None,
-            subject_key=subject_key,
-            concurrency_key=concurrency_key,
-            depends_on=depends_on,
-            on_parent_failure=on_parent_failure,
-            dedup_states=dedup_states,
-            dedup_period=_number_or_text(dedup_period) if dedup_period is not None else None,
-            dedup_mode=dedup_mode,
+            timeout=_number_or_text(timeout),
+            dedup_period=_number_or_text(dedup_period),
+            **options,
         )
-    if as_json:
-        echo_json(row)
-        return
-    click.echo(row.job_id)
-    if row.duplicate:
+    show(row, as_json, str(row.job_id))
+    if row.duplicate and not as_json:
         click.echo(
-            f"duplicate of job {row.job_id} (dedup key {dedup_key!r}): nothing new was submitted", err=True
+            f"duplicate of job {row.job_id} (dedup key {options['dedup_key']!r}): nothing new was submitted",
+            err=True,
         )
 
 
@@ -308,20 +289,18 @@ def _submit_file(stream: IO[bytes], batch_size: int, as_json: bool) -> None:
         raise CliError(message) from None
     seconds = time.monotonic() - started
     rate = (submitted + duplicates) / seconds if seconds > 0 else 0.0
-    if as_json:
-        doc = {
-            "submitted": submitted,
-            "duplicates": duplicates,
-            "batches": batches,
-            "seconds": round(seconds, 3),
-            "jobs_per_s": round(rate, 1),
-        }
-        echo_json(doc)
-        return
-    click.echo(
+    doc = {
+        "submitted": submitted,
+        "duplicates": duplicates,
+        "batches": batches,
+        "seconds": round(seconds, 3),
+        "jobs_per_s": round(rate, 1),
+    }
+    text = (
         f"submitted {submitted} jobs ({duplicates} duplicates) in {batches} batches, "
         f"{seconds:.1f}s, {rate:.0f} jobs/s"
     )
+    show(doc, as_json, text)
 
 
 # --- reading and acting on one job
@@ -342,10 +321,7 @@ def get(job_id: int, as_json: bool) -> None:
         job = client.get_job(job_id)
     if job is None:
         raise errors.NotFound(f"no job {job_id}")
-    if as_json:
-        echo_json(job)
-    else:
-        click.echo(output.key_values(output.record(job)))
+    show(job, as_json)
 
 
 # `jobctl wait`'s exit statuses besides 0 (completed), 1 (an error) and 2 (usage): docs/cli.md
@@ -375,11 +351,20 @@ def wait(ctx: click.Context, job_id: int, timeout: float, as_json: bool) -> None
             job, code = e.job, WAIT_TIMED_OUT
     if code == 0 and job.state != "completed":
         code = WAIT_NOT_COMPLETED
-    if as_json:
-        echo_json(job)
-    else:
-        click.echo(output.key_values(output.record(job)))
+    show(job, as_json)
     ctx.exit(code)
+
+
+JOB_COLUMNS: output.Columns = {
+    "ID": "job_id",
+    "QUEUE": "queue",
+    "STATE": "state",
+    "PRIO": "priority",
+    "ATTEMPT": lambda j: f"{j.attempt}/{j.max_attempts}",
+    "RUN AT": "run_at",
+    "CREATED": "created_at",
+    "LAST ERROR": last_error,
+}
 
 
 @click.command("list", epilog=JOB_LIST_EPILOG)
@@ -404,32 +389,25 @@ def list_(
     """List a tenant's jobs, newest first, a page at a time."""
     with Client() as client:
         jobs = client.list_jobs(tenant_id, state=state, queue=queue, before_id=before_id, max_rows=limit)
+    show_table(jobs, as_json, JOB_COLUMNS, right=[4])
     if as_json:
-        echo_json(jobs)
         return
-    headers = ["ID", "QUEUE", "STATE", "PRIO", "ATTEMPT", "RUN AT", "CREATED", "LAST ERROR"]
-    rows = [
-        [
-            j.job_id,
-            j.queue,
-            j.state,
-            j.priority,
-            f"{j.attempt}/{j.max_attempts}",
-            j.run_at,
-            j.created_at,
-            output.truncate(j.last_error, 50) if j.last_error else None,
-        ]
-        for j in jobs
-    ]
-    click.echo(output.table(headers, rows, right=[4]))
-    if len(jobs) == limit:
-        args = ["--tenant", tenant_id]
-        args += ["--state", state] if state else []
-        args += ["--queue", queue] if queue else []
-        args += ["--before", str(jobs[-1].job_id), "--limit", str(limit)]
-        click.echo(f"(more may follow: jobctl list {shlex.join(args)})")
-    elif not jobs:
+    args = ["--tenant", tenant_id]
+    args += ["--state", state] if state else []
+    args += ["--queue", queue] if queue else []
+    show_more(jobs, limit, "list", args)
+    if not jobs:
         click.echo("(no jobs)")
+
+
+HISTORY_COLUMNS: output.Columns = {
+    "AT": "at",
+    "EVENT": "event",
+    "ATTEMPT": "attempt",
+    "EPOCH": "lease_epoch",
+    "WORKER": "worker_id",
+    "DETAIL": lambda e: e.detail and output.truncate(e.detail, 60),
+}
 
 
 @click.command()
@@ -441,22 +419,11 @@ def history(job_id: int, as_json: bool) -> None:
         events = client.job_history(job_id)
     if not events:
         raise errors.NotFound(f"no job {job_id}")
-    if as_json:
-        echo_json(events)
-        return
-    headers = ["AT", "EVENT", "ATTEMPT", "EPOCH", "WORKER", "DETAIL"]
-    rows = [
-        [e.at, e.event, e.attempt, e.lease_epoch, e.worker_id, e.detail and output.truncate(e.detail, 60)]
-        for e in events
-    ]
-    click.echo(output.table(headers, rows, right=[2, 3]))
+    show_table(events, as_json, HISTORY_COLUMNS, right=[2, 3])
 
 
 def _show_state(job_id: int, state: str, as_json: bool) -> None:
-    if as_json:
-        echo_json({"job_id": job_id, "state": state})
-    else:
-        click.echo(f"job {job_id}: {state}")
+    show({"job_id": job_id, "state": state}, as_json, f"job {job_id}: {state}")
 
 
 @click.command()

@@ -6,7 +6,7 @@ from __future__ import annotations
 import click
 
 from jobctl import output
-from jobctl.cli.common import echo_json, json_option
+from jobctl.cli.common import json_option, show, show_table
 from jobctl.client import Client
 
 PUT_EPILOG = """\b
@@ -51,13 +51,17 @@ def put(
     limit = None if remove else (default if concurrency_key is None else max_running)
     with Client() as client:
         client.put_concurrency_limit(tenant_id, concurrency_key, limit)
-    if as_json:
-        echo_json({"tenant_id": tenant_id, "concurrency_key": concurrency_key, "max_running": limit})
-        return
     what = f"key {concurrency_key}" if concurrency_key is not None else "keys without a limit of their own"
-    click.echo(
-        f"tenant {tenant_id}, {what}: " + ("no limit" if limit is None else f"at most {limit} at once")
-    )
+    text = f"tenant {tenant_id}, {what}: " + ("no limit" if limit is None else f"at most {limit} at once")
+    show({"tenant_id": tenant_id, "concurrency_key": concurrency_key, "max_running": limit}, as_json, text)
+
+
+COLUMNS: output.Columns = {
+    "KEY": lambda k: k.concurrency_key if k.concurrency_key is not None else "(default)",
+    "MAX RUNNING": "max_running",
+    "ACTIVE": "active",
+    "WAITING": "waiting",
+}
 
 
 @key.command("list")
@@ -66,13 +70,4 @@ def put(
 def list_(tenant_id: str, as_json: bool) -> None:
     """List the tenant's key limits, with the jobs each has running or due, and waiting."""
     with Client() as client:
-        limits = client.list_concurrency_limits(tenant_id)
-    if as_json:
-        echo_json(limits)
-        return
-    table = [
-        [k.concurrency_key if k.concurrency_key is not None else "(default)", k.max_running,
-         "-" if k.active is None else k.active, k.waiting]
-        for k in limits
-    ]  # fmt: skip
-    click.echo(output.table(["KEY", "MAX RUNNING", "ACTIVE", "WAITING"], table, right=range(1, 4)))
+        show_table(client.list_concurrency_limits(tenant_id), as_json, COLUMNS, right=range(1, 4))

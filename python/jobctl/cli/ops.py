@@ -9,18 +9,21 @@ are the client's calls on it (`conn=`).
 
 from __future__ import annotations
 
+import itertools
 import shutil
 import sys
 import time
 from collections import Counter
+from collections.abc import Callable
 from datetime import datetime, timedelta
+from typing import Any
 
 import click
 import psycopg
 
 from jobctl import contract, output
 from jobctl import migrate as mig
-from jobctl.cli.common import Conn, Row, connect, echo_json, json_option, user_message
+from jobctl.cli.common import Conn, Row, connect, json_option, show, user_message
 from jobctl.cli.schema import plan_issues
 from jobctl.client import Client
 
@@ -60,49 +63,40 @@ def figures(
         if c.state in WAITING and oldest is not None and oldest <= now:
             r["oldest_due_s"] = max((now - oldest).total_seconds(), r["oldest_due_s"] or 0.0)
     for m in claims:
-        row(m.tenant_id, m.queue).update(
-            {"claims": m.claims, "claims_per_s": m.claims_per_s, "wait_p50_s": m.wait_p50_s}
-            | {"wait_p99_s": m.wait_p99_s}
-        )
+        row(m.tenant_id, m.queue).update(output.record(m))
     return now, [rows[k] for k in sorted(rows)]
 
 
-# the states the figures' columns show, in their order (waiting: for parents or a batch, jobctl.stats'
-# row of its own; neither pending nor delayed)
-FIGURE_STATES = ("pending", "waiting", "running", "completed", "failed", "dead", "cancelled")
-# the figures' columns; on a narrow terminal (`top`) short headers, and the least telling go first
-FIGURE_COLUMNS = [
-    output.Column("TENANT", "TENANT"),
-    output.Column("QUEUE", "QUEUE"),
-    output.Column("PENDING", "PEND", right=True),
-    output.Column("WAITING", "WAIT", right=True, drop=1),  # the first to go on a narrow terminal
-    output.Column("RUNNING", "RUN", right=True),
-    output.Column("COMPLETED", "DONE", right=True, drop=2),
-    output.Column("FAILED", "FAIL", right=True),
-    output.Column("DEAD", "DEAD", right=True, drop=4),
-    output.Column("CANCELLED", "CANC", right=True, drop=1),
-    output.Column("OLDEST DUE", "OLDEST", right=True),
-    output.Column("CLAIMS/S", "CLM/S", right=True),
-    output.Column("WAIT P50", "P50", right=True, drop=3),
-    output.Column("WAIT P99", "P99", right=True),
-]
+# the figures' columns, by the key of the row they show; on a narrow terminal (`top`) short headers, and
+# the least telling go first. Waiting: for parents or a batch, jobctl.stats' row of its own.
+FIGURE_COLUMNS = {
+    "tenant_id": output.Column("TENANT", "TENANT"),
+    "queue": output.Column("QUEUE", "QUEUE"),
+    "pending": output.Column("PENDING", "PEND", right=True),
+    "waiting": output.Column("WAITING", "WAIT", right=True, drop=1),  # the first to go on a narrow terminal
+    "running": output.Column("RUNNING", "RUN", right=True),
+    "completed": output.Column("COMPLETED", "DONE", right=True, drop=2),
+    "failed": output.Column("FAILED", "FAIL", right=True),
+    "dead": output.Column("DEAD", "DEAD", right=True, drop=4),
+    "cancelled": output.Column("CANCELLED", "CANC", right=True, drop=1),
+    "oldest_due_s": output.Column("OLDEST DUE", "OLDEST", right=True),
+    "claims_per_s": output.Column("CLAIMS/S", "CLM/S", right=True),
+    "wait_p50_s": output.Column("WAIT P50", "P50", right=True, drop=3),
+    "wait_p99_s": output.Column("WAIT P99", "P99", right=True),
+}
+# the figures not shown as they are: seconds as durations, claims/s to a tenth
+FIGURE_TEXT: dict[str, Callable[[Any], str]] = {
+    "oldest_due_s": output.duration,
+    "claims_per_s": "{:.1f}".format,
+    "wait_p50_s": output.duration,
+    "wait_p99_s": output.duration,
+}
 
 
 def figures_table(rows: list[Row], width: int | None = None) -> str:
     """The figures as a table, at most `width` characters wide (output.fitted_table)."""
-    body = [
-        [
-            r["tenant_id"],
-            r["queue"],
-            *(r[s] for s in FIGURE_STATES),
-            output.duration(r["oldest_due_s"]),
-            f"{r['claims_per_s']:.1f}",
-            output.duration(r["wait_p50_s"]),
-            output.duration(r["wait_p99_s"]),
-        ]
-        for r in rows
-    ]
-    return output.fitted_table(FIGURE_COLUMNS, body, width)
+    body = [[FIGURE_TEXT[k](r[k]) if k in FIGURE_TEXT else r[k] for k in FIGURE_COLUMNS] for r in rows]
+    return output.fitted_table(list(FIGURE_COLUMNS.values()), body, width)
 
 
 @click.command()
@@ -119,12 +113,7 @@ def stats(tenant_id: str | None, queue: str | None, window: float, as_json: bool
     """
     with Client() as client:
         _, rows = figures(client, None, tenant_id, queue, window)
-    if as_json:
-        echo_json(rows)
-    elif rows:
-        click.echo(figures_table(rows))
-    else:
-        click.echo("(no jobs)")
+    show(rows, as_json, figures_table(rows) if rows else "(no jobs)")
 
 
 def schema_check(conn: Conn) -> Row:
@@ -147,10 +136,6 @@ def checks(client: Client, conn: Conn) -> list[Row]:
     return [schema_check(conn), *(dict(output.record(c)) for c in client.health_checks(conn=conn))]
 
 
-def tally(rows: list[Row]) -> Counter[str]:
-    return Counter(r["verdict"] for r in rows)
-
-
 def summary(rows: list[Row]) -> str:
     """16 ok, 1 warn (cron job jobctl-tick), 0 fail"""
     parts = []
@@ -171,50 +156,21 @@ def doctor(ctx: click.Context, as_json: bool) -> None:
     """
     with connect() as conn, Client() as client:
         rows = checks(client, conn)
-    counts = tally(rows)
+    counts = Counter(r["verdict"] for r in rows)
     worst = next((v for v in reversed(VERDICTS) if counts[v]), "ok")
-    if as_json:
-        echo_json({"verdict": worst, "counts": {v: counts[v] for v in VERDICTS}, "checks": rows})
-    else:
-        click.echo(
-            output.table(
-                ["CHECK", "VERDICT", "OBSERVED"],
-                [[r["check_name"], r["verdict"], r["observed"]] for r in rows],
-            )
-        )
-        notes = [r for r in rows if r["verdict"] != "ok" and r["detail"]]
-        if notes:
-            click.echo()
-        for r in notes:
-            click.echo(f"{r['check_name']} ({r['verdict']}): {output.cell(r['detail'])}")
-        click.echo(f"\ndoctor: {summary(rows)}")
+    table = output.table(
+        ["CHECK", "VERDICT", "OBSERVED"], [[r["check_name"], r["verdict"], r["observed"]] for r in rows]
+    )
+    notes = [
+        f"{r['check_name']} ({r['verdict']}): {output.cell(r['detail'])}"
+        for r in rows
+        if r["verdict"] != "ok" and r["detail"]
+    ]
+    blocks = [table, "\n".join(notes), f"doctor: {summary(rows)}"]  # a blank line between them
+    doc = {"verdict": worst, "counts": {v: counts[v] for v in VERDICTS}, "checks": rows}
+    show(doc, as_json, "\n\n".join(b for b in blocks if b))
     if counts["fail"]:
         ctx.exit(1)
-
-
-def _frame(
-    client: Client,
-    conn: Conn,
-    tenant_id: str | None,
-    queue: str | None,
-    window: float,
-    interval: float,
-    size: tuple[int, int | None],
-) -> str:
-    """One screen of `top`, at most `size` (columns, lines; lines None: every row) large."""
-    width, height = size
-    now, rows = figures(client, conn, tenant_id, queue, window)
-    health = checks(client, conn)
-    every = f"every {interval:g}s, claims over {window:g}s"
-    title = f"jobctl top  {output.timestamp(now)}  {every}  (Ctrl-C quits)"
-    lines = [output.clip(title, width), output.clip(f"health: {summary(health)}", width), ""]
-    # the busiest first: unfinished jobs, then claims
-    rows.sort(key=lambda r: (-(r["pending"] + r["failed"] + r["running"]), -r["claims_per_s"]))
-    shown = rows if height is None else rows[: max(height - len(lines) - 3, 1)]
-    lines.append(figures_table(shown, width) if rows else "(no jobs)")
-    if len(shown) < len(rows):
-        lines.append(f"... and {len(rows) - len(shown)} more (narrow with --tenant / --queue)")
-    return "\n".join(lines)
 
 
 @click.command()
@@ -244,32 +200,43 @@ def top(
     tty = sys.stdout.isatty()
     client = Client()  # no connection of its own: every call runs on `conn`
     conn: Conn | None = connect()  # the first connection must work; later ones are retried
-    drawn = 0
+
+    def frame(conn: Conn, width: int, height: int | None) -> str:
+        """One screen, at most `width` columns and `height` lines (None: every row) large."""
+        now, rows = figures(client, conn, tenant_id, queue, window)
+        health = checks(client, conn)
+        every = f"every {interval:g}s, claims over {window:g}s"
+        title = f"jobctl top  {output.timestamp(now)}  {every}  (Ctrl-C quits)"
+        lines = [output.clip(title, width), output.clip(f"health: {summary(health)}", width), ""]
+        # the busiest first: unfinished jobs, then claims
+        rows.sort(key=lambda r: (-(r["pending"] + r["failed"] + r["running"]), -r["claims_per_s"]))
+        shown = rows if height is None else rows[: max(height - len(lines) - 3, 1)]
+        lines.append(figures_table(shown, width) if rows else "(no jobs)")
+        if len(shown) < len(rows):
+            lines.append(f"... and {len(rows) - len(shown)} more (narrow with --tenant / --queue)")
+        return "\n".join(lines)
+
     try:
-        while True:
+        for drawn in itertools.count() if iterations is None else range(iterations):
+            if drawn:
+                time.sleep(interval)
             try:
                 if conn is None or conn.closed:
                     conn = connect()
                 columns, lines = shutil.get_terminal_size()  # $COLUMNS and $LINES first; else 80x24
-                frame = _frame(
-                    client, conn, tenant_id, queue, window, interval, (columns, lines if tty else None)
-                )
+                screen = frame(conn, columns, lines if tty else None)
             except psycopg.OperationalError as e:
                 if e.sqlstate is not None and not e.sqlstate.startswith("57P"):  # 57P: server going down
                     raise
                 if conn is not None:
                     conn.close()
                 conn = None
-                frame = f"jobctl top: {user_message(e)}; retrying every {interval:g}s"
+                screen = f"jobctl top: {user_message(e)}; retrying every {interval:g}s"
             if tty:
                 click.clear()
             elif drawn:
                 click.echo()
-            click.echo(frame)
-            drawn += 1
-            if iterations is not None and drawn >= iterations:
-                break
-            time.sleep(interval)
+            click.echo(screen)
     except KeyboardInterrupt:
         pass
     finally:

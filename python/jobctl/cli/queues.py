@@ -3,10 +3,11 @@ jobctl.client."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import click
 
-from jobctl import output
-from jobctl.cli.common import echo_json, json_option, show_paused
+from jobctl.cli.common import json_option, show_paused, show_settings, show_table
 from jobctl.client import Client
 
 PUT_EPILOG = """\b
@@ -30,23 +31,21 @@ def queue() -> None:
 @click.option("--claim-burst", type=int, metavar="N", help="Claim bucket size.")
 @click.option("--paused", is_flag=True, help="Paused: no claims until resumed.")
 @json_option
-def put(
-    name: str,
-    max_running: int | None,
-    claim_rate: float | None,
-    claim_burst: int | None,
-    paused: bool,
-    as_json: bool,
-) -> None:
+def put(name: str, as_json: bool, **settings: Any) -> None:
     """Create or replace a queue's settings: an option left out goes back to its default."""
     with Client() as client:
-        saved = client.put_queue(
-            name, max_running=max_running, claim_rate=claim_rate, claim_burst=claim_burst, paused=paused
-        )
-    if as_json:
-        echo_json(saved)
-    else:
-        click.echo(output.key_values((k, "unlimited" if v is None else v) for k, v in output.record(saved)))
+        show_settings(client.put_queue(name, **settings), as_json)
+
+
+COLUMNS = {
+    "QUEUE": "queue",
+    "PAUSED": "paused",
+    "MAX RUNNING": "max_running",
+    "CLAIM/S": "claim_rate",
+    "CLAIM BURST": "claim_burst",
+    "DUE": "due",
+    "RUNNING": "running",
+}
 
 
 @queue.command("list")
@@ -54,15 +53,7 @@ def put(
 def list_(as_json: bool) -> None:
     """List the queues with settings or jobs: limits ('-': none), paused, jobs due and running."""
     with Client() as client:
-        queues = client.list_queues()
-    if as_json:
-        echo_json(queues)
-        return
-    headers = ["QUEUE", "PAUSED", "MAX RUNNING", "CLAIM/S", "CLAIM BURST", "DUE", "RUNNING"]
-    table = [
-        [q.queue, q.paused, q.max_running, q.claim_rate, q.claim_burst, q.due, q.running] for q in queues
-    ]
-    click.echo(output.table(headers, table, right=range(2, 7)))
+        show_table(client.list_queues(), as_json, COLUMNS, right=range(2, 7))
 
 
 @queue.command()
@@ -70,7 +61,8 @@ def list_(as_json: bool) -> None:
 @json_option
 def pause(name: str, as_json: bool) -> None:
     """Stop claims from QUEUE for every tenant, from the next claim on (submits go on)."""
-    _pause(name, True, as_json)
+    with Client() as client:
+        show_paused("queue", "queue", name, True, client.pause_queue(name), as_json)
 
 
 @queue.command()
@@ -78,10 +70,5 @@ def pause(name: str, as_json: bool) -> None:
 @json_option
 def resume(name: str, as_json: bool) -> None:
     """Restart claims from QUEUE."""
-    _pause(name, False, as_json)
-
-
-def _pause(name: str, paused: bool, as_json: bool) -> None:
     with Client() as client:
-        changed = client.pause_queue(name) if paused else client.resume_queue(name)
-    show_paused("queue", "queue", name, paused, changed, as_json)
+        show_paused("queue", "queue", name, False, client.resume_queue(name), as_json)

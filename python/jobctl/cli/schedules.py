@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import shlex
+from typing import Any
 
 import click
 
 from jobctl import errors, output
-from jobctl.cli.common import as_id, echo_json, json_option, parse_json
+from jobctl.cli.common import as_id, json_option, last_error, parse_json, show, show_more, show_table
 from jobctl.client import Client
 
 PUT_EPILOG = """\b
@@ -20,6 +20,11 @@ Examples:
 TIME_ZONE_HELP = (
     "The time zone whose wall time CRON reads: a name of pg_timezone_names such as Europe/Berlin "
     "(not an abbreviation such as CEST). Daylight saving time: docs/schedules.md."
+)
+
+
+time_zone_option = click.option(
+    "--time-zone", default="UTC", show_default=True, metavar="ZONE", help=TIME_ZONE_HELP
 )
 
 
@@ -44,19 +49,10 @@ def schedule() -> None:
     help="After downtime, at most N missed runs (the latest); 1: one run for the whole missed window.",
 )
 @click.option("--skip-overlap", is_flag=True, help="Skip a run while the previous run is unfinished.")
-@click.option("--time-zone", default="UTC", show_default=True, metavar="ZONE", help=TIME_ZONE_HELP)
+@time_zone_option
 @json_option
 def put(
-    tenant_id: str,
-    name: str,
-    cron: str,
-    queue: str,
-    payload: str,
-    priority: int,
-    catch_up: int,
-    skip_overlap: bool,
-    time_zone: str,
-    as_json: bool,
+    tenant_id: str, name: str, cron: str, queue: str, payload: str, as_json: bool, **settings: Any
 ) -> None:
     """Create or replace a schedule: each fire time of CRON enqueues one job on QUEUE.
 
@@ -64,21 +60,21 @@ def put(
     @daily, @weekly, @monthly, @yearly; read in the wall time of --time-zone (default UTC).
     """
     with Client() as client:
-        saved = client.put_schedule(
-            tenant_id,
-            name,
-            cron,
-            queue,
-            parse_json(payload, "PAYLOAD", "payload"),
-            priority=priority,
-            catch_up=catch_up,
-            skip_overlap=skip_overlap,
-            time_zone=time_zone,
-        )
-    if as_json:
-        echo_json(saved)
-    else:
-        click.echo(output.key_values(output.record(saved)))
+        doc = parse_json(payload, "PAYLOAD", "payload")
+        show(client.put_schedule(tenant_id, name, cron, queue, doc, **settings), as_json)
+
+
+COLUMNS = {
+    "TENANT": "tenant_id",
+    "NAME": "name",
+    "CRON": "cron",
+    "TZ": "time_zone",
+    "QUEUE": "queue",
+    "NEXT FIRE (UTC)": "next_fire_at",
+    "LAST FIRE (UTC)": "last_fire_at",
+    "LAST JOB": "last_job_id",
+    "PAUSED": "paused",
+}
 
 
 @schedule.command("list")
@@ -87,36 +83,7 @@ def put(
 def list_(tenant_id: str | None, as_json: bool) -> None:
     """List the schedules of TENANT (default: every tenant) with their next fire times."""
     with Client() as client:
-        schedules = client.list_schedules(tenant_id)
-    if as_json:
-        echo_json(schedules)
-        return
-    headers = [
-        "TENANT",
-        "NAME",
-        "CRON",
-        "TZ",
-        "QUEUE",
-        "NEXT FIRE (UTC)",
-        "LAST FIRE (UTC)",
-        "LAST JOB",
-        "PAUSED",
-    ]
-    rows = [
-        [
-            s.tenant_id,
-            s.name,
-            s.cron,
-            s.time_zone,
-            s.queue,
-            s.next_fire_at,
-            s.last_fire_at,
-            s.last_job_id,
-            s.paused,
-        ]
-        for s in schedules
-    ]
-    click.echo(output.table(headers, rows))
+        show_table(client.list_schedules(tenant_id), as_json, COLUMNS)
 
 
 @schedule.command()
@@ -127,12 +94,9 @@ def drop(tenant_id: str, name: str, as_json: bool) -> None:
     """Remove a schedule (runs already enqueued stay)."""
     with Client() as client:
         dropped = client.drop_schedule(tenant_id, name)
-    if as_json:
-        echo_json({"tenant_id": tenant_id, "name": name, "dropped": dropped})
-    elif not dropped:
+    if not dropped and not as_json:
         raise errors.NotFound(f"no schedule {name} for tenant {tenant_id}")
-    else:
-        click.echo(f"dropped schedule {name}")
+    show({"tenant_id": tenant_id, "name": name, "dropped": dropped}, as_json, f"dropped schedule {name}")
 
 
 @schedule.command()
@@ -141,12 +105,7 @@ def drop(tenant_id: str, name: str, as_json: bool) -> None:
 @json_option
 def pause(tenant_id: str, name: str, as_json: bool) -> None:
     """Stop a schedule firing until `schedule resume` (jobctl.pause_schedule)."""
-    with Client() as client:
-        changed = client.pause_schedule(tenant_id, name)
-    if as_json:
-        echo_json({"tenant_id": tenant_id, "name": name, "paused": True, "changed": changed})
-    else:
-        click.echo(f"paused schedule {name}" if changed else f"schedule {name} was paused already")
+    _pause(tenant_id, name, True, as_json)
 
 
 @schedule.command()
@@ -156,12 +115,17 @@ def pause(tenant_id: str, name: str, as_json: bool) -> None:
 def resume(tenant_id: str, name: str, as_json: bool) -> None:
     """Let a paused schedule fire again from its next fire time after now: the runs it missed while
     paused are skipped (jobctl.resume_schedule)."""
+    _pause(tenant_id, name, False, as_json)
+
+
+def _pause(tenant_id: str, name: str, paused: bool, as_json: bool) -> None:
     with Client() as client:
-        changed = client.resume_schedule(tenant_id, name)
-    if as_json:
-        echo_json({"tenant_id": tenant_id, "name": name, "paused": False, "changed": changed})
+        changed = (client.pause_schedule if paused else client.resume_schedule)(tenant_id, name)
+    if changed:
+        text = f"{'paused' if paused else 'resumed'} schedule {name}"
     else:
-        click.echo(f"resumed schedule {name}" if changed else f"schedule {name} was not paused")
+        text = f"schedule {name} was {'paused already' if paused else 'not paused'}"
+    show({"tenant_id": tenant_id, "name": name, "paused": paused, "changed": changed}, as_json, text)
 
 
 @schedule.command()
@@ -172,10 +136,18 @@ def run(tenant_id: str, name: str, as_json: bool) -> None:
     """Submit one run of a schedule now, paused or not (jobctl.run_schedule); prints the job's id."""
     with Client() as client:
         job_id = client.run_schedule(tenant_id, name)
-    if as_json:
-        echo_json({"tenant_id": tenant_id, "name": name, "job_id": job_id})
-    else:
-        click.echo(f"job {job_id}")
+    show({"tenant_id": tenant_id, "name": name, "job_id": job_id}, as_json, f"job {job_id}")
+
+
+RUN_COLUMNS: output.Columns = {
+    "JOB": "job_id",
+    "FIRE TIME (UTC)": "fire_time",
+    "STATE": "state",
+    "ATTEMPT": "attempt",
+    "CREATED": "created_at",
+    "FINISHED": "finished_at",
+    "LAST ERROR": last_error,
+}
 
 
 @schedule.command()
@@ -202,29 +174,9 @@ def runs(tenant_id: str, name: str, before_id: int | None, limit: int, as_json: 
     (jobctl.schedule_runs; also after the schedule was dropped)."""
     with Client() as client:
         found = client.schedule_runs(tenant_id, name, before_id=before_id, max_rows=limit)
-    if as_json:
-        echo_json(found)
-        return
-    if not found:
-        click.echo("(no runs)")
-        return
-    headers = ["JOB", "FIRE TIME (UTC)", "STATE", "ATTEMPT", "CREATED", "FINISHED", "LAST ERROR"]
-    rows = [
-        [
-            r.job_id,
-            r.fire_time,
-            r.state,
-            r.attempt,
-            r.created_at,
-            r.finished_at,
-            output.truncate(r.last_error, 50) if r.last_error else None,
-        ]
-        for r in found
-    ]
-    click.echo(output.table(headers, rows, right=[3]))
-    if len(found) == limit:
-        args = [tenant_id, name, "--before", str(found[-1].job_id), "--limit", str(limit)]
-        click.echo(f"(more may follow: jobctl schedule runs {shlex.join(args)})")
+    show(found, as_json, output.rows_table(found, RUN_COLUMNS, right=[3], empty="(no runs)"))
+    if not as_json:
+        show_more(found, limit, "schedule runs", [tenant_id, name])
 
 
 @schedule.command("next")
@@ -232,14 +184,11 @@ def runs(tenant_id: str, name: str, before_id: int | None, limit: int, as_json: 
 @click.option(
     "--count", type=click.IntRange(1, 1000), default=5, show_default=True, help="How many fire times."
 )
-@click.option("--time-zone", default="UTC", show_default=True, metavar="ZONE", help=TIME_ZONE_HELP)
+@time_zone_option
 @json_option
 def next_(cron: str, count: int, time_zone: str, as_json: bool) -> None:
     """Print the coming fire times of a CRON expression read in --time-zone (printed in UTC), as
     jobctl.cron_next computes them."""
     with Client() as client:
         times = client.next_fire_times(cron, count, time_zone=time_zone)
-    if as_json:
-        echo_json(times)
-    else:
-        click.echo("\n".join(output.timestamp(t) for t in times))
+    show(times, as_json, "\n".join(output.timestamp(t) for t in times))

@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 import click
-import psycopg
 
 from jobctl import migrate as mig
-from jobctl.cli.common import connect, echo_json, json_option
-from jobctl.errors import first_line
+from jobctl.cli.common import connect, echo_json, json_option, nothing_applied, show
 
 
 def plan_issues(p: mig.Plan) -> list[str]:
@@ -35,19 +33,9 @@ def migrate(print_only: bool, as_json: bool) -> None:
     if print_only:
         click.echo(mig.script(), nl=False)
         return
-    with connect() as conn:
-        try:
-            done = mig.migrate(conn)
-        except psycopg.Error as e:
-            if e.sqlstate is None:  # the connection, not the SQL
-                raise
-            message = first_line(e.diag.message_primary or str(e))
-            raise mig.MigrationError(f"migrate failed, nothing applied: {message} [{e.sqlstate}]") from None
-    if as_json:
-        echo_json({"applied": done})
-        return
-    applied = ", ".join(done) if done else "nothing new"
-    click.echo(f"migrate: ok ({applied})")
+    with connect() as conn, nothing_applied("migrate"):
+        done = mig.migrate(conn)
+    show({"applied": done}, as_json, f"migrate: ok ({', '.join(done) if done else 'nothing new'})")
 
 
 @click.command()

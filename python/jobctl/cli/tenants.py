@@ -3,11 +3,12 @@ jobctl.client."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import click
 
-from jobctl import output
-from jobctl.cli.common import echo_json, json_option, show_paused
-from jobctl.client import Client, Tenant
+from jobctl.cli.common import json_option, show_paused, show_settings, show_table
+from jobctl.client import Client
 
 PUT_EPILOG = """\b
 Examples:
@@ -20,8 +21,18 @@ def tenant() -> None:
     """Tenants: weights, quotas, rate limits, pause and resume."""
 
 
-def _show(t: Tenant) -> str:
-    return output.key_values((k, "unlimited" if v is None else v) for k, v in output.record(t))
+COLUMNS = {
+    "TENANT": "tenant_id",
+    "WEIGHT": "weight",
+    "MAX PENDING": "max_pending",
+    "MAX RUNNING": "max_running",
+    "SUBMIT/S": "submit_rate",
+    "SUBMIT BURST": "submit_burst",
+    "CLAIM/S": "claim_rate",
+    "CLAIM BURST": "claim_burst",
+    "PAUSED": "paused",
+    "ENCRYPTED": "encrypt_payloads",
+}
 
 
 @tenant.command(epilog=PUT_EPILOG)
@@ -46,38 +57,13 @@ def _show(t: Tenant) -> str:
     help="Seal payloads at rest with the key JOBCTL_PAYLOAD_KEYS holds for TENANT (docs/security.md).",
 )
 @json_option
-def put(
-    tenant_id: str,
-    weight: int,
-    max_pending: int | None,
-    max_running: int | None,
-    submit_rate: float | None,
-    submit_burst: int | None,
-    claim_rate: float | None,
-    claim_burst: int | None,
-    encrypt_payloads: bool,
-    as_json: bool,
-) -> None:
+def put(tenant_id: str, as_json: bool, **settings: Any) -> None:
     """Create or replace a tenant's settings.
 
     Every setting is replaced: an option left out goes back to its default (no limit).
     """
     with Client() as client:
-        saved = client.put_tenant(
-            tenant_id,
-            weight=weight,
-            max_pending=max_pending,
-            max_running=max_running,
-            submit_rate=submit_rate,
-            submit_burst=submit_burst,
-            claim_rate=claim_rate,
-            claim_burst=claim_burst,
-            encrypt_payloads=encrypt_payloads,
-        )
-    if as_json:
-        echo_json(saved)
-    else:
-        click.echo(_show(saved))
+        show_settings(client.put_tenant(tenant_id, **settings), as_json)
 
 
 @tenant.command("list")
@@ -85,38 +71,7 @@ def put(
 def list_(as_json: bool) -> None:
     """List every tenant with its settings ('-': no limit)."""
     with Client() as client:
-        tenants = client.list_tenants()
-    if as_json:
-        echo_json(tenants)
-        return
-    headers = [
-        "TENANT",
-        "WEIGHT",
-        "MAX PENDING",
-        "MAX RUNNING",
-        "SUBMIT/S",
-        "SUBMIT BURST",
-        "CLAIM/S",
-        "CLAIM BURST",
-        "PAUSED",
-        "ENCRYPTED",
-    ]
-    rows = [
-        [
-            t.tenant_id,
-            t.weight,
-            t.max_pending,
-            t.max_running,
-            t.submit_rate,
-            t.submit_burst,
-            t.claim_rate,
-            t.claim_burst,
-            t.paused,
-            t.encrypt_payloads,
-        ]
-        for t in tenants
-    ]
-    click.echo(output.table(headers, rows, right=range(1, 8)))
+        show_table(client.list_tenants(), as_json, COLUMNS, right=range(1, 8))
 
 
 @tenant.command()

@@ -10,7 +10,7 @@ import click
 import psycopg
 
 from jobctl import contract, errors, output, queries
-from jobctl.cli.common import as_id, connect, echo_json, fetch_one, json_option
+from jobctl.cli.common import as_id, connect, json_option, show, show_table
 from jobctl.client import Client
 
 SCOPES = contract.SCOPES
@@ -55,12 +55,8 @@ def create(
     match = contract.TOKEN_RE.match(value)
     token_id = int(match[1]) if match else None
     whom = f"tenant {tenant_id}" if tenant_id is not None else "every tenant (admin)"
-    if as_json:
-        echo_json(
-            {"token": value, "token_id": token_id, "tenant_id": tenant_id, "scopes": chosen, "label": label}
-        )
-    else:
-        click.echo(value)
+    doc = {"token": value, "token_id": token_id, "tenant_id": tenant_id, "scopes": chosen, "label": label}
+    show(doc, as_json, value)
     click.echo(
         f"token {token_id} for {whom}, scopes {', '.join(chosen)}: store it now, it cannot be shown again",
         err=True,
@@ -87,17 +83,24 @@ def revoke(token_ref: str, as_json: bool) -> None:
             token_id = int(match[1])
             # a full token must be valid: a mistyped secret must not revoke token <id>
             try:
-                fetch_one(conn, queries.AUTHENTICATE, {"token": token_ref, "scope": SCOPES[0]})
+                conn.execute(queries.AUTHENTICATE, {"token": token_ref, "scope": SCOPES[0]})
             except psycopg.Error as e:
                 if e.sqlstate != "JC021":  # JC021: valid, it just lacks that scope
                     raise
         revoked = client.revoke_api_token(token_id, conn=conn)
     if not revoked:
         raise errors.NotFound(f"no active token {token_id}")
-    if as_json:
-        echo_json({"token_id": token_id, "revoked": True})
-    else:
-        click.echo(f"token {token_id}: revoked")
+    show({"token_id": token_id, "revoked": True}, as_json, f"token {token_id}: revoked")
+
+
+COLUMNS: output.Columns = {
+    "ID": "token_id",
+    "TENANT": lambda t: t.tenant_id or "(admin)",
+    "SCOPES": "scopes",
+    "LABEL": "label",
+    "CREATED": "created_at",
+    "REVOKED": "revoked_at",
+}
 
 
 @token.command("list")
@@ -106,12 +109,4 @@ def revoke(token_ref: str, as_json: bool) -> None:
 def list_(tenant_id: str | None, as_json: bool) -> None:
     """List API tokens (ids, scopes, labels; never the tokens)."""
     with Client() as client:
-        tokens = client.list_api_tokens(tenant_id)
-    if as_json:
-        echo_json(tokens)
-        return
-    headers = ["ID", "TENANT", "SCOPES", "LABEL", "CREATED", "REVOKED"]
-    rows = [
-        [t.token_id, t.tenant_id or "(admin)", t.scopes, t.label, t.created_at, t.revoked_at] for t in tokens
-    ]
-    click.echo(output.table(headers, rows))
+        show_table(client.list_api_tokens(tenant_id), as_json, COLUMNS)
