@@ -66,7 +66,7 @@ test-quick: pgtap ## The edit-run loop: pgTAP and the pytest suites not marked s
 	@$(TEST_ENV) $(BIN)/pytest -x -m "not slow"
 
 pytest: test-db ## Run the pytest suites in the test database (real concurrency, real processes; about 17 minutes)
-	@$(TEST_ENV) $(BIN)/pytest --durations=15
+	@$(TEST_ENV) $(BIN)/pytest --durations=40
 
 bench-setup: setup ## Install the peers for the benchmarks (npm: graphile-worker, pg-boss; a venv: pgqueuer, procrastinate)
 	@bin/bench-setup
