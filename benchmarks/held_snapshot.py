@@ -21,7 +21,7 @@ second and mean ms. Needs pg_stat_statements in shared_preload_libraries (its tr
 little: a full run writes held_snapshot_statements.jsonl instead).
 
     .venv/bin/python benchmarks/held_snapshot.py            # S 60 s, H 600 s, R 120 s
-    .venv/bin/python benchmarks/held_snapshot.py --small    # S 8 s, H 20 s, R 10 s
+    .venv/bin/python benchmarks/held_snapshot.py --small    # S 6 s, H 20 s, R 5 s
     .venv/bin/python benchmarks/held_snapshot.py --runs 3   # three runs, each in a fresh database
 """
 
@@ -43,7 +43,7 @@ from tenants import claimer
 RELATIONS = ("_ready", "_delayed", "_running", "_lane_cache", "tenant", "job", "_event", "pg_class")
 SIZES = {
     "full": {"steady": 60, "hold": 600, "recovery": 120},
-    "small": {"steady": 8, "hold": 20, "recovery": 10},
+    "small": {"steady": 6, "hold": 20, "recovery": 5},
 }
 TENANTS = 10
 

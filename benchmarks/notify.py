@@ -19,7 +19,7 @@ listener is down (its hint is lost) and one after it is back. Every job must sta
 before the poll interval: the worker polls once when its listener reconnects.
 
     .venv/bin/python benchmarks/notify.py             # 64 producers, 3 rounds of 10 s runs, 10 kills
-    .venv/bin/python benchmarks/notify.py --small     # 16 producers (1, 2, 16 queues), 3 s, 1 round, 3 kills
+    .venv/bin/python benchmarks/notify.py --small     # 16 producers (1 and 16 queues), 3 s, 1 round, 3 kills
 """
 
 from __future__ import annotations
@@ -208,7 +208,7 @@ def main() -> None:
     ap.add_argument("--url", help="admin URL of an existing cluster (default: start .bench-pg)")
     args = ap.parse_args()
     producers, seconds, rounds, kills = (16, 3, 1, 3) if args.small else (64, 10, 3, 10)
-    spreads = (1, producers // 8, producers)
+    spreads = (1, producers) if args.small else (1, producers // 8, producers)
     base = args.url or cluster_url("postgres")
     results = []
     for r in range(rounds):

@@ -56,7 +56,7 @@ SIZES: dict[str, dict[str, Any]] = {
         "backlog": 12_000,
         "big": 20_000,
         "noisy_seconds": 3,
-        "outage": 20_000,
+        "outage": 10_000,
         "tenants": 100,
         "rate_seconds": 4,
         "rate_windows": [1, 2],

@@ -49,7 +49,7 @@ def test_tenant_scenarios_scaled_down_hold_their_bars(dsn: str) -> None:
     """benchmarks/tenants.py --small: weights 5:3:1 within 5 % while saturated, the small tenants'
     p99 wait under 1 s beside a big tenant's backlog, and an outage's backlog caught up by all
     tenants together with claim rates holding, and a claim rate holding in every window against 8
-    claimers (scaled down: seconds, 20,000 jobs)."""
+    claimers (scaled down: seconds, 20,000 jobs, an outage of 10,000)."""
     rows, _ = bench(dsn, "tenants.py", "--small")
     weighted, noisy, outage, rate = rows
     assert weighted["saturated"], weighted

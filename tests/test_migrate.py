@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import concurrent.futures
 import contextlib
 import hashlib
 import os
@@ -339,18 +340,29 @@ def test_upgrade_from_every_earlier_migration_matches_a_fresh_install(dsn: str) 
     with fresh_database(dsn, "jobctl_upgrade_fresh") as fresh:
         assert run(fresh, "migrate").returncode == 0
         want = schema_dump(fresh)
-    differ = []
-    # one install taken a migration further each round, copied (CREATE DATABASE ... TEMPLATE) for
-    # each upgrade: every migration runs once, not once per earlier stop
-    with fresh_database(dsn, "jobctl_upgrade_base") as base:
+
+    def upgrades_to_fresh(db: str, copy: contextlib.AbstractContextManager[str]) -> bool:
+        try:
+            with psycopg.connect(db) as c:
+                migrate.migrate(c)
+            return schema_dump(db) == want
+        finally:
+            copy.__exit__(None, None, None)  # drops the copy
+
+    # one install taken a migration further each round and copied (CREATE DATABASE ... TEMPLATE):
+    # every migration runs once, not once per earlier stop; two copies upgrade at a time
+    same: dict[str, concurrent.futures.Future[bool]] = {}
+    with (
+        fresh_database(dsn, "jobctl_upgrade_base") as base,
+        concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool,
+    ):
         with psycopg.connect(base, autocommit=True) as c:
             c.execute(migrate.BOOTSTRAP)
-        for m in migrate.migrations()[:-1]:
+        for i, m in enumerate(migrate.migrations()[:-1]):
             with psycopg.connect(base) as c:
                 apply(c, m)
-            with fresh_database(dsn, "jobctl_upgrade_from", template=base) as db:
-                with psycopg.connect(db) as c:
-                    migrate.migrate(c)
-                if schema_dump(db) != want:
-                    differ.append(m.name)
+            copy = fresh_database(dsn, f"jobctl_upgrade_from_{i}", template=base)
+            db = copy.__enter__()  # made now, while nothing else is connected to base
+            same[m.name] = pool.submit(upgrades_to_fresh, db, copy)
+    differ = [name for name, future in same.items() if not future.result()]
     assert not differ, f"upgrading from these gives another schema than a fresh install: {differ}"
