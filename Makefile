@@ -116,7 +116,7 @@ bench-counters: setup ## The counters' cost on the hot path: submit and claim + 
 bench-overhead: setup ## What jobs without dependencies pay for dependencies, batches and scoped keys: submit and claim + complete of HEAD against dae4780, side by side, 7 rounds (about 4 minutes)
 	@$(BIN)/python benchmarks/counters.py --base dae4780 --rounds $${ROUNDS:-7} --out workflow_overhead.json
 
-bench-watchers: setup ## The completion hint's cost: claim + complete with the functions that end attempts at HEAD against dae4780's, swapped in one database, and with a waiter on every job (20 blocks, about 2 minutes)
+bench-watchers: setup ## The completion hint's cost: claim + complete with the functions that end attempts at HEAD against dae4780's, swapped in one database, and with a watcher on every job (20 blocks, about 3 minutes)
 	@$(BIN)/python benchmarks/watchers.py --blocks $${BLOCKS:-20}
 
 bench-workflows: setup ## Dependencies at scale: a 1,000-node DAG (release and claim after the last parent, p50/p99) and a 10,000-parent fan-in beside a plain drain, 4 workers, 3 rounds (about 4 minutes)
