@@ -8,6 +8,7 @@ DSN = $${JOBCTL_DSN:-$$(cat .pg/dsn)}
 TEST_PG_PORT ?= 55442
 TEST_ENV := JOBCTL_PGNAME=.test-pg JOBCTL_PG_DB=jobctl_test JOBCTL_PG_PORT=$(TEST_PG_PORT)
 TEST_DSN = $$(cat .test-pg/dsn)
+PYTEST := $(TEST_ENV) $(BIN)/pytest --durations=40
 
 .DEFAULT_GOAL := help
 .PHONY: help setup db db-stop db-destroy clean-db migrate validate demo demo-stop test test-db test-quick lint sqlfluff pgtap pytest bench-setup bench bench-quick bench-budget bench-claim bench-tenants bench-retention bench-held bench-xids bench-notify bench-bloat bench-sealing bench-access bench-limits bench-dashboard bench-counters bench-metrics bench-progress bench-overhead bench-workflows bench-watchers bench-archive chaos ha-drill shards pooler-test shard-move probe cardinality fuzz sql-reference psql loc clean
@@ -46,7 +47,10 @@ demo-stop: ## Stop the demo's worker and API
 test-db: setup ## A fresh test database on the tests' own cluster (.test-pg/, port 55442 up): dropped and made anew (about 10 s)
 	@$(TEST_ENV) bin/db fresh
 
-test: lint test-db pgtap pytest ## Run sqlfluff, ruff, mypy, pgTAP (pg_prove) and pytest in a fresh test database on .test-pg/ (about 22 minutes)
+test: setup ## Run sqlfluff, ruff, mypy, pgTAP (pg_prove) and pytest in a fresh test database on .test-pg/ (about 22 minutes)
+	@# the linters (CPU) beside the fresh test database and pgTAP (mostly the server's), then pytest
+	@$(MAKE) --no-print-directory -j2 --output-sync=target lint pgtap
+	@$(PYTEST)
 
 lint: setup sqlfluff ## Run sqlfluff, ruff and mypy
 	@$(BIN)/ruff check python tests benchmarks tools
@@ -66,7 +70,7 @@ test-quick: pgtap ## The edit-run loop: pgTAP and the pytest suites not marked s
 	@$(TEST_ENV) $(BIN)/pytest -x -m "not slow"
 
 pytest: test-db ## Run the pytest suites in the test database (real concurrency, real processes; about 19 minutes)
-	@$(TEST_ENV) $(BIN)/pytest --durations=40
+	@$(PYTEST)
 
 bench-setup: setup ## Install the peers for the benchmarks (npm: graphile-worker, pg-boss; a venv: pgqueuer, procrastinate)
 	@bin/bench-setup
