@@ -33,6 +33,11 @@ create table if not exists jobctl._applied (
     primary key (kind, name)
 );
 """
+# what was applied, with its checksum (a migration's row is new: it is recorded once, when applied)
+RECORD = """
+insert into jobctl._applied (kind, name, checksum) values (%s, %s, %s)
+on conflict (kind, name) do update set checksum = excluded.checksum, applied_at = now()
+"""
 _MIGRATION_NAME = re.compile(r"^(\d{4})_[a-z0-9_]+\.sql$")
 
 
@@ -58,14 +63,16 @@ def migrations() -> list[Script]:
     return [Script(p.name, p.read_text()) for p in found]
 
 
+def listed(path: Traversable) -> list[str]:
+    """The files a .list file names, in order: its lines but its blank ones, its comments (`#`) and
+    its group headings (`-- Group:`)."""
+    lines = path.read_text().splitlines()
+    return [line.strip() for line in lines if line.strip() and not line.startswith(("#", "--"))]
+
+
 def function_files() -> list[str]:
-    """The function files in install order, as folder/file.sql under sql/functions: the lines of
-    sql/functions.list but its blank ones, its comments (`#`) and its group headings (`-- Group:`)."""
-    return [
-        line.strip()
-        for line in (SQL_DIR / "functions.list").read_text().splitlines()
-        if line.strip() and not line.startswith(("#", "--"))
-    ]
+    """The function files in install order, as folder/file.sql under sql/functions (sql/functions.list)."""
+    return listed(SQL_DIR / "functions.list")
 
 
 def functions() -> Script:
@@ -173,17 +180,10 @@ def migrate(conn: psycopg.Connection[tuple[object, ...]]) -> list[str]:
             raise MigrationError("; ".join(p.problems))
         for m in p.pending:
             conn.execute(m.sql.encode())
-            conn.execute(
-                "insert into jobctl._applied (kind, name, checksum) values ('migration', %s, %s)",
-                (m.name, m.checksum),
-            )
+            conn.execute(RECORD, ("migration", m.name, m.checksum))
             done.append(m.name)
         conn.execute(p.functions.sql.encode())
         if not p.functions_current:
-            conn.execute(
-                """insert into jobctl._applied (kind, name, checksum) values ('functions', %s, %s)
-                   on conflict (kind, name) do update set checksum = excluded.checksum, applied_at = now()""",
-                (p.functions.name, p.functions.checksum),
-            )
+            conn.execute(RECORD, ("functions", p.functions.name, p.functions.checksum))
             done.append(p.functions.name)
     return done

@@ -137,9 +137,12 @@ REVOKE_API_TOKEN = "select jobctl.revoke_api_token(%(token_id)s::bigint) as revo
 LIST_API_TOKENS = "select * from jobctl.list_api_tokens(%(tenant_id)s::text)"
 GRANT_TENANT = "select jobctl.grant_tenant(%(role)s::text, %(tenant_id)s::text) as granted"
 REVOKE_TENANT = "select jobctl.revoke_tenant(%(role)s::text, %(tenant_id)s::text) as revoked"
-LIST_TENANT_GRANTS = "select * from jobctl.list_tenant_grants()"
-# one tenant's grants (list_tenant_grants shows only the caller's tenants anyway)
-LIST_GRANTS_OF = "select * from jobctl.list_tenant_grants() as g where g.tenant_id = %(tenant_id)s::text"
+# the grants of the caller's tenants (list_tenant_grants shows only those); with a tenant_id, that
+# tenant's only, every-tenant grants left out
+LIST_TENANT_GRANTS = """
+select * from jobctl.list_tenant_grants() as g
+where %(tenant_id)s::text is null or g.tenant_id = %(tenant_id)s::text
+"""
 AUTHENTICATE = "select token_id, tenant_id, scopes from jobctl.authenticate(%(token)s::text, %(scope)s::text)"
 
 # --- figures and health
@@ -160,23 +163,12 @@ NOW = "select now() as now"
 
 # --- bulk actions on a filter (jobctl._job_filter's keys): the count a confirmation states first, then
 # one bounded batch a call, the caller looping on last_id (docs/design.md, Bulk actions)
-COUNT_JOBS = """
-select jobs, capped from jobctl.count_jobs(%(filter)s::jsonb, %(action)s::text, %(max_count)s::int)
-"""
+COUNT_JOBS = "select * from jobctl.count_jobs(%(filter)s::jsonb, %(action)s::text, %(max_count)s::int)"
 # a page of the filter's jobs, hot and archived, newest first (the dashboard's list)
 FIND_JOBS = "select * from jobctl.find_jobs(%(filter)s::jsonb, %(before_id)s::bigint, %(max_rows)s::int)"
-RETRY_JOBS = """
-select acted, skipped, last_id, done, stopped, retry_after
-from jobctl.retry_jobs(%(filter)s::jsonb, %(max_jobs)s::int, %(after_id)s::bigint)
-"""
-CANCEL_JOBS = """
-select acted, skipped, last_id, done, stopped, retry_after
-from jobctl.cancel_jobs(%(filter)s::jsonb, %(max_jobs)s::int, %(after_id)s::bigint)
-"""
-DELETE_JOBS = """
-select acted, skipped, last_id, done, stopped, retry_after
-from jobctl.delete_jobs(%(filter)s::jsonb, %(max_jobs)s::int, %(after_id)s::bigint)
-"""
+RETRY_JOBS = "select * from jobctl.retry_jobs(%(filter)s::jsonb, %(max_jobs)s::int, %(after_id)s::bigint)"
+CANCEL_JOBS = "select * from jobctl.cancel_jobs(%(filter)s::jsonb, %(max_jobs)s::int, %(after_id)s::bigint)"
+DELETE_JOBS = "select * from jobctl.delete_jobs(%(filter)s::jsonb, %(max_jobs)s::int, %(after_id)s::bigint)"
 
 # --- the dashboard's figures: the counters' gauges and rates, never a scan of the jobs
 JOB_OVERVIEW = """
@@ -231,9 +223,7 @@ WORKER_GONE = "select jobctl.worker_gone(%(worker_id)s::text)"
 
 # --- workflows and batches: dependencies, callbacks, the parents' results. submit_jobs
 # (SUBMIT_JOBS) takes depends_on, on_parent_failure and the dedup_* keys as they are
-SUBMIT_WORKFLOW = """
-select name, job_id, workflow_id from jobctl.submit_workflow(%(jobs)s::jsonb, %(on_parent_failure)s::text)
-"""
+SUBMIT_WORKFLOW = "select * from jobctl.submit_workflow(%(jobs)s::jsonb, %(on_parent_failure)s::text)"
 SUBMIT_BATCH = """
 select batch_id, job_ids, on_finish_id, on_success_id, on_discard_id
 from jobctl.submit_batch(%(jobs)s::jsonb, %(on_finish)s::jsonb, %(on_success)s::jsonb, %(on_discard)s::jsonb)
@@ -274,10 +264,7 @@ MIGRATE_LOCK = "select pg_advisory_xact_lock(hashtext(%(key)s::text))"
 # --- moving a tenant between shards (jobctl.shard_move): the router names each step in order
 # (jobctl_router.move_next, sql/router/moves.sql) and routes each page's ids; the source and target
 # shards' private steps (sql/functions/shard/_move_*.sql) run each in its own transaction
-MOVE_NEXT = """
-select step, from_shard, from_connstr, to_shard, to_connstr, performed, resumed
-from jobctl_router.move_next(%(tenant_id)s::text, %(to)s::int, %(done)s::text)
-"""
+MOVE_NEXT = "select * from jobctl_router.move_next(%(tenant_id)s::text, %(to)s::int, %(done)s::text)"
 MOVE_ROUTE = "select jobctl_router.move_route(%(tenant_id)s::text, %(ids)s::bigint[]) as routed"
 MOVE_OUT_BEGIN = "select jobctl._move_out_begin(%(tenant_id)s::text, %(to)s::int)::text as config"
 # a page as text (the importer's parameter, never decoded here) and its ids
@@ -325,10 +312,7 @@ select {columns}
 from jobctl._archive_chunk(%(part)s::regclass, %(tenant_id)s::text, %(day)s::date, %(before)s::timestamptz,
     %(after)s::bigint, %(rows)s::int) as j
 """
-ARCHIVE_EVENTS = """
-select job_id, at, event, attempt, lease_epoch, worker_id, detail
-from jobctl._archive_events(%(job_ids)s::bigint[])
-"""
+ARCHIVE_EVENTS = "select * from jobctl._archive_events(%(job_ids)s::bigint[])"
 # a file's URL, committed before the file is written; the ones a crash left, deleted by the next run
 ARCHIVE_WRITING = "select jobctl._archive_record_writing(%(url)s::text)"
 ARCHIVE_CRASHED = "select u.url from jobctl._archive_crashed() as u (url)"
@@ -336,8 +320,7 @@ ARCHIVE_WRITTEN = "select jobctl._archive_written(%(urls)s::text[]) as forgotten
 # a unit's files recorded and its day dropped (or late jobs deleted) in one transaction, after the lease,
 # the lock and the check (held false: the lease was lost; changed: why the unit is left for the next run)
 ARCHIVE_COMMIT = """
-select held, changed
-from jobctl._archive_commit(%(holder)s::uuid, %(seconds)s::integer, %(part)s::regclass,
+select * from jobctl._archive_commit(%(holder)s::uuid, %(seconds)s::integer, %(part)s::regclass,
     %(before)s::timestamptz, %(files)s::jsonb, %(id_sum)s::numeric, %(job_ids)s::bigint[])
 """
 # forget_subject's requests, per file of each tenant; a file written again (NULL: gone); requests done

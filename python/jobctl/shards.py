@@ -31,11 +31,7 @@ class ShardError(ValueError):
 
 def router_script() -> str:
     """The router's SQL files as one script, in the order of router.list."""
-    names = [
-        line.strip()
-        for line in (ROUTER_DIR / "router.list").read_text().splitlines()
-        if line.strip() and not line.startswith("#")
-    ]
+    names = mig.listed(ROUTER_DIR / "router.list")
     return "\n".join(f"-- {n}\n" + (ROUTER_DIR / n).read_text() for n in names)
 
 

@@ -63,15 +63,6 @@ def _parent(traceparent: str | None) -> Any:
     return context if _trace.get_current_span(context).get_span_context().is_valid else None
 
 
-def traceparent_of(span: Any) -> str | None:
-    """A span's context as a W3C traceparent (None: an invalid context)."""
-    if TRACER is None:
-        return None
-    carrier: dict[str, str] = {}
-    _PROPAGATOR.inject(carrier, context=_trace.set_span_in_context(span))
-    return carrier.get("traceparent")
-
-
 @contextmanager
 def submitting(
     traceparent: str | None, jobs: int, tenant_id: str | None = None, queue: str | None = None
@@ -87,8 +78,10 @@ def submitting(
     attributes = {k: v for k, v in given.items() if v is not None}
     with TRACER.start_as_current_span(
         "jobctl submit", context=parent, kind=SpanKind.PRODUCER, attributes=attributes
-    ) as span:
-        yield traceparent_of(span) or traceparent
+    ):
+        carrier: dict[str, str] = {}
+        _PROPAGATOR.inject(carrier)  # the current context: the span's (none for an invalid one)
+        yield carrier.get("traceparent") or traceparent
 
 
 # --- the worker's spans (called only when recording())

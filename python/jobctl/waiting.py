@@ -73,21 +73,23 @@ def new_channel() -> str:
     return "jobctl_wait_" + secrets.token_hex(16)
 
 
-def polls() -> Iterator[float]:
-    """The pauses between looks: 50 ms, doubling, then 1 s each."""
-    pause = FIRST_POLL
+def _doubling(first: float, most: float) -> Iterator[float]:
+    """`first`, doubling, then `most` each."""
+    pause = first
     while True:
         yield pause
-        pause = min(pause * 2, MAX_POLL)
+        pause = min(pause * 2, most)
+
+
+def polls() -> Iterator[float]:
+    """The pauses between looks: 50 ms, doubling, then 1 s each."""
+    return _doubling(FIRST_POLL, MAX_POLL)
 
 
 def reconnect_pauses() -> Iterator[float]:
     """The pauses between a listener's connection attempts: 0.1 s doubling to 1 s, each jittered
     between half and all of it, so that clients that lost the server together do not return together."""
-    pause = db.RECONNECT_FIRST
-    while True:
-        yield random.uniform(pause / 2, pause)
-        pause = min(pause * 2, db.RECONNECT_MAX)
+    return (random.uniform(pause / 2, pause) for pause in _doubling(db.RECONNECT_FIRST, db.RECONNECT_MAX))
 
 
 def _outcome(job_id: int, job: JobInfo | None, deadline: float, limit: float) -> JobInfo | None:
@@ -135,20 +137,16 @@ class _Registry:
         self.listening = False  # connected and LISTENing now
         self.watched: dict[int, float] = {}  # job id -> time.monotonic() its watcher row expires
         self._lock = lock
-        self._waits = 0
         self._events: dict[int, set[Any]] = {}  # job id -> the events of its waits
-
-    def live(self, job_id: int) -> bool:
-        """Registered for the job for at least another MIN_WATCH / 2 seconds."""
-        return self.watched.get(job_id, 0.0) > time.monotonic() + MIN_WATCH / 2
 
     def to_watch(self, job_id: int, deadline: float) -> float | None:
         """Seconds to register the job for (the wait's rest, at least MIN_WATCH, at most MAX_WATCH),
         when this wait should call watch_job now; None when the listener is not listening or the
-        channel is registered for the job already."""
-        if not self.listening or self.live(job_id):
+        channel is registered for the job already, for at least another MIN_WATCH / 2 seconds."""
+        now = time.monotonic()
+        if not self.listening or self.watched.get(job_id, 0.0) > now + MIN_WATCH / 2:
             return None
-        return min(max(deadline - time.monotonic(), MIN_WATCH), MAX_WATCH)
+        return min(max(deadline - now, MIN_WATCH), MAX_WATCH)
 
     def watching(self, job_id: int, wait: float) -> None:
         self.watched[job_id] = max(self.watched.get(job_id, 0.0), time.monotonic() + wait)
@@ -156,34 +154,26 @@ class _Registry:
             now = time.monotonic()
             self.watched = {j: t for j, t in self.watched.items() if t > now}
 
-    def hinted(self, payload: str) -> int | None:
-        """The job id a hint names (its watcher row is gone: the finish deleted it)."""
-        try:
-            job_id = int(payload)
-        except ValueError:
-            return None
-        self.watched.pop(job_id, None)
-        return job_id
-
     def _enter(self, job_id: int, event: Any) -> None:
         """A wait's event joins those its job's hint sets (under `_lock`)."""
-        self._waits += 1
         self._events.setdefault(job_id, set()).add(event)
 
     def _leave(self, job_id: int, event: Any) -> int:
-        """The wait's event leaves (under `_lock`); how many waits are left."""
+        """The wait's event leaves (under `_lock`); how many jobs have waits left (0: no wait is left)."""
         events = self._events[job_id]
         events.discard(event)
         if not events:
             del self._events[job_id]
-        self._waits -= 1
-        return self._waits
+        return len(self._events)
 
     def _wake(self, payload: str) -> None:
-        job_id = self.hinted(payload)
-        with self._lock:
-            for event in self._events.get(job_id, ()) if job_id is not None else ():
-                event.set()
+        """Wake the waits for the job a hint names (its watcher row is gone: the finish deleted it)."""
+        with contextlib.suppress(ValueError):  # not a job id
+            job_id = int(payload)
+            self.watched.pop(job_id, None)
+            with self._lock:
+                for event in self._events.get(job_id, ()):
+                    event.set()
 
     def _wake_all(self) -> None:
         with self._lock:
@@ -202,14 +192,22 @@ class Listener(_Registry):
         self._thread: threading.Thread | None = None
 
     @contextlib.contextmanager
-    def waiting(self, target: str, job_id: int) -> Iterator[threading.Event]:
+    def waiting(self, target: str | None, job_id: int) -> Iterator[threading.Event]:
         """An event set by a hint for job_id (or when the listener reconnects), while the with block
-        lasts; the listener runs while any wait is in such a block."""
+        lasts; the listener runs while any wait is in such a block. Without a target (no listener), an
+        event nothing sets: each pause runs in full."""
         event = threading.Event()
+        if target is None:
+            yield event
+            return
         with self._lock:
             self._enter(job_id, event)
-            if self._stop is None:
-                self._start(target)
+            if self._stop is None:  # the first wait: start the thread
+                self._stop, self._ready, self.listening = threading.Event(), threading.Event(), False
+                self._thread = threading.Thread(
+                    target=self._run, args=(target, self._stop, self._ready), name="jobctl-wait", daemon=True
+                )
+                self._thread.start()
             ready = self._ready
         try:
             ready.wait(READY_WAIT)
@@ -230,15 +228,6 @@ class Listener(_Registry):
             thread = self._thread
         if thread is not None:
             thread.join(STOP_CHECK * 4)
-
-    def _start(self, target: str) -> None:
-        stop = threading.Event()
-        self._stop, self._ready = stop, threading.Event()
-        self.listening = False
-        self._thread = threading.Thread(
-            target=self._run, args=(target, stop, self._ready), name="jobctl-wait", daemon=True
-        )
-        self._thread.start()
 
     def _run(self, target: str, stop: threading.Event, ready: threading.Event) -> None:
         pauses = reconnect_pauses()
@@ -271,12 +260,7 @@ def wait(client: Client, job_id: int, limit: float, hint: bool) -> JobInfo:
     needs the job registered, else get_job), each pause cut short by a hint for the job."""
     deadline = time.monotonic() + limit
     listener, target = client._listener, _listen_target(client, hint)
-    # without a listener (target None), an event nothing sets: each pause runs in full
-    with (
-        listener.waiting(target, job_id)
-        if target is not None
-        else contextlib.nullcontext(threading.Event()) as event
-    ):
+    with listener.waiting(target, job_id) as event:
         for pause in polls():
             if target is None or (wait := listener.to_watch(job_id, deadline)) is None:
                 job = client.get_job(job_id)
@@ -299,8 +283,11 @@ class AsyncListener(_Registry):
         self._ready: asyncio.Event | None = None
 
     @contextlib.asynccontextmanager
-    async def waiting(self, target: str, job_id: int) -> AsyncIterator[asyncio.Event]:
+    async def waiting(self, target: str | None, job_id: int) -> AsyncIterator[asyncio.Event]:
         event = asyncio.Event()
+        if target is None:  # no listener: an event nothing sets
+            yield event
+            return
         self._enter(job_id, event)
         if self._task is None or self._ready is None:
             self.listening, self._ready = False, asyncio.Event()
@@ -344,11 +331,7 @@ async def wait_async(client: AsyncClient, job_id: int, limit: float, hint: bool)
     """wait, awaited."""
     deadline = time.monotonic() + limit
     listener, target = client._listener, _listen_target(client, hint)
-    async with (
-        listener.waiting(target, job_id)
-        if target is not None
-        else contextlib.nullcontext(asyncio.Event()) as event
-    ):
+    async with listener.waiting(target, job_id) as event:
         for pause in polls():
             if target is None or (wait := listener.to_watch(job_id, deadline)) is None:
                 job = await client.get_job(job_id)

@@ -16,76 +16,37 @@ transaction is open there: a job submitted so commits or rolls back with the cal
 client never commits, rolls back or opens a transaction block on a caller's connection.
 """
 
-from jobctl.client.calls import (
-    BIGINT_MAX,
-    AsyncClient,
-    Client,
-    JobSpec,
-    check_id,
-)
-from jobctl.client.rows import (
-    MAX_JSON_DEPTH,
-    ApiToken,
-    AuditEntry,
-    Batch,
-    BatchSubmitted,
-    BulkBatch,
-    ClaimMetrics,
-    ConcurrencyLimit,
-    Fairness,
-    HealthCheck,
-    HistoryEntry,
-    JobCount,
-    JobInfo,
-    JobOverview,
-    MinuteRates,
-    Queue,
-    QueueRow,
-    RawJson,
-    Schedule,
-    ScheduleRun,
-    StateCounts,
-    Stats,
-    Submitted,
-    Tenant,
-    TenantGrant,
-    Worker,
-    Workflow,
-    load_json,
-)
-
-__all__ = [
-    "BIGINT_MAX",
-    "MAX_JSON_DEPTH",
-    "ApiToken",
-    "AsyncClient",
-    "AuditEntry",
-    "Batch",
-    "BatchSubmitted",
-    "BulkBatch",
-    "ClaimMetrics",
-    "Client",
-    "ConcurrencyLimit",
-    "Fairness",
-    "HealthCheck",
-    "HistoryEntry",
-    "JobCount",
-    "JobInfo",
-    "JobOverview",
-    "JobSpec",
-    "MinuteRates",
-    "Queue",
-    "QueueRow",
-    "RawJson",
-    "Schedule",
-    "ScheduleRun",
-    "StateCounts",
-    "Stats",
-    "Submitted",
-    "Tenant",
-    "TenantGrant",
-    "Worker",
-    "Workflow",
-    "check_id",
-    "load_json",
-]
+# each name re-exported (`as` itself: mypy's explicit re-export)
+from jobctl.client.calls import BIGINT_MAX as BIGINT_MAX
+from jobctl.client.calls import AsyncClient as AsyncClient
+from jobctl.client.calls import Client as Client
+from jobctl.client.calls import JobSpec as JobSpec
+from jobctl.client.calls import check_id as check_id
+from jobctl.client.rows import MAX_JSON_DEPTH as MAX_JSON_DEPTH
+from jobctl.client.rows import ApiToken as ApiToken
+from jobctl.client.rows import AuditEntry as AuditEntry
+from jobctl.client.rows import Batch as Batch
+from jobctl.client.rows import BatchSubmitted as BatchSubmitted
+from jobctl.client.rows import BulkBatch as BulkBatch
+from jobctl.client.rows import ClaimMetrics as ClaimMetrics
+from jobctl.client.rows import ConcurrencyLimit as ConcurrencyLimit
+from jobctl.client.rows import Fairness as Fairness
+from jobctl.client.rows import HealthCheck as HealthCheck
+from jobctl.client.rows import HistoryEntry as HistoryEntry
+from jobctl.client.rows import JobCount as JobCount
+from jobctl.client.rows import JobInfo as JobInfo
+from jobctl.client.rows import JobOverview as JobOverview
+from jobctl.client.rows import MinuteRates as MinuteRates
+from jobctl.client.rows import Queue as Queue
+from jobctl.client.rows import QueueRow as QueueRow
+from jobctl.client.rows import RawJson as RawJson
+from jobctl.client.rows import Schedule as Schedule
+from jobctl.client.rows import ScheduleRun as ScheduleRun
+from jobctl.client.rows import StateCounts as StateCounts
+from jobctl.client.rows import Stats as Stats
+from jobctl.client.rows import Submitted as Submitted
+from jobctl.client.rows import Tenant as Tenant
+from jobctl.client.rows import TenantGrant as TenantGrant
+from jobctl.client.rows import Worker as Worker
+from jobctl.client.rows import Workflow as Workflow
+from jobctl.client.rows import load_json as load_json

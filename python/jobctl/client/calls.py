@@ -19,7 +19,6 @@ from collections.abc import Callable, Coroutine, Generator, Iterable, Mapping, S
 from dataclasses import dataclass, fields
 from datetime import datetime, timedelta
 from decimal import Decimal
-from types import TracebackType
 from typing import Any, Concatenate, Generic, ParamSpec, Self, TypeVar, overload
 
 import psycopg
@@ -62,7 +61,9 @@ from jobctl.client.rows import (
 
 Conn = psycopg.Connection[Any]
 AsyncConn = psycopg.AsyncConnection[Any]
-AnyConn = Conn | AsyncConn  # a Client takes a Connection, an AsyncClient an AsyncConnection
+# a call's `conn`: the caller's connection (a Client takes a Connection, an AsyncClient an
+# AsyncConnection), or None for the client's own
+CallerConn = Conn | AsyncConn | None
 Statement = tuple[str, Mapping[str, Any]]
 Step = Statement | list[Statement] | Callable[[], Any]
 R = TypeVar("R")
@@ -221,7 +222,7 @@ class Calls:
         dedup_states: Sequence[str] | None = None,
         dedup_period: timedelta | float | str | None = None,
         dedup_mode: str | None = None,
-        conn: AnyConn | None = None,
+        conn: CallerConn = None,
     ) -> Plan[Submitted]:
         """Submit one job. `delay`: due that long from now by the database clock (not with `run_at`).
         With `conn`, the job commits or rolls back with the caller's transaction. `traceparent`: the
@@ -247,7 +248,7 @@ class Calls:
 
     @call
     def submit_many(
-        self, jobs: Iterable[JobInput], *, traceparent: str | None = None, conn: AnyConn | None = None
+        self, jobs: Iterable[JobInput], *, traceparent: str | None = None, conn: CallerConn = None
     ) -> Plan[list[Submitted]]:
         """Submit a batch (at most 10,000), all or nothing; results in input order. A job may also be a
         mapping with submit_jobs' keys. An error about one job says which in `index`. `traceparent`
@@ -258,7 +259,7 @@ class Calls:
         return [typed(Submitted, r) for r in rows]
 
     @call
-    def get_job(self, job_id: int, *, conn: AnyConn | None = None) -> Plan[JobInfo | None]:
+    def get_job(self, job_id: int, *, conn: CallerConn = None) -> Plan[JobInfo | None]:
         """The job, or None when no job has this id (or it is another tenant's). A job that has left
         the database for the object archive is read from its file (jobctl.archive)."""
         rows = yield queries.LOCATE_JOB, {"job_id": check_id(job_id)}
@@ -284,7 +285,7 @@ class Calls:
 
     @call
     def watch_job(
-        self, job_id: int, channel: str, wait: timedelta | float = 300, *, conn: AnyConn | None = None
+        self, job_id: int, channel: str, wait: timedelta | float = 300, *, conn: CallerConn = None
     ) -> Plan[JobInfo | None]:
         """jobctl.watch_job: the job (None: unknown), and, unless it is finished, a hint on `channel`
         when it finishes (LISTEN on it first, on the same connection: `conn`)."""
@@ -300,21 +301,20 @@ class Calls:
         queue: str | None = None,
         before_id: int | None = None,
         max_rows: int = 100,
-        conn: AnyConn | None = None,
+        conn: CallerConn = None,
     ) -> Plan[list[JobInfo]]:
         """A tenant's jobs, newest first; the next page: `before_id` = the last job_id of this one."""
-        before = _before(before_id, "before_id")
         params = {
             "tenant_id": tenant_id,
             "state": state,
             "queue": queue,
-            "before_id": before,
+            "before_id": _before(before_id, "before_id"),
             "max_rows": max_rows,
         }
         return [typed(JobInfo, r) for r in (yield queries.LIST_JOBS, params)]
 
     @call
-    def job_history(self, job_id: int, *, conn: AnyConn | None = None) -> Plan[list[HistoryEntry]]:
+    def job_history(self, job_id: int, *, conn: CallerConn = None) -> Plan[list[HistoryEntry]]:
         """Every transition of the job, oldest first ([] for an unknown job)."""
         rows = yield queries.JOB_HISTORY, {"job_id": check_id(job_id)}
         if not rows and (row := (yield from self._archived(job_id))) is not None:
@@ -322,12 +322,12 @@ class Calls:
         return [typed(HistoryEntry, r) for r in rows]
 
     @call
-    def cancel_job(self, job_id: int, *, conn: AnyConn | None = None) -> Plan[str]:
+    def cancel_job(self, job_id: int, *, conn: CallerConn = None) -> Plan[str]:
         """Cancel a pending, failed or running job; returns its state ('cancelled')."""
         return str((yield queries.CANCEL_JOB, {"job_id": check_id(job_id)})[0]["state"])
 
     @call
-    def retry_job(self, job_id: int, *, conn: AnyConn | None = None) -> Plan[str]:
+    def retry_job(self, job_id: int, *, conn: CallerConn = None) -> Plan[str]:
         """Make a failed, dead or cancelled job pending, due now; returns its state ('pending')."""
         return str((yield queries.RETRY_JOB, {"job_id": check_id(job_id)})[0]["state"])
 
@@ -340,7 +340,7 @@ class Calls:
         *,
         on_parent_failure: str | None = None,
         traceparent: str | None = None,
-        conn: AnyConn | None = None,
+        conn: CallerConn = None,
     ) -> Plan[Workflow]:
         """Submit a DAG of named jobs at once, all or nothing: each job (a JobSpec with `name`, or a
         mapping with submit_jobs' keys and `name`) may depend on jobs listed before it, by name, and on
@@ -363,7 +363,7 @@ class Calls:
         on_success: JobInput | None = None,
         on_discard: JobInput | None = None,
         traceparent: str | None = None,
-        conn: AnyConn | None = None,
+        conn: CallerConn = None,
     ) -> Plan[BatchSubmitted]:
         """Submit one tenant's jobs (without dedup_key) as a batch with callbacks, jobs of their own
         (a callback's tenant_id defaults to the members'): on_finish is enqueued once the last member
@@ -377,12 +377,12 @@ class Calls:
         return typed(BatchSubmitted, rows[0])
 
     @call
-    def get_batch(self, batch_id: int, *, conn: AnyConn | None = None) -> Plan[Batch | None]:
+    def get_batch(self, batch_id: int, *, conn: CallerConn = None) -> Plan[Batch | None]:
         """The batch with its counts, or None when unknown (or another tenant's)."""
         return one(Batch, (yield queries.GET_BATCH, {"batch_id": check_id(batch_id, "batch_id")}))
 
     @call
-    def parent_results(self, job_id: int, *, conn: AnyConn | None = None) -> Plan[dict[str, Any] | None]:
+    def parent_results(self, job_id: int, *, conn: CallerConn = None) -> Plan[dict[str, Any] | None]:
         """The results of the job's parents, {"<parent id>": result} (None until a parent completes);
         None for a job without parents, an unknown job or another tenant's."""
         rows = yield queries.PARENT_RESULTS, {"job_id": check_id(job_id)}
@@ -390,7 +390,7 @@ class Calls:
         return results
 
     @call
-    def workflow_jobs(self, workflow_id: int, *, conn: AnyConn | None = None) -> Plan[list[JobInfo]]:
+    def workflow_jobs(self, workflow_id: int, *, conn: CallerConn = None) -> Plan[list[JobInfo]]:
         """The jobs of a workflow (its id: its first job's), oldest first; those among the 1,000 ids
         from the workflow's on."""
         params = {"workflow_id": check_id(workflow_id, "workflow_id")}
@@ -411,51 +411,50 @@ class Calls:
         catch_up: int | None = 1,
         skip_overlap: bool | None = False,
         time_zone: str | None = "UTC",
-        conn: AnyConn | None = None,
+        conn: CallerConn = None,
     ) -> Plan[Schedule]:
         """Create or replace a schedule; returns it as saved, with its next fire time. None for
         priority, catch_up, skip_overlap or time_zone: the SQL function's default (0, 1, False, UTC).
         `time_zone`: a pg_timezone_names name whose wall time the expression reads (InvalidInput
         naming time_zone otherwise)."""
-        key = {"tenant_id": tenant_id, "name": name}
-        params = key | {
-            "cron": cron, "queue": queue, "payload": _json(payload, "payload", "payload"),
-            "priority": priority, "catch_up": catch_up, "skip_overlap": skip_overlap, "time_zone": time_zone,
+        params = {
+            "tenant_id": tenant_id, "name": name, "cron": cron, "queue": queue,
+            "payload": _json(payload, "payload", "payload"), "priority": priority, "catch_up": catch_up,
+            "skip_overlap": skip_overlap, "time_zone": time_zone,
         }  # fmt: skip
-        rows = yield [(queries.PUT_SCHEDULE, params), (queries.GET_SCHEDULE, key)]
+        # the put, then the row read back (psycopg hands each statement only the parameters it names)
+        rows = yield [(queries.PUT_SCHEDULE, params), (queries.GET_SCHEDULE, params)]
         return saved(Schedule, rows, f"schedule {name}")
 
     @call
     def list_schedules(
-        self, tenant_id: str | None = None, *, conn: AnyConn | None = None
+        self, tenant_id: str | None = None, *, conn: CallerConn = None
     ) -> Plan[list[Schedule]]:
         """The schedules of a tenant (None: of every tenant the caller acts for)."""
         return [typed(Schedule, r) for r in (yield queries.LIST_SCHEDULES, {"tenant_id": tenant_id})]
 
     @call
-    def get_schedule(
-        self, tenant_id: str, name: str, *, conn: AnyConn | None = None
-    ) -> Plan[Schedule | None]:
+    def get_schedule(self, tenant_id: str, name: str, *, conn: CallerConn = None) -> Plan[Schedule | None]:
         return one(Schedule, (yield queries.GET_SCHEDULE, {"tenant_id": tenant_id, "name": name}))
 
     @call
-    def drop_schedule(self, tenant_id: str, name: str, *, conn: AnyConn | None = None) -> Plan[bool]:
+    def drop_schedule(self, tenant_id: str, name: str, *, conn: CallerConn = None) -> Plan[bool]:
         """Remove a schedule; False when there was none (jobs it enqueued stay)."""
         return bool((yield queries.DROP_SCHEDULE, {"tenant_id": tenant_id, "name": name})[0]["dropped"])
 
     @call
-    def pause_schedule(self, tenant_id: str, name: str, *, conn: AnyConn | None = None) -> Plan[bool]:
+    def pause_schedule(self, tenant_id: str, name: str, *, conn: CallerConn = None) -> Plan[bool]:
         """Stop a schedule firing; False when it was paused already. Unknown schedule: NotFound."""
         return bool((yield queries.PAUSE_SCHEDULE, {"tenant_id": tenant_id, "name": name})[0]["changed"])
 
     @call
-    def resume_schedule(self, tenant_id: str, name: str, *, conn: AnyConn | None = None) -> Plan[bool]:
+    def resume_schedule(self, tenant_id: str, name: str, *, conn: CallerConn = None) -> Plan[bool]:
         """Let a paused schedule fire again from its next fire time after now (the runs missed while it
         was paused are skipped); False when it was not paused."""
         return bool((yield queries.RESUME_SCHEDULE, {"tenant_id": tenant_id, "name": name})[0]["changed"])
 
     @call
-    def run_schedule(self, tenant_id: str, name: str, *, conn: AnyConn | None = None) -> Plan[int]:
+    def run_schedule(self, tenant_id: str, name: str, *, conn: CallerConn = None) -> Plan[int]:
         """Submit one run of the schedule now (paused or not); returns the new job's id."""
         return int((yield queries.RUN_SCHEDULE, {"tenant_id": tenant_id, "name": name})[0]["job_id"])
 
@@ -467,7 +466,7 @@ class Calls:
         *,
         before_id: int | None = None,
         max_rows: int = 100,
-        conn: AnyConn | None = None,
+        conn: CallerConn = None,
     ) -> Plan[list[ScheduleRun]]:
         """A schedule's runs (the jobs it enqueued, with their fire times), newest first; the next
         page: `before_id` = the last job_id of this one. Also after the schedule was dropped."""
@@ -476,7 +475,7 @@ class Calls:
 
     @call
     def next_fire_times(
-        self, cron: str, count: int = 5, *, time_zone: str | None = "UTC", conn: AnyConn | None = None
+        self, cron: str, count: int = 5, *, time_zone: str | None = "UTC", conn: CallerConn = None
     ) -> Plan[list[datetime]]:
         """The next `count` fire times of a cron expression after now, read in `time_zone`, as
         jobctl.cron_next computes them."""
@@ -500,33 +499,32 @@ class Calls:
         claim_rate: float | Decimal | None = None,
         claim_burst: int | None = None,
         encrypt_payloads: bool = False,
-        conn: AnyConn | None = None,
+        conn: CallerConn = None,
     ) -> Plan[Tenant]:
         """Create or replace a tenant's settings: every one is set, those left out to their defaults."""
-        key = {"tenant_id": tenant_id}
-        params = key | {
-            "weight": weight, "max_pending": max_pending, "max_running": max_running,
+        params = {
+            "tenant_id": tenant_id, "weight": weight, "max_pending": max_pending, "max_running": max_running,
             "submit_rate": submit_rate, "submit_burst": submit_burst, "claim_rate": claim_rate,
             "claim_burst": claim_burst, "encrypt_payloads": encrypt_payloads,
         }  # fmt: skip
-        rows = yield [(queries.PUT_TENANT, params), (queries.GET_TENANT, key)]
+        rows = yield [(queries.PUT_TENANT, params), (queries.GET_TENANT, params)]
         return saved(Tenant, rows, f"tenant {tenant_id}")
 
     @call
-    def list_tenants(self, *, conn: AnyConn | None = None) -> Plan[list[Tenant]]:
+    def list_tenants(self, *, conn: CallerConn = None) -> Plan[list[Tenant]]:
         return [typed(Tenant, r) for r in (yield queries.LIST_TENANTS, {})]
 
     @call
-    def get_tenant(self, tenant_id: str, *, conn: AnyConn | None = None) -> Plan[Tenant | None]:
+    def get_tenant(self, tenant_id: str, *, conn: CallerConn = None) -> Plan[Tenant | None]:
         return one(Tenant, (yield queries.GET_TENANT, {"tenant_id": tenant_id}))
 
     @call
-    def pause_tenant(self, tenant_id: str, *, conn: AnyConn | None = None) -> Plan[bool]:
+    def pause_tenant(self, tenant_id: str, *, conn: CallerConn = None) -> Plan[bool]:
         """Stop claims of the tenant's jobs; False when it was paused already. Unknown tenant: NotFound."""
         return bool((yield queries.PAUSE_TENANT, {"tenant_id": tenant_id, "paused": True})[0]["changed"])
 
     @call
-    def resume_tenant(self, tenant_id: str, *, conn: AnyConn | None = None) -> Plan[bool]:
+    def resume_tenant(self, tenant_id: str, *, conn: CallerConn = None) -> Plan[bool]:
         """Let its jobs be claimed again; False when it was not paused."""
         return bool((yield queries.PAUSE_TENANT, {"tenant_id": tenant_id, "paused": False})[0]["changed"])
 
@@ -541,32 +539,32 @@ class Calls:
         claim_rate: float | Decimal | None = None,
         claim_burst: int | None = None,
         paused: bool = False,
-        conn: AnyConn | None = None,
+        conn: CallerConn = None,
     ) -> Plan[Queue]:
         """Create or replace a queue's settings (left out: no limit, not paused); returns it as saved."""
-        key = {"queue": queue}
-        params = key | {
-            "max_running": max_running, "claim_rate": claim_rate, "claim_burst": claim_burst, "paused": paused
+        params = {
+            "queue": queue, "max_running": max_running, "claim_rate": claim_rate, "claim_burst": claim_burst,
+            "paused": paused,
         }  # fmt: skip
-        rows = yield [(queries.PUT_QUEUE, params), (queries.GET_QUEUE, key)]
+        rows = yield [(queries.PUT_QUEUE, params), (queries.GET_QUEUE, params)]
         return saved(Queue, rows, f"queue {queue}")
 
     @call
-    def list_queues(self, *, conn: AnyConn | None = None) -> Plan[list[Queue]]:
+    def list_queues(self, *, conn: CallerConn = None) -> Plan[list[Queue]]:
         """The queues with settings, or with jobs due or running, by name."""
         return [typed(Queue, r) for r in (yield queries.LIST_QUEUES, {})]
 
     @call
-    def get_queue(self, queue: str, *, conn: AnyConn | None = None) -> Plan[Queue | None]:
+    def get_queue(self, queue: str, *, conn: CallerConn = None) -> Plan[Queue | None]:
         return one(Queue, (yield queries.GET_QUEUE, {"queue": queue}))
 
     @call
-    def pause_queue(self, queue: str, *, conn: AnyConn | None = None) -> Plan[bool]:
+    def pause_queue(self, queue: str, *, conn: CallerConn = None) -> Plan[bool]:
         """Stop claims from the queue for every tenant; False when it was paused already."""
         return bool((yield queries.PAUSE_QUEUE, {"queue": queue, "paused": True})[0]["changed"])
 
     @call
-    def resume_queue(self, queue: str, *, conn: AnyConn | None = None) -> Plan[bool]:
+    def resume_queue(self, queue: str, *, conn: CallerConn = None) -> Plan[bool]:
         """Let its jobs be claimed again; False when it was not paused."""
         return bool((yield queries.PAUSE_QUEUE, {"queue": queue, "paused": False})[0]["changed"])
 
@@ -577,7 +575,7 @@ class Calls:
         max_rows: int = 100,
         window: timedelta | float = 300,
         *,
-        conn: AnyConn | None = None,
+        conn: CallerConn = None,
     ) -> Plan[list[QueueRow]]:
         """A page of queues by name after `after`: settings and jobs summed over the tenants."""
         params = {"after": after, "max_rows": max_rows, "window": _seconds(window)}
@@ -592,7 +590,7 @@ class Calls:
         concurrency_key: str | None,
         max_running: int | None,
         *,
-        conn: AnyConn | None = None,
+        conn: CallerConn = None,
     ) -> Plan[None]:
         """At most `max_running` jobs of the key run at once (key None: the tenant's default for keys
         without a limit of their own; max_running None: remove the limit)."""
@@ -602,7 +600,7 @@ class Calls:
 
     @call
     def list_concurrency_limits(
-        self, tenant_id: str, *, conn: AnyConn | None = None
+        self, tenant_id: str, *, conn: CallerConn = None
     ) -> Plan[list[ConcurrencyLimit]]:
         return [
             typed(ConcurrencyLimit, r)
@@ -618,61 +616,54 @@ class Calls:
         scopes: Iterable[str],
         label: str | None = None,
         *,
-        conn: AnyConn | None = None,
+        conn: CallerConn = None,
     ) -> Plan[str]:
         """A new token (tenant_id None: an admin token), `jct_<id>_<secret>`: the only time it is shown."""
         params = {"tenant_id": tenant_id, "scopes": list(scopes), "label": label}
         return str((yield queries.CREATE_API_TOKEN, params)[0]["token"])
 
     @call
-    def revoke_api_token(self, token_id: int, *, conn: AnyConn | None = None) -> Plan[bool]:
+    def revoke_api_token(self, token_id: int, *, conn: CallerConn = None) -> Plan[bool]:
         """False when there is no active token with this id."""
         rows = yield queries.REVOKE_API_TOKEN, {"token_id": check_id(token_id, "token_id")}
         return bool(rows[0]["revoked"])
 
     @call
     def list_api_tokens(
-        self, tenant_id: str | None = None, *, conn: AnyConn | None = None
+        self, tenant_id: str | None = None, *, conn: CallerConn = None
     ) -> Plan[list[ApiToken]]:
         """The tokens (of one tenant, or all), revoked ones included."""
         return [typed(ApiToken, r) for r in (yield queries.LIST_API_TOKENS, {"tenant_id": tenant_id})]
 
     @call
-    def grant_tenant(
-        self, role: str, tenant_id: str | None = None, *, conn: AnyConn | None = None
-    ) -> Plan[bool]:
+    def grant_tenant(self, role: str, tenant_id: str | None = None, *, conn: CallerConn = None) -> Plan[bool]:
         """Let a role act for a tenant (None: for every tenant); False when it already did."""
         return bool((yield queries.GRANT_TENANT, {"role": role, "tenant_id": tenant_id})[0]["granted"])
 
     @call
     def revoke_tenant(
-        self, role: str, tenant_id: str | None = None, *, conn: AnyConn | None = None
+        self, role: str, tenant_id: str | None = None, *, conn: CallerConn = None
     ) -> Plan[bool]:
         """Take the grant back; False when there was none."""
         return bool((yield queries.REVOKE_TENANT, {"role": role, "tenant_id": tenant_id})[0]["revoked"])
 
     @call
     def list_tenant_grants(
-        self, tenant_id: str | None = None, *, conn: AnyConn | None = None
+        self, tenant_id: str | None = None, *, conn: CallerConn = None
     ) -> Plan[list[TenantGrant]]:
         """The roles acting for the caller's tenants (tenant_id: for that one only, every-tenant grants
         left out)."""
-        statement = (
-            (queries.LIST_TENANT_GRANTS, {})
-            if tenant_id is None
-            else (queries.LIST_GRANTS_OF, {"tenant_id": tenant_id})
-        )
-        return [typed(TenantGrant, r) for r in (yield statement)]
+        return [typed(TenantGrant, r) for r in (yield queries.LIST_TENANT_GRANTS, {"tenant_id": tenant_id})]
 
     @call
-    def caller_access(self, *, conn: AnyConn | None = None) -> Plan[frozenset[str]]:
+    def caller_access(self, *, conn: CallerConn = None) -> Plan[frozenset[str]]:
         """The areas (jobs, queues, tenants, schedules, workers, audit) the caller may see, as the
         database answers it (jobctl.caller_access: the areas' own checks, shared ones for every-tenant
         callers only)."""
         return frozenset(r["area"] for r in (yield queries.CALLER_ACCESS, {}) if r["allowed"])
 
     @call
-    def job_actions(self, state: str, *, conn: AnyConn | None = None) -> Plan[frozenset[str]]:
+    def job_actions(self, state: str, *, conn: CallerConn = None) -> Plan[frozenset[str]]:
         """What a job in `state` allows of retry, cancel and delete, as the database answers it
         (jobctl.job_actions: the states those actions take)."""
         return frozenset((yield queries.JOB_ACTIONS, {"state": state})[0]["actions"])
@@ -681,7 +672,7 @@ class Calls:
 
     @call
     def stats(
-        self, tenant_id: str | None = None, queue: str | None = None, *, conn: AnyConn | None = None
+        self, tenant_id: str | None = None, queue: str | None = None, *, conn: CallerConn = None
     ) -> Plan[list[Stats]]:
         """Jobs per tenant, queue and state (None: every tenant the caller acts for, every queue)."""
         return [typed(Stats, r) for r in (yield queries.STATS, {"tenant_id": tenant_id, "queue": queue})]
@@ -693,14 +684,14 @@ class Calls:
         tenant_id: str | None = None,
         queue: str | None = None,
         *,
-        conn: AnyConn | None = None,
+        conn: CallerConn = None,
     ) -> Plan[list[ClaimMetrics]]:
         """Claims and waits per tenant and queue over the last `window` (a timedelta, or seconds)."""
         params = {"window": _seconds(window), "tenant_id": tenant_id, "queue": queue}
         return [typed(ClaimMetrics, r) for r in (yield queries.CLAIM_METRICS, params)]
 
     @call
-    def health_checks(self, *, conn: AnyConn | None = None) -> Plan[list[HealthCheck]]:
+    def health_checks(self, *, conn: CallerConn = None) -> Plan[list[HealthCheck]]:
         return [typed(HealthCheck, r) for r in (yield queries.HEALTH_CHECKS, {})]
 
     # --- workers and the audit log
@@ -715,7 +706,7 @@ class Calls:
         concurrency: int,
         in_flight: int,
         *,
-        conn: AnyConn | None = None,
+        conn: CallerConn = None,
     ) -> Plan[None]:
         """Report a worker to the registry (queues None: all); a worker calls it every few seconds."""
         yield queries.WORKER_BEAT, {
@@ -724,14 +715,12 @@ class Calls:
         }  # fmt: skip
 
     @call
-    def worker_gone(self, worker_id: str, *, conn: AnyConn | None = None) -> Plan[None]:
+    def worker_gone(self, worker_id: str, *, conn: CallerConn = None) -> Plan[None]:
         """Take a worker out of the registry (a clean stop)."""
         yield queries.WORKER_GONE, {"worker_id": worker_id}
 
     @call
-    def list_workers(
-        self, stale: timedelta | float = 60, *, conn: AnyConn | None = None
-    ) -> Plan[list[Worker]]:
+    def list_workers(self, stale: timedelta | float = 60, *, conn: CallerConn = None) -> Plan[list[Worker]]:
         """The registered workers; `alive`: seen within `stale` (a timedelta, or seconds; 1 s to 1 h)."""
         return [typed(Worker, r) for r in (yield queries.LIST_WORKERS, {"stale": _seconds(stale)})]
 
@@ -742,7 +731,7 @@ class Calls:
         *,
         before_id: int | None = None,
         max_count: int = 100,
-        conn: AnyConn | None = None,
+        conn: CallerConn = None,
     ) -> Plan[list[AuditEntry]]:
         """Audit entries of the caller's tenants (or one), newest first; the next page: `before_id` = the
         last audit_id of this one. max_count 1..1000."""
@@ -754,7 +743,7 @@ class Calls:
         return [typed(AuditEntry, r) for r in (yield queries.LIST_AUDIT, params)]
 
     @call
-    def now(self, *, conn: AnyConn | None = None) -> Plan[datetime]:
+    def now(self, *, conn: CallerConn = None) -> Plan[datetime]:
         """The database clock (the transaction's start on `conn`), which every age is measured by."""
         now: datetime = (yield queries.NOW, {})[0]["now"]
         return now
@@ -768,7 +757,7 @@ class Calls:
         action: str | None = None,
         max_count: int = 10000,
         *,
-        conn: AnyConn | None = None,
+        conn: CallerConn = None,
     ) -> Plan[JobCount]:
         """How many jobs of the caller's tenants match a bulk filter (action 'retry' or 'cancel': only
         those it would act on), counted up to max_count."""
@@ -777,7 +766,7 @@ class Calls:
 
     @call
     def count_job_states(
-        self, job_filter: Mapping[str, Any], max_count: int = 10000, *, conn: AnyConn | None = None
+        self, job_filter: Mapping[str, Any], max_count: int = 10000, *, conn: CallerConn = None
     ) -> Plan[StateCounts]:
         """The jobs a bulk filter matches by state, counted up to max_count (the dashboard's chips of a
         filter the counters cannot answer)."""
@@ -791,7 +780,7 @@ class Calls:
         before_id: int | None = None,
         max_rows: int = 50,
         *,
-        conn: AnyConn | None = None,
+        conn: CallerConn = None,
     ) -> Plan[list[JobInfo]]:
         """A page of the jobs a bulk filter matches, hot and archived, newest first; the next page:
         `before_id` = the last job_id of this one."""
@@ -809,7 +798,7 @@ class Calls:
         max_jobs: int = 1000,
         after_id: int | None = None,
         *,
-        conn: AnyConn | None = None,
+        conn: CallerConn = None,
     ) -> Plan[BulkBatch]:
         """Retry one batch of the jobs a filter matches; loop on `last_id` until `done`."""
         return (yield from self._bulk(queries.RETRY_JOBS, job_filter, max_jobs, after_id))
@@ -821,7 +810,7 @@ class Calls:
         max_jobs: int = 1000,
         after_id: int | None = None,
         *,
-        conn: AnyConn | None = None,
+        conn: CallerConn = None,
     ) -> Plan[BulkBatch]:
         """Cancel one batch of the jobs a filter matches; loop on `last_id` until `done`."""
         return (yield from self._bulk(queries.CANCEL_JOBS, job_filter, max_jobs, after_id))
@@ -833,7 +822,7 @@ class Calls:
         max_jobs: int = 1000,
         after_id: int | None = None,
         *,
-        conn: AnyConn | None = None,
+        conn: CallerConn = None,
     ) -> Plan[BulkBatch]:
         """Delete one batch of the finished (completed, dead, cancelled) jobs a filter matches, with
         their history; loop on `last_id` until `done`."""
@@ -856,7 +845,7 @@ class Calls:
         tenant_id: str | None = None,
         queue: str | None = None,
         *,
-        conn: AnyConn | None = None,
+        conn: CallerConn = None,
     ) -> Plan[list[JobOverview]]:
         """Each tenant's queue from the counters: gauges, oldest due job, rates over `window`."""
         params = {"window": _seconds(window), "tenant_id": tenant_id, "queue": queue}
@@ -869,16 +858,14 @@ class Calls:
         tenant_id: str | None = None,
         queue: str | None = None,
         *,
-        conn: AnyConn | None = None,
+        conn: CallerConn = None,
     ) -> Plan[list[MinuteRates]]:
         """job_rates per minute since `since`, summed over the tenants and queues asked for."""
         params = {"since": since, "tenant_id": tenant_id, "queue": queue}
         return [typed(MinuteRates, r) for r in (yield queries.JOB_RATES_BY_MINUTE, params)]
 
     @call
-    def fairness(
-        self, window: timedelta | float = 300, *, conn: AnyConn | None = None
-    ) -> Plan[list[Fairness]]:
+    def fairness(self, window: timedelta | float = 300, *, conn: CallerConn = None) -> Plan[list[Fairness]]:
         """Each tenant's share of the claims over `window` against its weight's share."""
         return [typed(Fairness, r) for r in (yield queries.FAIRNESS, {"window": _seconds(window)})]
 
@@ -925,9 +912,7 @@ class Client(Calls):
     def __enter__(self) -> Self:
         return self
 
-    def __exit__(
-        self, kind: type[BaseException] | None, value: BaseException | None, tb: TracebackType | None
-    ) -> None:
+    def __exit__(self, *exc_info: object) -> None:
         self.close()
 
     def close(self) -> None:
@@ -993,9 +978,7 @@ class AsyncClient(Calls):
     async def __aenter__(self) -> Self:
         return self
 
-    async def __aexit__(
-        self, kind: type[BaseException] | None, value: BaseException | None, tb: TracebackType | None
-    ) -> None:
+    async def __aexit__(self, *exc_info: object) -> None:
         await self.close()
 
     async def close(self) -> None:
