@@ -70,6 +70,7 @@ begin
             ('stats', 'jobctl_reader'), ('claim_metrics', 'jobctl_reader'), ('list_schedules', 'jobctl_reader'),
             ('list_tenants', 'jobctl_reader'), ('cron_next', 'jobctl_reader'), ('list_concurrency_limits', 'jobctl_reader'),
             ('count_jobs', 'jobctl_reader'), ('find_jobs', 'jobctl_reader'), ('job_counts', 'jobctl_reader'), ('job_rates', 'jobctl_reader'),
+            ('minute_rates', 'jobctl_reader'), ('workflow_jobs', 'jobctl_reader'), ('next_fire_times', 'jobctl_reader'),
             ('job_overview', 'jobctl_reader'), ('fairness', 'jobctl_reader'), ('histogram_bounds', 'jobctl_reader'),
             ('histogram_quantile', 'jobctl_reader'), ('schedule_runs', 'jobctl_reader'), ('watch_job', 'jobctl_reader'),
             ('count_job_states', 'jobctl_reader'), ('caller_access', 'jobctl_reader'), ('job_series', 'jobctl_reader'),

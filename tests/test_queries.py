@@ -27,9 +27,6 @@ QUERIES_ALLOWED = {
     "NOW": "the database clock",
     # `jobctl migrate` and `jobctl shards init-router` serialize on the migration's advisory lock
     "MIGRATE_LOCK": "migrate's lock",
-    # a workflow's jobs by id: the id sequence's step is read from pg_catalog.pg_sequence (find_jobs has
-    # no workflow filter yet); a catalog read, no jobctl table and no rule
-    "WORKFLOW_JOBS": "the id sequence's step from the catalog",
 }
 
 # modules outside queries.py that may hold raw SQL, and why

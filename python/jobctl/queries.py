@@ -119,15 +119,8 @@ SCHEDULE_RUNS = """
 select * from jobctl.schedule_runs(%(tenant_id)s::text, %(name)s::text, %(before_id)s::bigint,
     %(max_rows)s::int)
 """
-# the next `count` fire times of an expression in a zone, each cron_next of the one before
-CRON_TIMES = """
-with recursive t (n, at) as (
-    select 1, jobctl.cron_next(%(cron)s::text, now(), %(time_zone)s::text)
-    union all
-    select t.n + 1, jobctl.cron_next(%(cron)s::text, t.at, %(time_zone)s::text)
-    from t where t.n < %(count)s::int
-)
-select t.at from t order by t.n
+NEXT_FIRE_TIMES = """
+select at from jobctl.next_fire_times(%(cron)s::text, %(count)s::int, %(time_zone)s::text)
 """
 
 CREATE_API_TOKEN = """
@@ -174,29 +167,8 @@ DELETE_JOBS = "select * from jobctl.delete_jobs(%(filter)s::jsonb, %(max_jobs)s:
 JOB_OVERVIEW = """
 select * from jobctl.job_overview(%(window)s::interval, %(tenant_id)s::text, %(queue)s::text)
 """
-# per minute over every tenant and queue the caller sees (or one): the events summed, and the wait
-# quantiles of the summed histogram
-JOB_RATES_BY_MINUTE = """
-with r as (
-    select * from jobctl.job_rates(%(since)s::timestamptz, %(tenant_id)s::text, %(queue)s::text)
-), b as (
-    select r.minute, u.k, sum(u.n)::bigint as n
-    from r cross join lateral unnest(r.wait_buckets) with ordinality as u (n, k)
-    group by r.minute, u.k
-), h as (
-    select b.minute, array_agg(b.n order by b.k) as buckets from b group by b.minute
-)
-select m.minute, m.submitted, m.claimed, m.succeeded, m.failed, m.died, m.fenced,
-    jobctl.histogram_quantile(0.5::float8, h.buckets) as wait_p50,
-    jobctl.histogram_quantile(0.99::float8, h.buckets) as wait_p99
-from (
-    select r.minute, sum(r.submitted)::bigint as submitted, sum(r.claimed)::bigint as claimed,
-        sum(r.succeeded)::bigint as succeeded, sum(r.failed)::bigint as failed,
-        sum(r.died)::bigint as died, sum(r.fenced)::bigint as fenced
-    from r group by r.minute
-) as m
-left join h on h.minute = m.minute
-order by m.minute
+MINUTE_RATES = """
+select * from jobctl.minute_rates(%(since)s::timestamptz, %(tenant_id)s::text, %(queue)s::text)
 """
 FAIRNESS = "select * from jobctl.fairness(%(window)s::interval)"
 
@@ -236,24 +208,7 @@ BATCH_OF_JOB = """
 select b.* from jobctl.get_job(%(job_id)s::bigint) as j cross join lateral jobctl.get_batch(j.batch_id) as b
 where j.batch_id is not null
 """
-# a workflow's jobs, oldest first: find_jobs has no workflow filter, so the 1,000 ids from the
-# workflow's (its first job's) on are looked up by id (one insert numbers a workflow's jobs in order,
-# a step of the id sequence apart: 64 on a shard, jobctl.init_shard)
-WORKFLOW_JOBS = """
-select * from jobctl.find_jobs(
-    jsonb_build_object('job_ids', (
-        select jsonb_agg(g.i)
-        from pg_catalog.pg_sequence as s
-        cross join lateral generate_series(
-            %(workflow_id)s::bigint, %(workflow_id)s::bigint + 999 * s.seqincrement, s.seqincrement
-        ) as g (i)
-        where s.seqrelid = 'jobctl.job_id_seq'::regclass
-    )),
-    null, 1000
-) as j
-where j.workflow_id = %(workflow_id)s::bigint
-order by j.job_id
-"""
+WORKFLOW_JOBS = "select * from jobctl.workflow_jobs(%(workflow_id)s::bigint)"
 
 # --- shards and the router (jobctl.shards; docs/operations.md, Sharding)
 INIT_SHARD = "select jobctl.init_shard(%(shard)s::int)"

@@ -51,7 +51,7 @@ insert into granted values
         'count_job_states', 'caller_access', 'job_series',
         'job_overview', 'fairness', 'histogram_bounds', 'histogram_quantile', 'schedule_runs',
         'list_workers', 'list_audit', 'parent_results', 'get_batch', 'watch_job', 'archived_job',
-        'open_archived_payload', 'job_actions', 'locate_job'
+        'open_archived_payload', 'job_actions', 'locate_job', 'minute_rates', 'workflow_jobs', 'next_fire_times'
     ]
 ),
 (

@@ -481,7 +481,7 @@ class Calls:
         jobctl.cron_next computes them."""
         return [
             r["at"]
-            for r in (yield queries.CRON_TIMES, {"cron": cron, "count": count, "time_zone": time_zone})
+            for r in (yield queries.NEXT_FIRE_TIMES, {"cron": cron, "count": count, "time_zone": time_zone})
         ]
 
     # --- tenants
@@ -862,7 +862,7 @@ class Calls:
     ) -> Plan[list[MinuteRates]]:
         """job_rates per minute since `since`, summed over the tenants and queues asked for."""
         params = {"since": since, "tenant_id": tenant_id, "queue": queue}
-        return [typed(MinuteRates, r) for r in (yield queries.JOB_RATES_BY_MINUTE, params)]
+        return [typed(MinuteRates, r) for r in (yield queries.MINUTE_RATES, params)]
 
     @call
     def fairness(self, window: timedelta | float = 300, *, conn: CallerConn = None) -> Plan[list[Fairness]]:
