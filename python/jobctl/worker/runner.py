@@ -100,6 +100,9 @@ class Worker:
         self.queues = sorted(set(queues)) if queues else None
         self.concurrency = concurrency
         self.lease = lease
+        self.poll_interval = poll_interval
+        self.dsn = dsn
+        self.listen_dsn = listen_dsn  # None: db.listen_dsn decides (JOBCTL_LISTEN_DSN, JOBCTL_POOLER)
         self.grace = grace
         self.handle_signals = handle_signals
         self.stats = Stats()
@@ -110,26 +113,12 @@ class Worker:
         self._db = Database(dsn)
         self._outbox = Outbox(self._db, self.stats)
         self._running = Running(handler, dsn=dsn, concurrency=concurrency, outbox=self._outbox)
-        self._claimer = Claimer(
-            self._db,
-            self._running,
-            self._stop,
-            dsn=dsn,
-            listen_dsn=listen_dsn,
-            worker_id=self.worker_id,
-            queues=self.queues,
-            lease=lease,
-            poll_interval=poll_interval,
-        )
+        self._claimer = Claimer(self)
         self._registration = Registration(self.worker_id, self.queues, concurrency, self._running)
         # the process's metrics (served from run() on metrics_port; 0: none)
         self.metrics_port, self.metrics_host = metrics_port, metrics_host
-        self.metrics: WorkerMetrics | None = None
-        if metrics_port:
-            self.metrics = WorkerMetrics(
-                self.stats, lambda: self._running.busy, concurrency, self.worker_id, metrics_queues
-            )
-            self._running.metrics = self.metrics
+        self.metrics = WorkerMetrics(self, metrics_queues) if metrics_port else None
+        self._running.metrics = self.metrics
 
     @property
     def stuck_threads(self) -> int:
