@@ -190,12 +190,6 @@ class Database:
         self.pool = async_pool(dsn, "jobctl-worker", 2, 6)
         self.deadline: float | None = None  # time.monotonic() after which every call gives up (shutdown)
 
-    async def open(self) -> None:
-        await self.pool.open(wait=False)
-
-    async def close(self) -> None:
-        await self.pool.close(timeout=5.0)
-
     async def call(
         self,
         what: str,

@@ -48,7 +48,7 @@ from jobctl.worker.calls import (
     value,
 )
 from jobctl.worker.job import AsyncConn, decode_payload
-from jobctl.worker.outbox import MAX_BATCH, ids
+from jobctl.worker.outbox import ids
 
 if TYPE_CHECKING:
     from jobctl.worker.runner import Worker
@@ -112,10 +112,9 @@ class Claimer:
                 self.running.slot_freed.clear()
                 await wait_any(self.running.slot_freed, self.stopping)
                 continue
-            asked = min(free, MAX_BATCH)
             self._wake.clear()
             try:
-                got = await self._claim(asked)
+                got = await self._claim(free)  # at most MAX_BATCH, as Worker checks the concurrency
             except GaveUp:
                 return
             except psycopg.Error as e:  # the retry wrapper retries the errors a retry can cure
@@ -128,7 +127,7 @@ class Claimer:
                 await wait_any(self.stopping, timeout=pause)
                 continue
             errors = 0
-            if got < asked:
+            if got < free:
                 wait = SECOND_LOOK if got else poll
                 if time.monotonic() < self._hinted_until:
                     wait = min(wait, HINT_LOOK)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import importlib
 import logging
+import operator
 import os
 import signal
 import sys
@@ -38,11 +39,10 @@ def load_handler(spec: str) -> Handler:
         obj: object = importlib.import_module(module_name)
     except Exception as e:
         raise HandlerError(f"cannot import {module_name}: {describe(e, one_line=True)}") from None
-    for part in attr.split("."):
-        try:
-            obj = getattr(obj, part)
-        except AttributeError:
-            raise HandlerError(f"{module_name} has no attribute {attr}") from None
+    try:
+        obj = operator.attrgetter(attr)(obj)  # dotted: attribute by attribute
+    except AttributeError:
+        raise HandlerError(f"{module_name} has no attribute {attr}") from None
     if not callable(obj):
         raise HandlerError(f"{spec} is not callable")
     return obj

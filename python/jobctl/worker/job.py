@@ -156,6 +156,7 @@ class Job:
     traceparent: str | None = None  # the W3C trace context stored with the job at submit (tracing)
     # the worker's pool for the handler's transactions and reads: sync or async, as the handler is
     _pool: ConnectionPool[Conn] | AsyncConnectionPool[AsyncConn] | None = field(default=None, repr=False)
+    _on_progress: Callable[[], None] | None = field(default=None, repr=False)  # wakes the progress loop
     _cancel: threading.Event | None = field(default=None, repr=False)  # made by wait_cancelled()
     _stop_reason: str | None = field(default=None, repr=False)  # set once: the job is cancelled
     _completed: bool = field(default=False, repr=False)
@@ -163,7 +164,6 @@ class Job:
     _parent_results: Any = field(default=_UNREAD, repr=False)  # read on first use (parent_results)
     _batch: Any = field(default=_UNREAD, repr=False)  # read on first use (batch)
     _progress: str | None = field(default=None, repr=False)  # reported, not yet sent (JSON text)
-    _on_progress: Callable[[], None] | None = field(default=None, repr=False)  # wakes the progress loop
 
     @property
     def idempotency_key(self) -> str:

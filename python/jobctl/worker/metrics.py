@@ -79,18 +79,16 @@ class WorkerMetrics(Collector):
         """A handler's time under its queue's own label, or OTHER_QUEUE once max_queues queues have one."""
         now = time.monotonic()
         with self._lock:
-            seen = self._seen.get(queue)
-            if seen is None:
+            if queue not in self._seen:
                 self._expire(now)
                 if len(self._seen) >= self.max_queues or queue == OTHER_QUEUE:
-                    label = OTHER_QUEUE
-                else:
-                    seen = self._seen[queue] = (now, set())
-            if seen is not None:
-                label = queue
-                seen[1].add(outcome)
-                self._seen[queue] = (now, seen[1])
-            self.handler.labels(label, outcome).observe(seconds)
+                    self.handler.labels(OTHER_QUEUE, outcome).observe(seconds)
+                    return
+                self._seen[queue] = (now, set())
+            outcomes = self._seen[queue][1]
+            outcomes.add(outcome)
+            self._seen[queue] = (now, outcomes)
+            self.handler.labels(queue, outcome).observe(seconds)
 
     def _expire(self, now: float) -> None:
         """Remove the series of the queues idle for IDLE_SECONDS (the lock held)."""

@@ -165,7 +165,7 @@ class Worker:
         try:
             if self.metrics is not None:
                 self.metrics.serve(self.metrics_port, self.metrics_host)  # OSError: the port is taken
-            await self._db.open()
+            await self._db.pool.open(wait=False)
             await self._running.open()
             log.info(
                 "worker started",
@@ -180,7 +180,8 @@ class Worker:
         finally:
             if self.metrics is not None:
                 self.metrics.close()
-            await asyncio.gather(self._running.close(), self._db.close())  # all at once: 5 s at most
+            # all at once: 5 s at most
+            await asyncio.gather(self._running.close(), self._db.pool.close(timeout=5.0))
             if self.handle_signals:
                 for sig in (signal.SIGTERM, signal.SIGINT):
                     loop.remove_signal_handler(sig)
@@ -212,7 +213,12 @@ class Worker:
                 # a stop ends claiming at once (a claim already sent: CLAIM_ANSWER_WAIT and a moment)
                 await asyncio.wait({claimer})
                 self._task_ended(claimer, True)
-            await self._drain()
+            # running jobs get the rest of the grace period (counted from the stop), then the rest are
+            # stopped and given back
+            assert self._stop_at is not None
+            await self._running.wait_idle(self._stop_at + self.grace - time.monotonic(), self._hurry)
+            self._db.deadline = time.monotonic() + SHUTDOWN_DB_WAIT
+            await self._running.stop_all()
         finally:
             for task in background:
                 task.cancel()
@@ -229,14 +235,6 @@ class Worker:
             if self.crashed is None:
                 self.crashed = error or RuntimeError(f"{task.get_name()} ended")
             log.error("worker task died; shutting down", exc_info=error, extra={"task": task.get_name()})
-
-    async def _drain(self) -> None:
-        """Wait for running jobs until the grace period (counted from the stop) ends, then stop the
-        rest and give them back."""
-        assert self._stop_at is not None
-        await self._running.wait_idle(self._stop_at + self.grace - time.monotonic(), self._hurry)
-        self._db.deadline = time.monotonic() + SHUTDOWN_DB_WAIT
-        await self._running.stop_all()
 
 
 async def run(handler: Handler, *, dsn: str, **options: Any) -> Stats:

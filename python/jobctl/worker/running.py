@@ -119,14 +119,12 @@ class Running:
     def job(self, row: tuple[Any, ...]) -> Job:
         """A claimed row as the Job its handler gets: CLAIM_JOB's columns are Job's first fields in
         order, already of their types (payload still text; positional: keywords and conversions cost
-        five times as much), then the traceparent."""
+        five times as much), then the traceparent; the pool and the progress hook are the worker's."""
         job_id, tenant_id, queue, payload, priority, attempt, max_attempts, epoch, expires, timeout, tp = row
-        job = Job(
+        return Job(
             job_id, tenant_id, queue, payload, priority, attempt, max_attempts, epoch, expires, timeout,
-            None, tp, self._tx_pool,
+            None, tp, self._tx_pool, self._on_progress,
         )  # fmt: skip
-        job._on_progress = self._on_progress
-        return job
 
     def _progress_reported(self) -> None:
         """Wake the progress loop (from a handler's thread or the loop itself)."""
@@ -240,7 +238,6 @@ class Running:
         slot.job._stop(reason)  # keeps the reason of a stop already asked for
         if slot.timer is not None:
             slot.timer.cancel()
-            slot.timer = None
         if not slot.supervised:
             self._supervise(slot, self._after_handler_stop(slot))
         if self.is_async:
@@ -249,8 +246,7 @@ class Running:
     async def _after_handler_stop(self, slot: Slot) -> None:
         job, handler = slot.job, slot.handler
         if self.is_async:
-            if not handler.done():
-                await asyncio.wait({handler}, timeout=CANCEL_WAIT)  # let its transaction roll back
+            await asyncio.wait({handler}, timeout=CANCEL_WAIT)  # let its transaction roll back
             if handler.done() and not slot.ended:  # cancelled before its first step: it never ran
                 self._handler_ended(slot, None, asyncio.CancelledError())
         self._forget(slot)
