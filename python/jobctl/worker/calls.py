@@ -15,25 +15,24 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import random
 import select
 import time
 import traceback
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Iterator
 from typing import Any, TypeVar
 
 import psycopg
 from psycopg import pq
 from psycopg_pool import AsyncConnectionPool, ConnectionPool
 
-from jobctl.db import RECONNECT_FIRST, RECONNECT_MAX, cap_pool_backoff, connection_kwargs
+from jobctl.db import cap_pool_backoff, connection_kwargs
 from jobctl.errors import first_line
+from jobctl.waiting import reconnect_pauses
 from jobctl.worker.job import AsyncConn, Conn
 
 log = logging.getLogger("jobctl.worker")
 
 APP_NAME = "jobctl-worker"
-BACKOFF_FIRST, BACKOFF_MAX = RECONNECT_FIRST, RECONNECT_MAX  # 0.1 s doubling to 1 s (jittered)
 POOL_WAIT = 10.0  # seconds to wait for a pooled connection before counting it as a failed try
 # SQLSTATEs a retry can cure, besides no SQLSTATE (a client-side connection failure) and class 08
 RETRY_SQLSTATES = frozenset({"57P01", "57P02", "57P03", "40001", "40P01"})
@@ -191,12 +190,6 @@ class Database:
         self.pool = async_pool(dsn, "jobctl-worker", 2, 6)
         self.deadline: float | None = None  # time.monotonic() after which every call gives up (shutdown)
 
-    async def open(self) -> None:
-        await self.pool.open(wait=False)
-
-    async def close(self) -> None:
-        await self.pool.close(timeout=5.0)
-
     async def call(
         self,
         what: str,
@@ -207,7 +200,7 @@ class Database:
         """Run `op` on a pooled connection. Errors a retry can cure (`retryable`) are retried with
         backoff and jitter until it succeeds, `abort()` says to stop, or the deadline passes (GaveUp;
         after the deadline no call lasts longer); any other error is raised at once."""
-        delay = BACKOFF_FIRST
+        pauses: Iterator[float] | None = None  # the backoff, from the first retry on
         while True:
             left = None if self.deadline is None else self.deadline - time.monotonic()
             if left is not None and left <= 0:
@@ -228,7 +221,8 @@ class Database:
                 past_deadline = self.deadline is not None and time.monotonic() >= self.deadline
                 if (abort is not None and abort()) or past_deadline:
                     raise GaveUp(f"{what}: {describe(e, one_line=True)}") from e
-                pause = random.uniform(delay / 2, delay)
+                pauses = pauses or reconnect_pauses()
+                pause = next(pauses)
                 if self.deadline is not None:
                     pause = min(pause, max(0.0, self.deadline - time.monotonic()))
                 log.warning(
@@ -236,4 +230,3 @@ class Database:
                     extra={"call": what, **error_fields(e), "retry_in": round(pause, 2)},
                 )
                 await asyncio.sleep(pause)
-                delay = min(delay * 2, BACKOFF_MAX)

@@ -29,20 +29,17 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import random
 import time
 from datetime import timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import psycopg
 
 from jobctl import queries, tracing
 from jobctl.db import connection_kwargs, listen_dsn
+from jobctl.waiting import reconnect_pauses
 from jobctl.worker.calls import (
     APP_NAME,
-    BACKOFF_FIRST,
-    BACKOFF_MAX,
-    Database,
     GaveUp,
     Sending,
     error_fields,
@@ -51,8 +48,10 @@ from jobctl.worker.calls import (
     value,
 )
 from jobctl.worker.job import AsyncConn, decode_payload
-from jobctl.worker.outbox import MAX_BATCH, ids
-from jobctl.worker.running import Running
+from jobctl.worker.outbox import ids
+
+if TYPE_CHECKING:
+    from jobctl.worker.runner import Worker
 
 log = logging.getLogger("jobctl.worker")
 
@@ -85,29 +84,13 @@ async def wait_any(*events: asyncio.Event, timeout: float | None = None) -> None
 
 
 class Claimer:
-    def __init__(
-        self,
-        db: Database,
-        running: Running,
-        stopping: asyncio.Event,
-        *,
-        dsn: str,
-        listen_dsn: str | None = None,
-        worker_id: str,
-        queues: list[str] | None,
-        lease: float,
-        poll_interval: float,
-    ) -> None:
-        self.db = db
-        self.running = running
-        self.stats = running.stats
-        self.stopping = stopping  # set: claiming ends
-        self.dsn = dsn
-        self.listen_dsn = listen_dsn  # None: db.listen_dsn decides (JOBCTL_LISTEN_DSN, JOBCTL_POOLER)
-        self.worker_id = worker_id
-        self.queues = queues
-        self.lease = lease
-        self.poll_interval = poll_interval
+    """The claim loop and the listener of `worker`, by its settings (worker_id, queues, lease,
+    poll_interval, dsn, listen_dsn)."""
+
+    def __init__(self, worker: Worker) -> None:
+        self.worker = worker
+        self.db, self.running = worker._db, worker._running
+        self.stopping = worker._stop  # set: claiming ends
         self._wake = asyncio.Event()
         self.share: int | None = None  # the slots it may fill (None: all): a multi-shard worker's share
         self._hinted_until = 0.0  # time.monotonic() until which claims look again every HINT_LOOK
@@ -121,6 +104,7 @@ class Claimer:
     async def run(self) -> None:
         """The claim loop, until the stop."""
         errors = 0  # claims in a row that failed with an error a retry cannot cure
+        poll = self.worker.poll_interval
         while not self.stopping.is_set():
             slots = self.running.concurrency
             free = (slots if self.share is None else min(self.share, slots)) - self.running.busy
@@ -128,17 +112,14 @@ class Claimer:
                 self.running.slot_freed.clear()
                 await wait_any(self.running.slot_freed, self.stopping)
                 continue
-            asked = min(free, MAX_BATCH)
             self._wake.clear()
             try:
-                got = await self._claim(asked)
+                got = await self._claim(free)  # at most MAX_BATCH, as Worker checks the concurrency
             except GaveUp:
                 return
             except psycopg.Error as e:  # the retry wrapper retries the errors a retry can cure
                 errors += 1
-                pause = min(
-                    self.poll_interval * 2 ** min(errors - 1, 16), max(self.poll_interval, CLAIM_ERROR_MAX)
-                )
+                pause = min(poll * 2 ** min(errors - 1, 16), max(poll, CLAIM_ERROR_MAX))
                 log.error(
                     "claim failed; claiming again later",
                     extra={**error_fields(e), "retry_in": round(pause, 2)},
@@ -146,11 +127,11 @@ class Claimer:
                 await wait_any(self.stopping, timeout=pause)
                 continue
             errors = 0
-            if got < asked:
-                wait = SECOND_LOOK if got else self.poll_interval
+            if got < free:
+                wait = SECOND_LOOK if got else poll
                 if time.monotonic() < self._hinted_until:
                     wait = min(wait, HINT_LOOK)
-                await wait_any(self._wake, self.stopping, timeout=min(wait, self.poll_interval))
+                await wait_any(self._wake, self.stopping, timeout=min(wait, poll))
 
     def set_share(self, slots: int) -> None:
         """Fill at most `slots` slots from now on; a larger share claims again at once."""
@@ -164,10 +145,10 @@ class Claimer:
         """One claim, which a stop cuts short: dropped while it waits for a connection or its next try;
         once sent, given CLAIM_ANSWER_WAIT to answer, and the jobs it brings are given back unrun."""
         params = {
-            "worker_id": self.worker_id,
-            "queues": self.queues,
+            "worker_id": self.worker.worker_id,
+            "queues": self.worker.queues,
             "max_jobs": max_jobs,
-            "lease": timedelta(seconds=self.lease),
+            "lease": timedelta(seconds=self.worker.lease),
         }
         sending = Sending()
         sent_at = asyncio.get_running_loop().time()
@@ -204,8 +185,8 @@ class Claimer:
         claim: Any = None  # the claim span's context, which each run links to
         if claimed and tracing.recording():
             traceparents = [row[10] for row in claimed]
-            claim = tracing.claimed(sent_ns, time.time_ns(), self.worker_id, max_jobs, traceparents)
-        self.stats.claimed += len(claimed)
+            claim = tracing.claimed(sent_ns, time.time_ns(), self.worker.worker_id, max_jobs, traceparents)
+        self.running.stats.claimed += len(claimed)
         jobs = []
         for row in claimed:
             job = self.running.job(row)
@@ -229,15 +210,15 @@ class Claimer:
     async def listen(self) -> None:
         """The listener, until cancelled. Behind a transaction pooler with no direct DSN to listen on,
         none: the claims poll every poll_interval."""
-        target = listen_dsn(self.dsn, self.listen_dsn)
+        target = listen_dsn(self.worker.dsn, self.worker.listen_dsn)
         if target is None:
             log.info(
                 "behind a transaction pooler with no --listen-dsn: no wake-up hints, polling only",
-                extra={"poll_interval": self.poll_interval},
+                extra={"poll_interval": self.worker.poll_interval},
             )
             await asyncio.Event().wait()  # until cancelled
             return
-        delay, first = BACKOFF_FIRST, True
+        pauses, first = reconnect_pauses(), True
         while True:
             try:
                 conn = await psycopg.AsyncConnection.connect(
@@ -248,18 +229,17 @@ class Claimer:
                     # our queues' hints' payloads (None: any hint wakes us); asked before LISTEN, whose
                     # statement then shows while it listens
                     tags = None
-                    if self.queues is not None:
-                        tags = frozenset(await value(queries.HINT_TAGS, {"queues": self.queues})(conn))
+                    if self.worker.queues is not None:
+                        tags = frozenset(await value(queries.HINT_TAGS, {"queues": self.worker.queues})(conn))
                     await conn.execute(queries.LISTEN)
                     if not first:
                         log.info("listener reconnected; polling at once")
                         self._wake.set()
-                    first, delay = False, BACKOFF_FIRST
+                    first, pauses = False, reconnect_pauses()
                     await self._receive(conn, tags)
             except psycopg.Error as e:
                 if retryable(e):
-                    pause = random.uniform(delay / 2, delay)
-                    delay = min(delay * 2, BACKOFF_MAX)
+                    pause = next(pauses)
                     message = "listener lost its connection; reconnecting"
                 else:  # not a lost connection: try again much later (claims poll meanwhile)
                     pause = LISTEN_CHECK

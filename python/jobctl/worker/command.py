@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import importlib
 import logging
+import operator
 import os
 import signal
 import sys
@@ -38,11 +39,10 @@ def load_handler(spec: str) -> Handler:
         obj: object = importlib.import_module(module_name)
     except Exception as e:
         raise HandlerError(f"cannot import {module_name}: {describe(e, one_line=True)}") from None
-    for part in attr.split("."):
-        try:
-            obj = getattr(obj, part)
-        except AttributeError:
-            raise HandlerError(f"{module_name} has no attribute {attr}") from None
+    try:
+        obj = operator.attrgetter(attr)(obj)  # dotted: attribute by attribute
+    except AttributeError:
+        raise HandlerError(f"{module_name} has no attribute {attr}") from None
     if not callable(obj):
         raise HandlerError(f"{spec} is not callable")
     return obj
@@ -93,35 +93,25 @@ async def run_together(workers: list[Worker]) -> None:
         for w in workers:
             w.request_stop()  # a second signal: the second stop, no grace
 
-    async def run_one(w: Worker) -> None:
-        try:
-            await w.run()
-        finally:
-            if not stopping:
-                stop_all()
-
-    balance_failed: list[BaseException] = []  # the database refused the shares (fewer slots than shards)
-
-    def balance_ended(task: asyncio.Task[None]) -> None:
-        error = None if task.cancelled() else task.exception()
-        if error is not None:
-            balance_failed.append(error)
-            stop_all()
-
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop_all)
     for w in workers:
         w.share_slots(0)  # nothing claimed before the database has shared the slots
+    runs = [asyncio.create_task(w.run()) for w in workers]
     balancer = asyncio.create_task(balance(workers, workers[0].concurrency), name="jobctl-balance")
-    balancer.add_done_callback(balance_ended)
     try:
-        await asyncio.gather(*(run_one(w) for w in workers))
+        # the first to end before a signal (a worker that crashed, or the balance: the database refused
+        # the shares) stops them all
+        await asyncio.wait([balancer, *runs], return_when=asyncio.FIRST_COMPLETED)
+        if not stopping:
+            stop_all()
+        await asyncio.gather(*runs)
     finally:
         balancer.cancel()
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.remove_signal_handler(sig)
-    if balance_failed:
-        raise balance_failed[0]
+    if balancer.done() and not balancer.cancelled():
+        balancer.result()  # the balance ends only by raising (fewer slots than shards): raised here
 
 
 @click.command(

@@ -15,7 +15,7 @@ database would refuse as too big (over 2,000 bytes as jsonb) is not sent and is 
 Every BEAT_EVERY seconds the same loop as the tick reports the worker to the registry of workers
 (jobctl.worker_beat: host, pid, queues, concurrency, jobs in flight), on the worker's pool, no
 connection of its own; `Registration.gone` removes it at a clean exit (jobctl.worker_gone). A
-schema without the registry (an older schema) is logged once and not asked again.
+failed beat is logged, and the next one tries again.
 
 Every TICK_EVERY seconds the worker calls jobctl.tick(false): promotion, reaping, schedules, the
 queue tables' upkeep (one caller at a time per database does the work: a lock on
@@ -139,20 +139,19 @@ class Registration:
 
     def __init__(self, worker_id: str, queues: list[str] | None, concurrency: int, running: Running) -> None:
         self.worker_id = worker_id
-        self.queues = queues
-        self.concurrency = concurrency
         self.running = running
+        # what every beat says besides the jobs in flight
+        self.beat_params = {
+            "worker_id": worker_id,
+            "host": socket.gethostname(),
+            "pid": os.getpid(),
+            "queues": queues,
+            "concurrency": concurrency,
+        }
         self.registered = False  # a beat landed: worker_gone is due at exit
 
     async def beat(self, db: Database) -> None:
-        params = {
-            "worker_id": self.worker_id,
-            "host": socket.gethostname(),
-            "pid": os.getpid(),
-            "queues": self.queues,
-            "concurrency": self.concurrency,
-            "in_flight": self.running.busy,
-        }
+        params = {**self.beat_params, "in_flight": self.running.busy}
         try:
             await db.call("worker_beat", value(queries.WORKER_BEAT, params))
         except psycopg.Error as e:

@@ -4,7 +4,6 @@ claimed payload is decoded and a result encoded."""
 from __future__ import annotations
 
 import json
-import re
 import threading
 import time
 from collections.abc import AsyncIterator, Callable, Iterator
@@ -21,6 +20,7 @@ from psycopg_pool import AsyncConnectionPool, ConnectionPool
 
 from jobctl import queries, tracing
 from jobctl.client.rows import Batch
+from jobctl.client.rows import _depth as json_depth
 from jobctl.errors import first_line
 
 Conn = psycopg.Connection[tuple[Any, ...]]
@@ -120,24 +120,9 @@ def progress_json(value: Any) -> str:
         raise ValueError("progress contains a NUL character, which jsonb does not accept")
     if size > PROGRESS_MAX_TEXT:
         raise ValueError(f"progress is {size} bytes of JSON; the database keeps at most 2000 bytes as jsonb")
-    if text.count("[") + text.count("{") > PROGRESS_MAX_DEPTH and _json_depth(text) > PROGRESS_MAX_DEPTH:
+    if text.count("[") + text.count("{") > PROGRESS_MAX_DEPTH and json_depth(text) > PROGRESS_MAX_DEPTH:
         raise ValueError(f"progress must not nest arrays and objects over {PROGRESS_MAX_DEPTH} levels deep")
     return text
-
-
-_JSON_STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
-
-
-def _json_depth(text: str) -> int:
-    """How deeply JSON text nests arrays and objects (strings skipped)."""
-    depth = deepest = 0
-    for c in _JSON_STRING.sub("", text):
-        if c in "[{":
-            depth += 1
-            deepest = max(deepest, depth)
-        elif c in "]}":
-            depth -= 1
-    return deepest
 
 
 # a lazily read value not read yet (job.parent_results, job.batch)
@@ -169,8 +154,9 @@ class Job:
     timeout: float | None
     result: Any = None
     traceparent: str | None = None  # the W3C trace context stored with the job at submit (tracing)
-    _sync_pool: ConnectionPool[Conn] | None = field(default=None, repr=False)
-    _async_pool: AsyncConnectionPool[AsyncConn] | None = field(default=None, repr=False)
+    # the worker's pool for the handler's transactions and reads: sync or async, as the handler is
+    _pool: ConnectionPool[Conn] | AsyncConnectionPool[AsyncConn] | None = field(default=None, repr=False)
+    _on_progress: Callable[[], None] | None = field(default=None, repr=False)  # wakes the progress loop
     _cancel: threading.Event | None = field(default=None, repr=False)  # made by wait_cancelled()
     _stop_reason: str | None = field(default=None, repr=False)  # set once: the job is cancelled
     _completed: bool = field(default=False, repr=False)
@@ -178,7 +164,6 @@ class Job:
     _parent_results: Any = field(default=_UNREAD, repr=False)  # read on first use (parent_results)
     _batch: Any = field(default=_UNREAD, repr=False)  # read on first use (batch)
     _progress: str | None = field(default=None, repr=False)  # reported, not yet sent (JSON text)
-    _on_progress: Callable[[], None] | None = field(default=None, repr=False)  # wakes the progress loop
 
     @property
     def idempotency_key(self) -> str:
@@ -282,17 +267,17 @@ class Job:
         return self.batch
 
     def _read_sync(self, statement: str, params: dict[str, Any], loader: str) -> tuple[Any, ...] | None:
-        if self._sync_pool is None:
-            if self._async_pool is not None:
+        if not isinstance(self._pool, ConnectionPool):
+            if self._pool is not None:
                 raise TypeError(f"this worker runs an async handler: use `await job.{loader}()` first")
             raise TypeError("this job has no worker pool to read from")
-        with self._sync_pool.connection() as conn:
+        with self._pool.connection() as conn:
             return conn.execute(statement, params).fetchone()
 
     async def _read_async(self, statement: str, params: dict[str, Any]) -> tuple[Any, ...] | None:
-        if self._async_pool is None:
+        if not isinstance(self._pool, AsyncConnectionPool):
             raise TypeError("this worker runs a sync handler: read the property instead")
-        async with self._async_pool.connection() as conn:
+        async with self._pool.connection() as conn:
             cur = await conn.execute(statement, params)
             return await cur.fetchone()
 
@@ -346,9 +331,9 @@ def _params(job: Job) -> dict[str, Any]:
 
 @contextmanager
 def _sync_transaction(job: Job) -> Iterator[Conn]:
-    if job._sync_pool is None:
+    if not isinstance(job._pool, ConnectionPool):
         raise TypeError("this worker runs an async handler: use `async with job.transaction()`")
-    with job._sync_pool.connection() as conn, conn.transaction():
+    with job._pool.connection() as conn, conn.transaction():
         yield conn
         params, started_ns = _params(job), time.time_ns()
         try:
@@ -363,9 +348,9 @@ def _sync_transaction(job: Job) -> Iterator[Conn]:
 
 @asynccontextmanager
 async def _async_transaction(job: Job) -> AsyncIterator[AsyncConn]:
-    if job._async_pool is None:
+    if not isinstance(job._pool, AsyncConnectionPool):
         raise TypeError("this worker runs a sync handler: use `with job.transaction()`")
-    async with job._async_pool.connection() as conn, conn.transaction():
+    async with job._pool.connection() as conn, conn.transaction():
         yield conn
         params, started_ns = _params(job), time.time_ns()
         try:

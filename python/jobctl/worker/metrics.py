@@ -18,9 +18,9 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import fields
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from prometheus_client import CollectorRegistry, Gauge, Histogram, start_http_server
 from prometheus_client.core import CounterMetricFamily, Metric
@@ -29,7 +29,8 @@ from prometheus_client.platform_collector import PlatformCollector
 from prometheus_client.process_collector import ProcessCollector
 from prometheus_client.registry import Collector
 
-from jobctl.worker.outbox import Stats
+if TYPE_CHECKING:
+    from jobctl.worker.runner import Worker
 
 # the same bounds as the database's wait and run histograms (jobctl.histogram_bounds)
 HANDLER_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900, 3600)
@@ -42,15 +43,8 @@ class WorkerMetrics(Collector):
     """The registry, and its first collector: at each scrape it drops the idle queues' handler series
     (before the histogram is read), then gives the counts of `Stats`."""
 
-    def __init__(
-        self,
-        stats: Stats,
-        in_flight: Callable[[], int],
-        concurrency: int,
-        worker_id: str,
-        max_queues: int = 100,
-    ) -> None:
-        self.stats, self.max_queues = stats, max_queues
+    def __init__(self, worker: Worker, max_queues: int = 100) -> None:
+        self.stats, self.max_queues = worker.stats, max_queues
         self._seen: dict[str, tuple[float, set[str]]] = {}  # queue -> (last ending, its outcomes)
         self._lock = threading.Lock()  # observe: the event loop; collect: the server's thread
         self.registry = CollectorRegistry()
@@ -59,13 +53,13 @@ class WorkerMetrics(Collector):
         PlatformCollector(registry=self.registry)
         GCCollector(registry=self.registry)
         flight = Gauge("jobctl_worker_jobs_in_flight", "Handlers running now.", registry=self.registry)
-        flight.set_function(lambda: float(in_flight()))
+        flight.set_function(lambda: float(worker._running.busy))
         Gauge(
             "jobctl_worker_concurrency", "Handlers this process may run at once.", registry=self.registry
-        ).set(concurrency)
+        ).set(worker.concurrency)
         Gauge(
             "jobctl_worker_info", "This worker's id (the value is 1).", ["worker_id"], registry=self.registry
-        ).labels(worker_id).set(1)
+        ).labels(worker.worker_id).set(1)
         self.handler = Histogram(
             "jobctl_worker_handler_duration_seconds",
             "Time a handler ran, by queue and outcome.",
@@ -85,18 +79,16 @@ class WorkerMetrics(Collector):
         """A handler's time under its queue's own label, or OTHER_QUEUE once max_queues queues have one."""
         now = time.monotonic()
         with self._lock:
-            seen = self._seen.get(queue)
-            if seen is None:
+            if queue not in self._seen:
                 self._expire(now)
                 if len(self._seen) >= self.max_queues or queue == OTHER_QUEUE:
-                    label = OTHER_QUEUE
-                else:
-                    seen = self._seen[queue] = (now, set())
-            if seen is not None:
-                label = queue
-                seen[1].add(outcome)
-                self._seen[queue] = (now, seen[1])
-            self.handler.labels(label, outcome).observe(seconds)
+                    self.handler.labels(OTHER_QUEUE, outcome).observe(seconds)
+                    return
+                self._seen[queue] = (now, set())
+            outcomes = self._seen[queue][1]
+            outcomes.add(outcome)
+            self._seen[queue] = (now, outcomes)
+            self.handler.labels(queue, outcome).observe(seconds)
 
     def _expire(self, now: float) -> None:
         """Remove the series of the queues idle for IDLE_SECONDS (the lock held)."""

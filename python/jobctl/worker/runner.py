@@ -100,6 +100,9 @@ class Worker:
         self.queues = sorted(set(queues)) if queues else None
         self.concurrency = concurrency
         self.lease = lease
+        self.poll_interval = poll_interval
+        self.dsn = dsn
+        self.listen_dsn = listen_dsn  # None: db.listen_dsn decides (JOBCTL_LISTEN_DSN, JOBCTL_POOLER)
         self.grace = grace
         self.handle_signals = handle_signals
         self.stats = Stats()
@@ -110,26 +113,12 @@ class Worker:
         self._db = Database(dsn)
         self._outbox = Outbox(self._db, self.stats)
         self._running = Running(handler, dsn=dsn, concurrency=concurrency, outbox=self._outbox)
-        self._claimer = Claimer(
-            self._db,
-            self._running,
-            self._stop,
-            dsn=dsn,
-            listen_dsn=listen_dsn,
-            worker_id=self.worker_id,
-            queues=self.queues,
-            lease=lease,
-            poll_interval=poll_interval,
-        )
+        self._claimer = Claimer(self)
         self._registration = Registration(self.worker_id, self.queues, concurrency, self._running)
         # the process's metrics (served from run() on metrics_port; 0: none)
         self.metrics_port, self.metrics_host = metrics_port, metrics_host
-        self.metrics: WorkerMetrics | None = None
-        if metrics_port:
-            self.metrics = WorkerMetrics(
-                self.stats, lambda: self._running.busy, concurrency, self.worker_id, metrics_queues
-            )
-            self._running.metrics = self.metrics
+        self.metrics = WorkerMetrics(self, metrics_queues) if metrics_port else None
+        self._running.metrics = self.metrics
 
     @property
     def stuck_threads(self) -> int:
@@ -176,7 +165,7 @@ class Worker:
         try:
             if self.metrics is not None:
                 self.metrics.serve(self.metrics_port, self.metrics_host)  # OSError: the port is taken
-            await self._db.open()
+            await self._db.pool.open(wait=False)
             await self._running.open()
             log.info(
                 "worker started",
@@ -191,7 +180,8 @@ class Worker:
         finally:
             if self.metrics is not None:
                 self.metrics.close()
-            await asyncio.gather(self._running.close(), self._db.close())  # all at once: 5 s at most
+            # all at once: 5 s at most
+            await asyncio.gather(self._running.close(), self._db.pool.close(timeout=5.0))
             if self.handle_signals:
                 for sig in (signal.SIGTERM, signal.SIGINT):
                     loop.remove_signal_handler(sig)
@@ -223,7 +213,12 @@ class Worker:
                 # a stop ends claiming at once (a claim already sent: CLAIM_ANSWER_WAIT and a moment)
                 await asyncio.wait({claimer})
                 self._task_ended(claimer, True)
-            await self._drain()
+            # running jobs get the rest of the grace period (counted from the stop), then the rest are
+            # stopped and given back
+            assert self._stop_at is not None
+            await self._running.wait_idle(self._stop_at + self.grace - time.monotonic(), self._hurry)
+            self._db.deadline = time.monotonic() + SHUTDOWN_DB_WAIT
+            await self._running.stop_all()
         finally:
             for task in background:
                 task.cancel()
@@ -240,14 +235,6 @@ class Worker:
             if self.crashed is None:
                 self.crashed = error or RuntimeError(f"{task.get_name()} ended")
             log.error("worker task died; shutting down", exc_info=error, extra={"task": task.get_name()})
-
-    async def _drain(self) -> None:
-        """Wait for running jobs until the grace period (counted from the stop) ends, then stop the
-        rest and give them back."""
-        assert self._stop_at is not None
-        await self._running.wait_idle(self._stop_at + self.grace - time.monotonic(), self._hurry)
-        self._db.deadline = time.monotonic() + SHUTDOWN_DB_WAIT
-        await self._running.stop_all()
 
 
 async def run(handler: Handler, *, dsn: str, **options: Any) -> Stats:

@@ -83,10 +83,8 @@ class Running:
         # again) is stopped at once and removed only by its own supervisor while it is still the one here
         self.active: dict[int, Slot] = {}
         self._supervisors: set[asyncio.Task[None]] = set()
-        self._idle: asyncio.Future[None] | None = None  # shutdown's wait: done when no job is left
         # handlers' transactions: pools of their own, so that they can never starve the worker's calls
-        self._tx_pool: AsyncConnectionPool[AsyncConn] | None = None
-        self._sync_tx_pool: ConnectionPool[Conn] | None = None
+        self._tx_pool: AsyncConnectionPool[AsyncConn] | ConnectionPool[Conn] | None = None
         self._executor: ThreadPoolExecutor | None = None
         self.metrics: WorkerMetrics | None = None  # the process's Prometheus metrics (--metrics-port)
         # set when a job's handler reports progress while none of its was pending (heartbeats.progress_loop)
@@ -103,8 +101,8 @@ class Running:
             self._tx_pool = async_pool(self.dsn, "jobctl-worker-tx", 0, self.concurrency)
             await self._tx_pool.open(wait=False)
         else:
-            self._sync_tx_pool = sync_pool(self.dsn, "jobctl-worker-tx", self.concurrency)
-            self._sync_tx_pool.open(wait=False)
+            self._tx_pool = sync_pool(self.dsn, "jobctl-worker-tx", self.concurrency)
+            self._tx_pool.open(wait=False)
             self._executor = ThreadPoolExecutor(self.concurrency, thread_name_prefix="jobctl-handler")
 
     async def close(self) -> None:
@@ -113,22 +111,20 @@ class Running:
             self._executor.shutdown(wait=False, cancel_futures=True)
             if self.busy:
                 log.warning("sync handlers still running after shutdown", extra={"threads": self.busy})
-        if self._tx_pool is not None:
+        if isinstance(self._tx_pool, AsyncConnectionPool):
             await self._tx_pool.close(timeout=5.0)
-        if self._sync_tx_pool is not None:  # a worker has one of the two
-            await asyncio.to_thread(self._sync_tx_pool.close, 5.0)
+        elif self._tx_pool is not None:
+            await asyncio.to_thread(self._tx_pool.close, 5.0)
 
     def job(self, row: tuple[Any, ...]) -> Job:
         """A claimed row as the Job its handler gets: CLAIM_JOB's columns are Job's first fields in
         order, already of their types (payload still text; positional: keywords and conversions cost
-        five times as much), then the traceparent."""
+        five times as much), then the traceparent; the pool and the progress hook are the worker's."""
         job_id, tenant_id, queue, payload, priority, attempt, max_attempts, epoch, expires, timeout, tp = row
-        job = Job(
+        return Job(
             job_id, tenant_id, queue, payload, priority, attempt, max_attempts, epoch, expires, timeout,
-            None, tp, self._sync_tx_pool, self._tx_pool,
+            None, tp, self._tx_pool, self._on_progress,
         )  # fmt: skip
-        job._on_progress = self._on_progress
-        return job
 
     def _progress_reported(self) -> None:
         """Wake the progress loop (from a handler's thread or the loop itself)."""
@@ -242,7 +238,6 @@ class Running:
         slot.job._stop(reason)  # keeps the reason of a stop already asked for
         if slot.timer is not None:
             slot.timer.cancel()
-            slot.timer = None
         if not slot.supervised:
             self._supervise(slot, self._after_handler_stop(slot))
         if self.is_async:
@@ -251,8 +246,7 @@ class Running:
     async def _after_handler_stop(self, slot: Slot) -> None:
         job, handler = slot.job, slot.handler
         if self.is_async:
-            if not handler.done():
-                await asyncio.wait({handler}, timeout=CANCEL_WAIT)  # let its transaction roll back
+            await asyncio.wait({handler}, timeout=CANCEL_WAIT)  # let its transaction roll back
             if handler.done() and not slot.ended:  # cancelled before its first step: it never ran
                 self._handler_ended(slot, None, asyncio.CancelledError())
         self._forget(slot)
@@ -279,11 +273,7 @@ class Running:
         """Run a job's supervisor (or its give-back) as a task that shutdown waits for."""
         task = asyncio.ensure_future(work)
         self._supervisors.add(task)
-        task.add_done_callback(self._untrack)
-
-    def _untrack(self, task: asyncio.Task[None]) -> None:
-        self._supervisors.discard(task)
-        self._check_idle()
+        task.add_done_callback(self._supervisors.discard)
 
     def _supervise(self, slot: Slot, work: Coroutine[Any, Any, None]) -> None:
         slot.supervised = True
@@ -314,28 +304,23 @@ class Running:
         """Stop heartbeating a job: only its own slot, never a newer attempt's."""
         if self.active.get(slot.job.job_id) is slot:
             del self.active[slot.job.job_id]
-            self._check_idle()
 
     # --- shutdown
 
-    def _check_idle(self) -> None:
-        """Wake shutdown's wait once no job runs and no report is pending."""
-        if self._idle is not None and not self.active and not self._supervisors and not self._idle.done():
-            self._idle.set_result(None)
-
     async def wait_idle(self, timeout: float, hurry: asyncio.Event) -> None:
-        """Wait until no job runs and no report is pending, `timeout` passes, or `hurry` is set."""
-        if not (self.active or self._supervisors) or timeout <= 0 or hurry.is_set():
-            return
-        if self.active:
+        """Wait until no job runs and no report is pending, `timeout` passes, or `hurry` is set: woken
+        as any handler or supervisor ends, the loop looks again."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        if self.active and timeout > 0 and not hurry.is_set():
             log.info(
                 "waiting for running jobs",
                 extra={"running": len(self.active), "grace_left": round(timeout, 3)},
             )
-        self._idle = everyone = asyncio.get_running_loop().create_future()
         hurrying = asyncio.ensure_future(hurry.wait())
-        await asyncio.wait({everyone, hurrying}, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
-        self._idle = None
+        while (self.active or self._supervisors) and not hurry.is_set() and deadline > loop.time():
+            ending = {hurrying, *self._supervisors, *(slot.handler for slot in self.active.values())}
+            await asyncio.wait(ending, timeout=deadline - loop.time(), return_when=asyncio.FIRST_COMPLETED)
         hurrying.cancel()
 
     async def stop_all(self) -> None:
