@@ -46,7 +46,7 @@ class RawJson:
         return f"RawJson({len(self.text)} characters)"
 
 
-def _depth(text: str) -> int:
+def json_depth(text: str) -> int:
     """How deeply JSON text nests (strings skipped)."""
     brackets = [1 if c in "[{" else -1 for c in _JSON_STRING.sub("", text) if c in "[]{}"]
     return max(accumulate(brackets), default=0)
@@ -56,7 +56,7 @@ def load_json(data: bytes | bytearray | memoryview | str) -> Any:
     """The loader of json and jsonb columns: decoded, unless nested deeper than MAX_JSON_DEPTH (then a
     RawJson). Counting brackets is cheap; only text with that many is scanned."""
     text = data if isinstance(data, str) else bytes(data).decode()
-    if text.count("[") + text.count("{") > MAX_JSON_DEPTH and _depth(text) > MAX_JSON_DEPTH:
+    if text.count("[") + text.count("{") > MAX_JSON_DEPTH and json_depth(text) > MAX_JSON_DEPTH:
         return RawJson(text)
     return json.loads(text)
 

@@ -19,8 +19,7 @@ import psycopg
 from psycopg_pool import AsyncConnectionPool, ConnectionPool
 
 from jobctl import queries, tracing
-from jobctl.client.rows import Batch
-from jobctl.client.rows import _depth as json_depth
+from jobctl.client.rows import Batch, json_depth
 from jobctl.errors import first_line
 
 Conn = psycopg.Connection[tuple[Any, ...]]
