@@ -7,10 +7,7 @@ import json
 import threading
 import time
 from collections.abc import AsyncIterator, Callable, Iterator
-from contextlib import (
-    asynccontextmanager,
-    contextmanager,
-)
+from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
