@@ -46,6 +46,7 @@ import time
 import urllib.parse
 import uuid
 from collections.abc import Iterable, Iterator, Sequence
+from contextlib import suppress
 from dataclasses import dataclass, field
 from datetime import date, datetime
 from typing import Any
@@ -106,16 +107,12 @@ def _libraries() -> tuple[Any, Any, Any]:
 
 def storage_options() -> dict[str, Any]:
     """fsspec's options for the archive's URL, from JOBCTL_ARCHIVE_OPTIONS (a JSON object)."""
-    text = os.environ.get("JOBCTL_ARCHIVE_OPTIONS", "").strip()
-    if not text:
-        return {}
-    try:
+    text = os.environ.get("JOBCTL_ARCHIVE_OPTIONS", "").strip() or "{}"
+    with suppress(ValueError):
         options = json.loads(text)
-    except ValueError:
-        options = None
-    if not isinstance(options, dict):
-        raise errors.InvalidInput("JOBCTL_ARCHIVE_OPTIONS must be a JSON object (fsspec storage options)")
-    return options
+        if isinstance(options, dict):
+            return options
+    raise errors.InvalidInput("JOBCTL_ARCHIVE_OPTIONS must be a JSON object (fsspec storage options)")
 
 
 def filesystem(url: str) -> tuple[Any, str]:
@@ -159,14 +156,13 @@ def _read_rows(url: str, size: int, job_id: int) -> list[Row]:
     with source:
         pf = pq.ParquetFile(source)
         column = pf.schema_arrow.get_field_index("job_id")
-        groups = []
-        for i in range(pf.metadata.num_row_groups):
-            stats = pf.metadata.row_group(i).column(column).statistics
-            if stats is None or not stats.has_min_max or stats.min <= job_id <= stats.max:
-                groups.append(i)
-        if not groups:
-            return []
-        table = pf.read_row_groups(groups)
+        stats = [
+            pf.metadata.row_group(i).column(column).statistics for i in range(pf.metadata.num_row_groups)
+        ]
+        groups = [
+            i for i, s in enumerate(stats) if s is None or not s.has_min_max or s.min <= job_id <= s.max
+        ]
+        table = pf.read_row_groups(groups)  # none: an empty table
     rows: list[Row] = table.filter(pc.equal(table.column("job_id"), job_id)).to_pylist()
     return rows
 
@@ -192,31 +188,26 @@ def sealed(row: Row) -> bool:
 
 def job_fields(row: Row, names: Sequence[str]) -> dict[str, Any]:
     """An archived row as the fields of client.JobInfo: JSON columns decoded, no lease."""
-    out: dict[str, Any] = {}
-    for name in names:
-        value = row.get(name)
-        if name in JSON_COLUMNS and isinstance(value, str):
-            value = load_json(value)
-        out[name] = value
-    out["priority"] = int(row["priority"])
-    return out
+    out = {name: row.get(name) for name in names}
+    for name in JSON_COLUMNS:
+        if isinstance(value := out.get(name), str):
+            out[name] = load_json(value)
+    return out | {"priority": int(row["priority"])}
 
 
 def history_rows(row: Row) -> list[dict[str, Any]]:
     """jobctl.job_history of an archived row: submitted, its events, and the claim and completion
     the row holds (the SQL function's rules)."""
-    out: list[tuple[datetime | None, int, dict[str, Any]]] = []
     blank = dict.fromkeys(EVENT_TYPES)
-    out.append((row["created_at"], 0, {**blank, "at": row["created_at"], "event": "submitted", "attempt": 0}))
-    for e in row.get("events") or []:
-        out.append((e["at"], 1, {k: e.get(k) for k in EVENT_TYPES}))
+    out = [{**blank, "at": row["created_at"], "event": "submitted", "attempt": 0}]
+    out += [{k: e.get(k) for k in EVENT_TYPES} for e in row.get("events") or []]
     who = {"attempt": row["attempt"], "lease_epoch": row["lease_epoch"], "worker_id": row["worker_id"]}
     if row["state"] in ("running", "completed"):
-        out.append((row["started_at"], 2, {**blank, **who, "at": row["started_at"], "event": "claimed"}))
+        out.append({**blank, **who, "at": row["started_at"], "event": "claimed"})
     if row["state"] == "completed":
-        out.append((row["finished_at"], 3, {**blank, **who, "at": row["finished_at"], "event": "completed"}))
-    out.sort(key=lambda t: (t[0] is None, t[0] or datetime.min, t[1]))
-    return [r for _, _, r in out]
+        out.append({**blank, **who, "at": row["finished_at"], "event": "completed"})
+    # by time; a stable sort keeps this order (submitted, events, claimed, completed) among equal times
+    return sorted(out, key=lambda r: (r["at"] is None, r["at"] or datetime.min))
 
 
 # --- writing: the exporter
@@ -354,47 +345,43 @@ class _Lease:
 
     def take(self, conn: Conn, wait: float) -> None:
         deadline = time.monotonic() + wait
-        while not self.held(conn):
+        while not self._renew(conn, queries.ARCHIVE_LEASE)[0]:
             if time.monotonic() >= deadline:
                 raise errors.TryAgain("another `jobctl archive run` holds the archive's lease")
             time.sleep(0.25)
 
-    def held(self, conn: Conn) -> bool:
-        row = conn.execute(queries.ARCHIVE_LEASE, {"holder": self.holder, "seconds": LEASE_S}).fetchone()
-        return bool(row and row[0])
+    def _renew(self, conn: Conn, statement: str, **params: Any) -> tuple[Any, ...]:
+        """The statement's row: one of the functions that renew the lease first (its first column: held)."""
+        row = conn.execute(statement, {"holder": self.holder, "seconds": LEASE_S, **params}).fetchone()
+        return row or (False,)
 
-    def keep(self, conn: Conn) -> None:
-        """Renew it (as each file is written)."""
-        if not self.held(conn):
+    def keep(self, conn: Conn, statement: str = queries.ARCHIVE_LEASE, **params: Any) -> tuple[Any, ...]:
+        """Renew it (as each file is written), or run a statement that renews it first; TryAgain when
+        another run took it over."""
+        row = self._renew(conn, statement, **params)
+        if not row[0]:
             raise errors.TryAgain(LEASE_LOST)
+        return row
 
     def commit(self, conn: Conn, unit: Row, files: list[Written], ids: list[int]) -> None:
         """jobctl._archive_commit: the unit recorded and dropped (or its late jobs deleted); _Changed
         when the function left it for the next run."""
-        params = {
-            "holder": self.holder,
-            "seconds": LEASE_S,
-            "part": unit["part"],
-            "before": unit["before"],
-            "files": json.dumps([{**w.__dict__, "day": w.day.isoformat()} for w in files]),
-            "id_sum": sum(ids),
-            "job_ids": ids if unit["late"] else None,
-        }
-        row = conn.execute(queries.ARCHIVE_COMMIT, params).fetchone()
-        assert row is not None
-        held, changed = row
-        if not held:
-            raise errors.TryAgain(LEASE_LOST)
+        _, changed = self.keep(
+            conn,
+            queries.ARCHIVE_COMMIT,
+            part=unit["part"],
+            before=unit["before"],
+            files=json.dumps([{**w.__dict__, "day": w.day.isoformat()} for w in files]),
+            id_sum=sum(ids),
+            job_ids=ids if unit["late"] else None,
+        )
         if changed is not None:
             raise _Changed(changed)
 
     def rewritten(self, conn: Conn, file_id: int, file: dict[str, Any] | None) -> None:
         """jobctl._archive_rewritten: a file an erasure wrote again (None: gone)."""
-        params = {"holder": self.holder, "seconds": LEASE_S, "file_id": file_id}
-        params["file"] = None if file is None else json.dumps(file)
-        row = conn.execute(queries.ARCHIVE_REWRITTEN, params).fetchone()
-        if not (row and row[0]):
-            raise errors.TryAgain(LEASE_LOST)
+        text = None if file is None else json.dumps(file)
+        self.keep(conn, queries.ARCHIVE_REWRITTEN, file_id=file_id, file=text)
 
     def release(self, conn: Conn) -> None:
         conn.execute(queries.ARCHIVE_RELEASE, {"holder": self.holder})
@@ -452,10 +439,10 @@ def _erase(lease: _Lease, conn: Conn, side: Conn, report: RunReport) -> None:
                 lease.rewritten(conn, f["file_id"], None)
                 continue
             table = pq.read_table(io.BytesIO(data))
-            hit = pc.fill_null(
-                pc.is_in(table.column("subject_key"), value_set=pa.array(f["subjects"])), False
+            # is_in: false for a row without a subject key
+            kept = table.filter(
+                pc.invert(pc.is_in(table.column("subject_key"), value_set=pa.array(f["subjects"])))
             )
-            kept = table.filter(pc.invert(hit))
             kept_ids = kept.column("job_id").to_pylist()
             if kept.num_rows == table.num_rows:
                 if hashlib.sha256(data).hexdigest() != f["sha256"]:  # a rewrite moved in before a crash
@@ -501,9 +488,8 @@ def run(dsn: str, *, lock_wait: float = 10.0, max_days: int | None = None) -> Ru
         try:
             with psycopg.connect(dsn, autocommit=True) as side:
                 _clean_up(conn)
-                units = _dicts(
-                    conn, queries.ARCHIVE_UNITS
-                )  # again: another run may have exported days meanwhile
+                # again: another run may have exported days meanwhile
+                units = _dicts(conn, queries.ARCHIVE_UNITS)
                 days = [u for u in units if not u["late"]][:max_days] + [u for u in units if u["late"]]
                 for unit in days:
                     try:

@@ -86,10 +86,9 @@ def _copy(
     """Copy every job of the tenant that the source holds unclaimed, page by page; returns how many."""
     tenant, after, copied = report.tenant_id, 0, 0
     while True:
-        params = {"tenant_id": tenant, "after_id": after, "max_jobs": page}
-        row = _row(src, queries.MOVE_OUT_JOBS, params)
-        assert row is not None
-        text, ids = row
+        text, ids = _row(
+            src, queries.MOVE_OUT_JOBS, {"tenant_id": tenant, "after_id": after, "max_jobs": page}
+        )
         if not ids:
             return copied
         step("take")
