@@ -214,33 +214,21 @@ def history_rows(row: Row) -> list[dict[str, Any]]:
 
 
 @dataclass
-class Written:
-    tenant_id: str
-    day: date
-    url: str
-    rows: int
-    bytes: int
-    min_job_id: int
-    max_job_id: int
-    sha256: str
-
-
-@dataclass
 class UnitReport:
     """One day's partition (or the late jobs) leaving the database."""
 
     source: str
     day: date | None
-    files: list[Written] = field(default_factory=list)
+    files: list[Row] = field(default_factory=list)  # each: tenant_id, day, url and its _facts
     seconds: float = 0.0
 
     @property
     def rows(self) -> int:
-        return sum(f.rows for f in self.files)
+        return sum(f["rows"] for f in self.files)
 
     @property
     def bytes(self) -> int:
-        return sum(f.bytes for f in self.files)
+        return sum(f["bytes"] for f in self.files)
 
 
 @dataclass
@@ -363,7 +351,7 @@ class _Lease:
             raise errors.TryAgain(LEASE_LOST)
         return row
 
-    def commit(self, conn: Conn, unit: Row, files: list[Written], ids: list[int]) -> None:
+    def commit(self, conn: Conn, unit: Row, files: list[Row], ids: list[int]) -> None:
         """jobctl._archive_commit: the unit recorded and dropped (or its late jobs deleted); _Changed
         when the function left it for the next run."""
         _, changed = self.keep(
@@ -371,7 +359,7 @@ class _Lease:
             queries.ARCHIVE_COMMIT,
             part=unit["part"],
             before=unit["before"],
-            files=json.dumps([{**w.__dict__, "day": w.day.isoformat()} for w in files]),
+            files=json.dumps(files, default=date.isoformat),
             id_sum=sum(ids),
             job_ids=ids if unit["late"] else None,
         )
@@ -409,7 +397,7 @@ def _export(lease: _Lease, conn: Conn, side: Conn, base: str, unit: Row) -> Unit
         name = f"late-{facts['min_job_id']}-{facts['max_job_id']}.parquet" if unit["late"] else "jobs.parquet"
         url = file_url(base, tenant_id, day, name)
         _put_checked(side, url, data, facts)
-        report.files.append(Written(tenant_id, day, url, **facts))
+        report.files.append({"tenant_id": tenant_id, "day": day, "url": url, **facts})
     lease.commit(conn, unit, report.files, ids)
     report.seconds = time.perf_counter() - started
     return report

@@ -185,7 +185,7 @@ def to_sign_in(request: Request, expired: bool = False) -> Response:
 
 def clear_cookie(response: Response, request: Request) -> None:
     response.delete_cookie(
-        web.COOKIE, path="/", secure=web.is_https(request), httponly=True, samesite="strict"
+        web.COOKIE, path="/", secure=request.url.scheme == "https", httponly=True, samesite="strict"
     )
 
 

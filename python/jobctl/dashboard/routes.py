@@ -93,7 +93,7 @@ async def sign_in_form(request: Request) -> Response:
     response = _sign_in_page(request, nonce, _next(params.get("next")), expired=bool(params.get("expired")))
     response.set_cookie(
         web.PRE_COOKIE, nonce, max_age=3600, path="/sign-in", httponly=True, samesite="strict",
-        secure=web.is_https(request),
+        secure=request.url.scheme == "https",
     )  # fmt: skip
     return response
 
@@ -120,15 +120,14 @@ async def sign_in(request: Request) -> Response:
         return _sign_in_page(request, nonce, target, error="Paste an API token: jct_…")
     try:
         # a valid token lacking jobs:read may still sign in: each page checks its own scope
-        async with auth.session(request, token, "jobs:read"):
-            pass
-    except errors.Forbidden:
-        pass
+        with suppress(errors.Forbidden):
+            async with auth.session(request, token, "jobs:read"):
+                pass
     except errors.Unauthorized:
         return _sign_in_page(request, nonce, target, error="This token is unknown or revoked.")
     response = RedirectResponse(target, status_code=303)
     response.set_cookie(
-        web.COOKIE, token, path="/", httponly=True, samesite="strict", secure=web.is_https(request)
+        web.COOKIE, token, path="/", httponly=True, samesite="strict", secure=request.url.scheme == "https"
     )
     response.delete_cookie(web.PRE_COOKIE, path="/sign-in")
     return response
@@ -308,10 +307,9 @@ async def jobs(request: Request, caller: Caller) -> dict[str, Any]:
     if not problems:
         try:
             count = await client.count_jobs(f.bulk(), conn=conn)
+            listed, last = _paged(await client.find_jobs(f.bulk(), before, PAGE + 1, conn=conn), PAGE)
         except errors.InvalidInput as e:
             problems.append(str(e))
-    if not problems:
-        listed, last = _paged(await client.find_jobs(f.bulk(), before, PAGE + 1, conn=conn), PAGE)
     return {"f": f, "tenants": tenants, "totals": totals, "chips": STATE_CHIPS, "states": STATES,
             "jobs": listed, "next_before": last.job_id if last else None, "count": count,
             "problems": problems, "before": before}  # fmt: skip

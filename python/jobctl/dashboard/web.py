@@ -61,10 +61,6 @@ def session_token(request: Request) -> str:
     return token
 
 
-def is_https(request: Request) -> bool:
-    return request.url.scheme == "https"
-
-
 def same_origin(request: Request) -> bool:
     """Whether the request names this origin: its Origin header, else its Referer, must be the
     scheme, host and port the request came to."""
