@@ -191,21 +191,6 @@ async def overview(request: Request, caller: Caller) -> dict[str, Any]:
     minutes = [start + timedelta(minutes=i) for i in range(60)]
     by_minute = {m.minute.replace(second=0, microsecond=0): m for m in rates}
     series = [by_minute.get(m) for m in minutes]
-    throughput = charts.line_chart(
-        "Claims and completions per second, last hour",
-        minutes,
-        [
-            (name, [getattr(s, name) / 60 if s else 0.0 for s in series])
-            for name in ("submitted", "claimed", "succeeded", "failed")
-        ],
-        lambda v: charts.number(v, "/s"),
-    )
-    waits = charts.line_chart(
-        "Wait from due to claimed, last hour",
-        minutes,
-        [(q, [getattr(s, f"wait_{q}") if s else None for s in series]) for q in ("p50", "p99")],
-        charts.seconds,
-    )
     fair.sort(key=lambda f: (f.claims, f.running), reverse=True)
     return {
         "health": health,
@@ -214,8 +199,21 @@ async def overview(request: Request, caller: Caller) -> dict[str, Any]:
         "rows": rows if request.query_params.get("all") == "1" else rows[:GRID_ROWS],
         "row_count": len(rows),
         "totals": _totals(rows),
-        "throughput": throughput,
-        "waits": waits,
+        "throughput": charts.line_chart(
+            "Claims and completions per second, last hour",
+            minutes,
+            [
+                (name, [getattr(s, name) / 60 if s else 0.0 for s in series])
+                for name in ("submitted", "claimed", "succeeded", "failed")
+            ],
+            lambda v: charts.number(v, "/s"),
+        ),
+        "waits": charts.line_chart(
+            "Wait from due to claimed, last hour",
+            minutes,
+            [(q, [getattr(s, f"wait_{q}") if s else None for s in series]) for q in ("p50", "p99")],
+            charts.seconds,
+        ),
         "fair": fair[:FAIR_ROWS],
         "fair_count": len(fair),
         "window_minutes": int(WINDOW.total_seconds() // 60),
