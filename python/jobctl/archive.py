@@ -45,7 +45,8 @@ import os
 import time
 import urllib.parse
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import suppress
 from dataclasses import dataclass, field
 from datetime import date, datetime
 from typing import Any
@@ -106,16 +107,12 @@ def _libraries() -> tuple[Any, Any, Any]:
 
 def storage_options() -> dict[str, Any]:
     """fsspec's options for the archive's URL, from JOBCTL_ARCHIVE_OPTIONS (a JSON object)."""
-    text = os.environ.get("JOBCTL_ARCHIVE_OPTIONS", "").strip()
-    if not text:
-        return {}
-    try:
+    text = os.environ.get("JOBCTL_ARCHIVE_OPTIONS", "").strip() or "{}"
+    with suppress(ValueError):
         options = json.loads(text)
-    except ValueError:
-        options = None
-    if not isinstance(options, dict):
-        raise errors.InvalidInput("JOBCTL_ARCHIVE_OPTIONS must be a JSON object (fsspec storage options)")
-    return options
+        if isinstance(options, dict):
+            return options
+    raise errors.InvalidInput("JOBCTL_ARCHIVE_OPTIONS must be a JSON object (fsspec storage options)")
 
 
 def filesystem(url: str) -> tuple[Any, str]:
@@ -159,14 +156,13 @@ def _read_rows(url: str, size: int, job_id: int) -> list[Row]:
     with source:
         pf = pq.ParquetFile(source)
         column = pf.schema_arrow.get_field_index("job_id")
-        groups = []
-        for i in range(pf.metadata.num_row_groups):
-            stats = pf.metadata.row_group(i).column(column).statistics
-            if stats is None or not stats.has_min_max or stats.min <= job_id <= stats.max:
-                groups.append(i)
-        if not groups:
-            return []
-        table = pf.read_row_groups(groups)
+        stats = [
+            pf.metadata.row_group(i).column(column).statistics for i in range(pf.metadata.num_row_groups)
+        ]
+        groups = [
+            i for i, s in enumerate(stats) if s is None or not s.has_min_max or s.min <= job_id <= s.max
+        ]
+        table = pf.read_row_groups(groups)  # none: an empty table
     rows: list[Row] = table.filter(pc.equal(table.column("job_id"), job_id)).to_pylist()
     return rows
 
@@ -192,46 +188,29 @@ def sealed(row: Row) -> bool:
 
 def job_fields(row: Row, names: Sequence[str]) -> dict[str, Any]:
     """An archived row as the fields of client.JobInfo: JSON columns decoded, no lease."""
-    out: dict[str, Any] = {}
-    for name in names:
-        value = row.get(name)
-        if name in JSON_COLUMNS and isinstance(value, str):
-            value = load_json(value)
-        out[name] = value
-    out["priority"] = int(row["priority"])
-    return out
+    out = {name: row.get(name) for name in names}
+    for name in JSON_COLUMNS:
+        if isinstance(value := out.get(name), str):
+            out[name] = load_json(value)
+    return out | {"priority": int(row["priority"])}
 
 
 def history_rows(row: Row) -> list[dict[str, Any]]:
     """jobctl.job_history of an archived row: submitted, its events, and the claim and completion
     the row holds (the SQL function's rules)."""
-    out: list[tuple[datetime | None, int, dict[str, Any]]] = []
     blank = dict.fromkeys(EVENT_TYPES)
-    out.append((row["created_at"], 0, {**blank, "at": row["created_at"], "event": "submitted", "attempt": 0}))
-    for e in row.get("events") or []:
-        out.append((e["at"], 1, {k: e.get(k) for k in EVENT_TYPES}))
+    out = [{**blank, "at": row["created_at"], "event": "submitted", "attempt": 0}]
+    out += [{k: e.get(k) for k in EVENT_TYPES} for e in row.get("events") or []]
     who = {"attempt": row["attempt"], "lease_epoch": row["lease_epoch"], "worker_id": row["worker_id"]}
     if row["state"] in ("running", "completed"):
-        out.append((row["started_at"], 2, {**blank, **who, "at": row["started_at"], "event": "claimed"}))
+        out.append({**blank, **who, "at": row["started_at"], "event": "claimed"})
     if row["state"] == "completed":
-        out.append((row["finished_at"], 3, {**blank, **who, "at": row["finished_at"], "event": "completed"}))
-    out.sort(key=lambda t: (t[0] is None, t[0] or datetime.min, t[1]))
-    return [r for _, _, r in out]
+        out.append({**blank, **who, "at": row["finished_at"], "event": "completed"})
+    # by time; a stable sort keeps this order (submitted, events, claimed, completed) among equal times
+    return sorted(out, key=lambda r: (r["at"] is None, r["at"] or datetime.min))
 
 
 # --- writing: the exporter
-
-
-@dataclass
-class Written:
-    tenant_id: str
-    day: date
-    url: str
-    rows: int
-    bytes: int
-    min_job_id: int
-    max_job_id: int
-    sha256: str
 
 
 @dataclass
@@ -240,16 +219,16 @@ class UnitReport:
 
     source: str
     day: date | None
-    files: list[Written] = field(default_factory=list)
+    files: list[Row] = field(default_factory=list)  # each: tenant_id, day, url and its _facts
     seconds: float = 0.0
 
     @property
     def rows(self) -> int:
-        return sum(f.rows for f in self.files)
+        return sum(f["rows"] for f in self.files)
 
     @property
     def bytes(self) -> int:
-        return sum(f.bytes for f in self.files)
+        return sum(f["bytes"] for f in self.files)
 
 
 @dataclass
@@ -275,108 +254,73 @@ def _arrow_type(pa: Any, pg_type: str) -> Any:
     return types.get(pg_type, pa.string())  # text, jsonb (as its text), anything else as text
 
 
-def _columns(conn: Conn, pa: Any) -> tuple[list[tuple[str, Any]], sql.Composable]:
-    """jobctl.job's columns as (name, Arrow type), and the select list that reads them from
-    jobctl._archive_chunk (JSON and types Arrow has no match for as text)."""
+def _columns(conn: Conn, pa: Any) -> tuple[Any, sql.Composable]:
+    """The files' schema: jobctl.job's columns (their Arrow types), then the job's events; and the select
+    list that reads the columns from jobctl._archive_chunk (JSON and types Arrow has no match for as text)."""
     cols = conn.execute(queries.ARCHIVE_COLUMNS).fetchall()
-    typed = [(name, _arrow_type(pa, t)) for name, t in cols]
+    event = pa.struct([(name, _arrow_type(pa, t)) for name, t in EVENT_TYPES.items()])
+    schema = pa.schema([*((name, _arrow_type(pa, t)) for name, t in cols), ("events", pa.list_(event))])
     select = sql.SQL(", ").join(
         sql.SQL("j.{}").format(sql.Identifier(name))
         if _arrow_type(pa, t) != pa.string() or t == "text"
         else sql.SQL("j.{}::text as {}").format(sql.Identifier(name), sql.Identifier(name))
         for name, t in cols
     )
-    return typed, select
+    return schema, select
 
 
-def _schema(pa: Any, typed: Sequence[tuple[str, Any]]) -> Any:
-    event = pa.struct([(name, _arrow_type(pa, t)) for name, t in EVENT_TYPES.items()])
-    return pa.schema([*typed, ("events", pa.list_(event))])
-
-
-def _chunks(
-    conn: Conn, unit: Row, select: sql.Composable, tenant_id: str, day: date
-) -> Iterator[tuple[list[tuple[Any, ...]], dict[int, list[Row]]]]:
-    """A tenant's rows of a day in job_id order, CHUNK_ROWS at a time, with their events."""
+def _tables(
+    conn: Conn, pa: Any, schema: Any, chunk: sql.Composed, params: Row, ids: list[int]
+) -> Iterator[Any]:
+    """A tenant's rows of a day (chunk: ARCHIVE_CHUNK for params' unit, tenant and day) in job_id order
+    with their events, as Arrow tables of CHUNK_ROWS rows at most; their ids appended to ids."""
     after = 0
-    statement = sql.SQL(queries.ARCHIVE_CHUNK).format(columns=select)
     while True:
-        params = {"part": unit["part"], "tenant_id": tenant_id, "day": day, "before": unit["before"]}
-        rows = conn.execute(statement, {**params, "after": after, "rows": CHUNK_ROWS}).fetchall()
+        rows = conn.execute(chunk, {**params, "after": after, "rows": CHUNK_ROWS}).fetchall()
         if not rows:
             return
-        ids = [r[0] for r in rows]
         events: dict[int, list[Row]] = {}
-        for e in _dicts(conn, queries.ARCHIVE_EVENTS, {"job_ids": ids}):
+        for e in _dicts(conn, queries.ARCHIVE_EVENTS, {"job_ids": [r[0] for r in rows]}):
             events.setdefault(e.pop("job_id"), []).append(e)
-        yield rows, events
+        values = [*zip(*rows, strict=True), [events.get(r[0], []) for r in rows]]
+        ids.extend(r[0] for r in rows)
+        yield pa.Table.from_arrays(
+            [pa.array(list(v), type=t) for v, t in zip(values, schema.types, strict=True)], schema=schema
+        )
         if len(rows) < CHUNK_ROWS:
             return
-        after = ids[-1]
+        after = rows[-1][0]
 
 
-def _parquet(pa: Any, pq: Any, schema: Any, batches: Iterator[Any]) -> tuple[bytes, int, int, int]:
-    """Batches written as one Parquet file in memory: its bytes, rows, first and last job id."""
+def _parquet(pq: Any, schema: Any, tables: Iterable[Any]) -> bytes:
+    """Tables written as one Parquet file in memory."""
     sink = io.BytesIO()
-    rows, first, last = 0, 0, 0
     with pq.ParquetWriter(sink, schema, compression="zstd") as writer:
-        for batch in batches:
-            if batch.num_rows == 0:
-                continue
-            writer.write_table(batch, row_group_size=ROW_GROUP_ROWS)
-            ids = batch.column("job_id")
-            first = first or ids[0].as_py()
-            last = ids[-1].as_py()
-            rows += batch.num_rows
-    return sink.getvalue(), rows, first, last
+        for table in tables:
+            writer.write_table(table, row_group_size=ROW_GROUP_ROWS)
+    return sink.getvalue()
 
 
-def _put_checked(side: Conn, url: str, data: bytes, rows: int) -> str:
+def _facts(data: bytes, ids: Sequence[int]) -> dict[str, Any]:
+    """A file of these jobs as the manifest records it (jobctl._archive_commit, _archive_rewritten)."""
+    first, last = (ids[0], ids[-1]) if ids else (0, 0)
+    sha256 = hashlib.sha256(data).hexdigest()
+    return {"rows": len(ids), "bytes": len(data), "min_job_id": first, "max_job_id": last, "sha256": sha256}
+
+
+def _put_checked(side: Conn, url: str, data: bytes, facts: dict[str, Any]) -> None:
     """Write the file (its URL recorded first by jobctl._archive_record_writing, on the autocommit
-    connection `side`), read it back, check its bytes and rows; its SHA-256."""
+    connection `side`), read it back, check its bytes and rows against its facts (_facts)."""
     _, pq, _ = _libraries()
     fs, path = filesystem(url)
     side.execute(queries.ARCHIVE_WRITING, {"url": url})
-    digest = hashlib.sha256(data).hexdigest()
     fs.makedirs(path.rsplit("/", 1)[0], exist_ok=True)
     fs.pipe_file(path, data)
     back = fs.cat_file(path)
-    if hashlib.sha256(back).hexdigest() != digest:
+    if hashlib.sha256(back).hexdigest() != facts["sha256"]:
         raise ArchiveCorrupt(f"{url}: the bytes read back differ from those written")
-    if pq.ParquetFile(io.BytesIO(back)).metadata.num_rows != rows:
-        raise ArchiveCorrupt(f"{url}: the file read back does not hold {rows} rows")
-    return digest
-
-
-def _export_tenant(
-    conn: Conn,
-    side: Conn,
-    typed: Sequence[tuple[str, Any]],
-    select: sql.Composable,
-    base: str,
-    unit: Row,
-    group: Row,
-    ids: list[int],
-) -> Written:
-    pa, pq, _ = _libraries()
-    schema = _schema(pa, typed)
-    tenant_id, day = group["tenant_id"], group["day"]
-
-    def batches() -> Iterator[Any]:
-        for rows, events in _chunks(conn, unit, select, tenant_id, day):
-            ids.extend(r[0] for r in rows)
-            columns = [
-                pa.array(list(col), type=t)
-                for col, (_, t) in zip(zip(*rows, strict=True), typed, strict=True)
-            ]
-            columns.append(pa.array([events.get(r[0], []) for r in rows], type=schema.field("events").type))
-            yield pa.Table.from_arrays(columns, schema=schema)
-
-    data, rows, first, last = _parquet(pa, pq, schema, batches())
-    name = f"late-{first}-{last}.parquet" if unit["late"] else "jobs.parquet"
-    url = file_url(base, tenant_id, day, name)
-    digest = _put_checked(side, url, data, rows)
-    return Written(tenant_id, day, url, rows, len(data), first, last, digest)
+    if pq.ParquetFile(io.BytesIO(back)).metadata.num_rows != facts["rows"]:
+        raise ArchiveCorrupt(f"{url}: the file read back does not hold {facts['rows']} rows")
 
 
 @dataclass
@@ -389,47 +333,43 @@ class _Lease:
 
     def take(self, conn: Conn, wait: float) -> None:
         deadline = time.monotonic() + wait
-        while not self.held(conn):
+        while not self._renew(conn, queries.ARCHIVE_LEASE)[0]:
             if time.monotonic() >= deadline:
                 raise errors.TryAgain("another `jobctl archive run` holds the archive's lease")
             time.sleep(0.25)
 
-    def held(self, conn: Conn) -> bool:
-        row = conn.execute(queries.ARCHIVE_LEASE, {"holder": self.holder, "seconds": LEASE_S}).fetchone()
-        return bool(row and row[0])
+    def _renew(self, conn: Conn, statement: str, **params: Any) -> tuple[Any, ...]:
+        """The statement's row: one of the functions that renew the lease first (its first column: held)."""
+        row = conn.execute(statement, {"holder": self.holder, "seconds": LEASE_S, **params}).fetchone()
+        return row or (False,)
 
-    def keep(self, conn: Conn) -> None:
-        """Renew it (as each file is written)."""
-        if not self.held(conn):
+    def keep(self, conn: Conn, statement: str = queries.ARCHIVE_LEASE, **params: Any) -> tuple[Any, ...]:
+        """Renew it (as each file is written), or run a statement that renews it first; TryAgain when
+        another run took it over."""
+        row = self._renew(conn, statement, **params)
+        if not row[0]:
             raise errors.TryAgain(LEASE_LOST)
+        return row
 
-    def commit(self, conn: Conn, unit: Row, files: list[Written], ids: list[int]) -> None:
+    def commit(self, conn: Conn, unit: Row, files: list[Row], ids: list[int]) -> None:
         """jobctl._archive_commit: the unit recorded and dropped (or its late jobs deleted); _Changed
         when the function left it for the next run."""
-        params = {
-            "holder": self.holder,
-            "seconds": LEASE_S,
-            "part": unit["part"],
-            "before": unit["before"],
-            "files": json.dumps([{**w.__dict__, "day": w.day.isoformat()} for w in files]),
-            "id_sum": sum(ids),
-            "job_ids": ids if unit["late"] else None,
-        }
-        row = conn.execute(queries.ARCHIVE_COMMIT, params).fetchone()
-        assert row is not None
-        held, changed = row
-        if not held:
-            raise errors.TryAgain(LEASE_LOST)
+        _, changed = self.keep(
+            conn,
+            queries.ARCHIVE_COMMIT,
+            part=unit["part"],
+            before=unit["before"],
+            files=json.dumps(files, default=date.isoformat),
+            id_sum=sum(ids),
+            job_ids=ids if unit["late"] else None,
+        )
         if changed is not None:
             raise _Changed(changed)
 
     def rewritten(self, conn: Conn, file_id: int, file: dict[str, Any] | None) -> None:
         """jobctl._archive_rewritten: a file an erasure wrote again (None: gone)."""
-        params = {"holder": self.holder, "seconds": LEASE_S, "file_id": file_id}
-        params["file"] = None if file is None else json.dumps(file)
-        row = conn.execute(queries.ARCHIVE_REWRITTEN, params).fetchone()
-        if not (row and row[0]):
-            raise errors.TryAgain(LEASE_LOST)
+        text = None if file is None else json.dumps(file)
+        self.keep(conn, queries.ARCHIVE_REWRITTEN, file_id=file_id, file=text)
 
     def release(self, conn: Conn) -> None:
         conn.execute(queries.ARCHIVE_RELEASE, {"holder": self.holder})
@@ -439,16 +379,25 @@ LEASE_LOST = "another `jobctl archive run` took over the archive's lease"
 
 
 def _export(lease: _Lease, conn: Conn, side: Conn, base: str, unit: Row) -> UnitReport:
-    """One unit of jobctl._archive_units: its files written (nothing locked meanwhile), then
+    """One unit of jobctl._archive_units: each tenant's file written (nothing locked meanwhile), then
     jobctl._archive_commit, which checks, records and drops in one transaction."""
     started = time.perf_counter()
     report = UnitReport(unit["part"], None)
     ids: list[int] = []
-    typed, select = _columns(conn, _libraries()[0])
-    for group in _dicts(conn, queries.ARCHIVE_TENANTS, {"part": unit["part"], "before": unit["before"]}):
-        report.day = report.day or group["day"]
+    pa, pq, _ = _libraries()
+    schema, select = _columns(conn, pa)
+    chunk = sql.SQL(queries.ARCHIVE_CHUNK).format(columns=select)
+    where = {"part": unit["part"], "before": unit["before"]}
+    for group in _dicts(conn, queries.ARCHIVE_TENANTS, where):
+        tenant_id, day, start = group["tenant_id"], group["day"], len(ids)
+        report.day = report.day or day
         lease.keep(side)
-        report.files.append(_export_tenant(conn, side, typed, select, base, unit, group, ids))
+        data = _parquet(pq, schema, _tables(conn, pa, schema, chunk, {**where, **group}, ids))
+        facts = _facts(data, ids[start:])
+        name = f"late-{facts['min_job_id']}-{facts['max_job_id']}.parquet" if unit["late"] else "jobs.parquet"
+        url = file_url(base, tenant_id, day, name)
+        _put_checked(side, url, data, facts)
+        report.files.append({"tenant_id": tenant_id, "day": day, "url": url, **facts})
     lease.commit(conn, unit, report.files, ids)
     report.seconds = time.perf_counter() - started
     return report
@@ -478,13 +427,14 @@ def _erase(lease: _Lease, conn: Conn, side: Conn, report: RunReport) -> None:
                 lease.rewritten(conn, f["file_id"], None)
                 continue
             table = pq.read_table(io.BytesIO(data))
-            hit = pc.fill_null(
-                pc.is_in(table.column("subject_key"), value_set=pa.array(f["subjects"])), False
+            # is_in: false for a row without a subject key
+            kept = table.filter(
+                pc.invert(pc.is_in(table.column("subject_key"), value_set=pa.array(f["subjects"])))
             )
-            kept = table.filter(pc.invert(hit))
+            kept_ids = kept.column("job_id").to_pylist()
             if kept.num_rows == table.num_rows:
                 if hashlib.sha256(data).hexdigest() != f["sha256"]:  # a rewrite moved in before a crash
-                    lease.rewritten(conn, f["file_id"], _rewrite(data, kept))
+                    lease.rewritten(conn, f["file_id"], _facts(data, kept_ids))
                 continue
             report.erased_files += 1
             report.erased_rows += table.num_rows - kept.num_rows
@@ -492,11 +442,12 @@ def _erase(lease: _Lease, conn: Conn, side: Conn, report: RunReport) -> None:
                 fs.rm(path)
                 lease.rewritten(conn, f["file_id"], None)
                 continue
-            new, rows_written, _, _ = _parquet(pa, pq, table.schema, iter([kept]))
-            _put_checked(side, f["url"] + ".tmp", new, rows_written)
+            new = _parquet(pq, table.schema, [kept])
+            facts = _facts(new, kept_ids)
+            _put_checked(side, f["url"] + ".tmp", new, facts)
             lease.keep(side)
             fs.mv(path + ".tmp", path)
-            lease.rewritten(conn, f["file_id"], {**_rewrite(new, kept), "tmp_url": f["url"] + ".tmp"})
+            lease.rewritten(conn, f["file_id"], {**facts, "tmp_url": f["url"] + ".tmp"})
         conn.execute(queries.ARCHIVE_ERASED, {"tenant_id": tenant_id, "last_id": files[0]["last_id"]})
 
 
@@ -507,18 +458,6 @@ def _clean_up(conn: Conn) -> None:
         if fs.exists(path):
             fs.rm(path)
         conn.execute(queries.ARCHIVE_WRITTEN, {"urls": [url]})
-
-
-def _rewrite(data: bytes, table: Any) -> dict[str, Any]:
-    """A rewritten file as jobctl._archive_rewritten records it."""
-    ids = table.column("job_id")
-    return {
-        "rows": table.num_rows,
-        "bytes": len(data),
-        "min_job_id": ids[0].as_py(),
-        "max_job_id": ids[-1].as_py(),
-        "sha256": hashlib.sha256(data).hexdigest(),
-    }
 
 
 def run(dsn: str, *, lock_wait: float = 10.0, max_days: int | None = None) -> RunReport:
@@ -537,9 +476,8 @@ def run(dsn: str, *, lock_wait: float = 10.0, max_days: int | None = None) -> Ru
         try:
             with psycopg.connect(dsn, autocommit=True) as side:
                 _clean_up(conn)
-                units = _dicts(
-                    conn, queries.ARCHIVE_UNITS
-                )  # again: another run may have exported days meanwhile
+                # again: another run may have exported days meanwhile
+                units = _dicts(conn, queries.ARCHIVE_UNITS)
                 days = [u for u in units if not u["late"]][:max_days] + [u for u in units if u["late"]]
                 for unit in days:
                     try:

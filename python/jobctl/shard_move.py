@@ -16,6 +16,7 @@ queue row on the source was deleted) and the tenant resumed (after its route was
 
 from __future__ import annotations
 
+import functools
 import json
 import time
 from collections.abc import Callable
@@ -85,10 +86,9 @@ def _copy(
     """Copy every job of the tenant that the source holds unclaimed, page by page; returns how many."""
     tenant, after, copied = report.tenant_id, 0, 0
     while True:
-        params = {"tenant_id": tenant, "after_id": after, "max_jobs": page}
-        row = _row(src, queries.MOVE_OUT_JOBS, params)
-        assert row is not None
-        text, ids = row
+        text, ids = _row(
+            src, queries.MOVE_OUT_JOBS, {"tenant_id": tenant, "after_id": after, "max_jobs": page}
+        )
         if not ids:
             return copied
         step("take")
@@ -137,18 +137,12 @@ def move_tenant(
     if at["step"] == "done":
         report.total_s = time.monotonic() - started
         return report
-    config: dict[str, Any] = {}
     paused_at: float | None = None
     with opener(at["from_connstr"]) as src, opener(at["to_connstr"]) as tgt:
-
-        def settings() -> dict[str, Any]:
-            """The tenant's settings for the target (jobctl._move_out_begin: again, it changes nothing)."""
-            if not config:
-                config.update(
-                    json.loads(_one(src, queries.MOVE_OUT_BEGIN, {"tenant_id": tenant_id, "to": to}))
-                )
-            return config
-
+        # the tenant's settings for the target (jobctl._move_out_begin: again, it changes nothing)
+        begin = {"tenant_id": tenant_id, "to": to}
+        settings = functools.cache(lambda: json.loads(_one(src, queries.MOVE_OUT_BEGIN, begin)))
+        copy = functools.partial(_copy, router, src, tgt, report, page, hook)
         while at["step"] != "done":
             name = at["step"]
             if name == "begin":
@@ -157,7 +151,7 @@ def move_tenant(
             elif name == "open":
                 tgt.execute(queries.MOVE_IN_BEGIN, {"config": json.dumps(settings())})
             elif name == "copy":
-                report.moved += _copy(router, src, tgt, report, page, hook)
+                report.moved += copy()
             elif name == "fence":
                 while not _one(src, queries.MOVE_OUT_FENCE, {"tenant_id": tenant_id}):
                     pass  # the second call records the time after the fence committed
@@ -169,7 +163,7 @@ def move_tenant(
                 tgt.execute(queries.MOVE_IN_FINISH, {"tenant_id": tenant_id, "paused": paused})
                 report.pause_s = None if paused_at is None else time.monotonic() - paused_at
             elif name == "drain":
-                _drain(router, src, tgt, report, page, drain_timeout, poll, hook)
+                _drain(src, report, copy, drain_timeout, poll)
                 name = "finish"
             elif name == "end":
                 _one(tgt, queries.MOVE_IN_END, {"tenant_id": tenant_id})
@@ -185,31 +179,22 @@ def move_tenant(
     return report
 
 
-def _drain(
-    router: Conn,
-    src: Conn,
-    tgt: Conn,
-    report: MoveReport,
-    page: int,
-    timeout: float,
-    poll: float,
-    hook: Callable[[str], None],
-) -> None:
+def _drain(src: Conn, report: MoveReport, copy: Callable[[], int], timeout: float, poll: float) -> None:
     """Copy again until the source says the move is over there (jobctl._move_out_finish): its
     running jobs have finished and every transaction older than the fence has ended."""
-    drain_started = time.monotonic()
-    deadline = drain_started + timeout
-    while True:
-        report.moved += _copy(router, src, tgt, report, page, hook)
-        status = _one(src, queries.MOVE_OUT_FINISH, {"tenant_id": report.tenant_id})
-        if status["finished"]:
-            break
-        if time.monotonic() > deadline:
-            report.drain_s = time.monotonic() - drain_started
-            raise MoveError(
-                f"tenant {report.tenant_id}: after {timeout:.0f} s the source still has"
-                f" {status['running']} running jobs (settled: {status['settled']});"
-                f" the tenant runs on shard {report.target}: run the move again to finish"
-            )
-        time.sleep(poll)
-    report.drain_s = time.monotonic() - drain_started
+    started = time.monotonic()
+    try:
+        while True:
+            report.moved += copy()
+            status = _one(src, queries.MOVE_OUT_FINISH, {"tenant_id": report.tenant_id})
+            if status["finished"]:
+                return
+            if time.monotonic() > started + timeout:
+                raise MoveError(
+                    f"tenant {report.tenant_id}: after {timeout:.0f} s the source still has"
+                    f" {status['running']} running jobs (settled: {status['settled']});"
+                    f" the tenant runs on shard {report.target}: run the move again to finish"
+                )
+            time.sleep(poll)
+    finally:
+        report.drain_s = time.monotonic() - started

@@ -84,13 +84,11 @@ def _times(minute: str, hour: str) -> str:
         return f"at minute {int(minute)} of every hour" if minute != "0" else "every hour, on the hour"
     if minute.isdigit() and re.fullmatch(r"\*/\d+", hour):
         return f"every {int(hour[2:])} hours at minute {int(minute)}"
-    if minute == "*" and hour == "*":
-        return "every minute"
-    if re.fullmatch(r"\*/\d+", minute) and hour == "*":
-        return f"every {int(minute[2:])} minutes"
     minute_words = "every minute" if minute == "*" else f"minute {minute}"
     if re.fullmatch(r"\*/\d+", minute):
         minute_words = f"every {int(minute[2:])} minutes"
+    if hour == "*" and minute_words.startswith("every"):
+        return minute_words
     hour_words = "every hour" if hour == "*" else f"hour {hour}"
     if re.fullmatch(r"\d+-\d+", hour):
         lo, hi = hour.split("-")

@@ -8,6 +8,7 @@ import logging
 import math
 import re
 from collections.abc import Awaitable, Callable
+from contextlib import suppress
 from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
@@ -20,6 +21,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 
 from jobctl import errors
+from jobctl.api import auth
 from jobctl.api.auth import Caller
 from jobctl.client import RawJson
 from jobctl.dashboard import charts, cron_words, web
@@ -41,13 +43,10 @@ env = Environment(
 
 def _wall(value: datetime | None, zone: str) -> str:
     """The wall time of an instant in a schedule's time zone ('' for UTC, or a zone Python lacks)."""
-    if value is None or zone == "UTC":
-        return ""
-    try:
-        local = value.astimezone(ZoneInfo(zone))
-    except (ZoneInfoNotFoundError, ValueError):
-        return ""
-    return local.strftime("%Y-%m-%d %H:%M %Z")
+    if value is not None and zone != "UTC":
+        with suppress(ZoneInfoNotFoundError, ValueError):
+            return value.astimezone(ZoneInfo(zone)).strftime("%Y-%m-%d %H:%M %Z")
+    return ""
 
 
 def _age(value: datetime | None, now: datetime) -> str:
@@ -103,7 +102,6 @@ env.filters.update(
     when=lambda value: "–" if value is None else value.strftime("%Y-%m-%d %H:%M:%S"),
     wall=_wall,
     age=_age,
-    duration=charts.seconds,
     num=charts.number,
     secs=charts.seconds,
     grouped=lambda value: (
@@ -151,14 +149,9 @@ class Me:
         return cls(caller.token_id, caller.tenant_id, caller.scopes, csrf)
 
 
-NAV = (  # section, path, label, the area of jobctl.caller_access the tab shows
-    ("overview", "/", "Overview", "jobs"),
-    ("jobs", "/jobs", "Jobs", "jobs"),
-    ("queues", "/queues", "Queues", "queues"),
-    ("tenants", "/tenants", "Tenants", "tenants"),
-    ("schedules", "/schedules", "Schedules", "schedules"),
-    ("workers", "/workers", "Workers", "workers"),
-)
+# the tabs: each a section at /<section> (the overview at /), shown when the token may see its area of
+# jobctl.caller_access (the overview's: jobs)
+NAV = ("overview", "jobs", "queues", "tenants", "schedules", "workers")
 
 
 def render(
@@ -192,7 +185,7 @@ def to_sign_in(request: Request, expired: bool = False) -> Response:
 
 def clear_cookie(response: Response, request: Request) -> None:
     response.delete_cookie(
-        web.COOKIE, path="/", secure=web.is_https(request), httponly=True, samesite="strict"
+        web.COOKIE, path="/", secure=request.url.scheme == "https", httponly=True, samesite="strict"
     )
 
 
@@ -247,7 +240,7 @@ def _problem_page(
     return render(request, "problem.html", context, status=status, me=me)
 
 
-Build = Callable[[Caller], Awaitable[dict[str, Any]]]
+Build = Callable[[Request, Caller], Awaitable[dict[str, Any]]]  # a page's context, read on its connection
 NOTES = {  # what an action's redirect (?note=) says on the page it returns to
     "cancelled": "Job cancelled.",
     "retried": "Job made pending again.",
@@ -270,12 +263,15 @@ async def me_for(caller: Caller, request: Request) -> Me:
 async def page(request: Request, scope: str, template: str, build: Build, section: str) -> Response:
     """A page: the session's token authenticated for scope, build's context gathered on its
     connection (one transaction), then rendered after the connection is back in the pool. Its title is
-    the section's unless build names one; `note` is the flash an action sent it back with (?note=)."""
+    the section's unless build names one; `now` is the database's clock unless build gives it; `note` is
+    the flash an action sent it back with (?note=)."""
     me: Me | None = None
     try:
-        async with web.signed_in(request, scope) as caller:
+        async with auth.session(request, web.session_token(request), scope) as caller:
             me = await me_for(caller, request)
-            context = await build(caller)
+            context = await build(request, caller)
+            if "now" not in context:  # the clock every age on a page is measured by
+                context["now"] = await caller.client.now(conn=caller.conn)
     except web.NotSignedIn:
         return to_sign_in(request)
     except errors.Unauthorized:
@@ -298,7 +294,7 @@ async def action(request: Request, scope: str, act: Act, section: str) -> Respon
     me: Me | None = None
     try:
         form = await web.checked_form(request)
-        async with web.signed_in(request, scope) as caller:
+        async with auth.session(request, web.session_token(request), scope) as caller:
             me = await me_for(caller, request)
             return await act(caller, form)
     except (web.Refused, web.NotSignedIn):

@@ -12,7 +12,7 @@ import secrets
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from contextlib import suppress
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field, fields, replace
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal, InvalidOperation
 from typing import Any, TypeVar
@@ -25,10 +25,21 @@ from starlette.responses import RedirectResponse, Response
 from jobctl import errors
 from jobctl.api import auth
 from jobctl.api.auth import Caller
-from jobctl.client import JobInfo, JobOverview, StateCounts
+from jobctl.client import BulkBatch, JobOverview, StateCounts
 from jobctl.contract import STATES
 from jobctl.dashboard import charts, web
-from jobctl.dashboard.pages import Form, Me, action, clear_cookie, me_for, page, problem, refused, render
+from jobctl.dashboard.pages import (
+    Build,
+    Form,
+    Me,
+    action,
+    clear_cookie,
+    me_for,
+    page,
+    problem,
+    refused,
+    render,
+)
 from jobctl.dashboard.pages import field as form_field
 
 router = APIRouter(include_in_schema=False)
@@ -51,17 +62,13 @@ def _paged(rows: list[T], size: int) -> tuple[list[T], T | None]:
     return rows[:size], rows[size - 1] if len(rows) > size else None
 
 
-PageBuild = Callable[[Request, Caller], Awaitable[dict[str, Any]]]
-
-
-def _page(path: str, scope: str, section: str, template: str = "") -> Callable[[PageBuild], PageBuild]:
+def _page(path: str, scope: str, section: str, template: str = "") -> Callable[[Build], Build]:
     """A GET page (pages.page): the decorated build(request, caller) gathers its context for the template
     (default: <section>.html)."""
 
-    def register(build: PageBuild) -> PageBuild:
+    def register(build: Build) -> Build:
         async def endpoint(request: Request) -> Response:
-            built = template or f"{section}.html"
-            return await page(request, scope, built, lambda caller: build(request, caller), section)
+            return await page(request, scope, template or f"{section}.html", build, section)
 
         router.add_api_route(path, endpoint, methods=["GET"])
         return build
@@ -86,7 +93,7 @@ async def sign_in_form(request: Request) -> Response:
     response = _sign_in_page(request, nonce, _next(params.get("next")), expired=bool(params.get("expired")))
     response.set_cookie(
         web.PRE_COOKIE, nonce, max_age=3600, path="/sign-in", httponly=True, samesite="strict",
-        secure=web.is_https(request),
+        secure=request.url.scheme == "https",
     )  # fmt: skip
     return response
 
@@ -113,15 +120,14 @@ async def sign_in(request: Request) -> Response:
         return _sign_in_page(request, nonce, target, error="Paste an API token: jct_…")
     try:
         # a valid token lacking jobs:read may still sign in: each page checks its own scope
-        async with auth.session(request, token, "jobs:read"):
-            pass
-    except errors.Forbidden:
-        pass
+        with suppress(errors.Forbidden):
+            async with auth.session(request, token, "jobs:read"):
+                pass
     except errors.Unauthorized:
         return _sign_in_page(request, nonce, target, error="This token is unknown or revoked.")
     response = RedirectResponse(target, status_code=303)
     response.set_cookie(
-        web.COOKIE, token, path="/", httponly=True, samesite="strict", secure=web.is_https(request)
+        web.COOKIE, token, path="/", httponly=True, samesite="strict", secure=request.url.scheme == "https"
     )
     response.delete_cookie(web.PRE_COOKIE, path="/sign-in")
     return response
@@ -158,7 +164,7 @@ def _totals(rows: Sequence[JobOverview]) -> dict[str, Any]:
 async def _beside(request: Request, scope: str, fetch: Callable[[Caller], Awaitable[T]]) -> T:
     """fetch on a pooled connection of its own, authenticated for scope as the page's is: a page's
     independent statements run at once instead of one after another."""
-    async with web.signed_in(request, scope) as caller:
+    async with auth.session(request, web.session_token(request), scope) as caller:
         return await fetch(caller)
 
 
@@ -185,21 +191,6 @@ async def overview(request: Request, caller: Caller) -> dict[str, Any]:
     minutes = [start + timedelta(minutes=i) for i in range(60)]
     by_minute = {m.minute.replace(second=0, microsecond=0): m for m in rates}
     series = [by_minute.get(m) for m in minutes]
-    throughput = charts.line_chart(
-        "Claims and completions per second, last hour",
-        minutes,
-        [
-            (name, [getattr(s, name) / 60 if s else 0.0 for s in series])
-            for name in ("submitted", "claimed", "succeeded", "failed")
-        ],
-        lambda v: charts.number(v, "/s"),
-    )
-    waits = charts.line_chart(
-        "Wait from due to claimed, last hour",
-        minutes,
-        [(q, [getattr(s, f"wait_{q}") if s else None for s in series]) for q in ("p50", "p99")],
-        charts.seconds,
-    )
     fair.sort(key=lambda f: (f.claims, f.running), reverse=True)
     return {
         "health": health,
@@ -208,8 +199,21 @@ async def overview(request: Request, caller: Caller) -> dict[str, Any]:
         "rows": rows if request.query_params.get("all") == "1" else rows[:GRID_ROWS],
         "row_count": len(rows),
         "totals": _totals(rows),
-        "throughput": throughput,
-        "waits": waits,
+        "throughput": charts.line_chart(
+            "Claims and completions per second, last hour",
+            minutes,
+            [
+                (name, [getattr(s, name) / 60 if s else 0.0 for s in series])
+                for name in ("submitted", "claimed", "succeeded", "failed")
+            ],
+            lambda v: charts.number(v, "/s"),
+        ),
+        "waits": charts.line_chart(
+            "Wait from due to claimed, last hour",
+            minutes,
+            [(q, [getattr(s, f"wait_{q}") if s else None for s in series]) for q in ("p50", "p99")],
+            charts.seconds,
+        ),
         "fair": fair[:FAIR_ROWS],
         "fair_count": len(fair),
         "window_minutes": int(WINDOW.total_seconds() // 60),
@@ -241,12 +245,11 @@ class JobFilter:
         f = cls()
         f.values = {name: value for name in FILTER_FIELDS if (value := form_field(form, name))}
         f.states = [s for s in form.get("state", []) if s in STATES]
-        for part in IDS.split(f.values.get("job", "")):
-            if part:
-                if part.isdigit() and 0 < int(part) < 2**63:
-                    f.job_ids.append(int(part))
-                else:
-                    f.problems.append(f"job id {part!r} is not a job id")
+        for part in filter(None, IDS.split(f.values.get("job", ""))):
+            if part.isdigit() and 0 < int(part) < 2**63:
+                f.job_ids.append(int(part))
+            else:
+                f.problems.append(f"job id {part!r} is not a job id")
         return f
 
     def bulk(self) -> dict[str, Any]:
@@ -275,12 +278,6 @@ def _utc(text: str | None) -> str | None:
     return (when if when.tzinfo else when.replace(tzinfo=UTC)).isoformat()
 
 
-@dataclass
-class Listing:
-    jobs: list[JobInfo]
-    next_before: int | None
-
-
 STATE_CHIPS = (  # the counters' gauges, and the job state each lists
     ("pending", "pending"), ("delayed", "pending"), ("retrying", "failed"), ("running", "running"),
     ("waiting", "waiting"), ("dead", "dead"), ("completed", "completed"), ("cancelled", "cancelled"),
@@ -303,19 +300,16 @@ async def jobs(request: Request, caller: Caller) -> dict[str, Any]:
             async with conn.transaction():  # a savepoint: a refusal leaves the page's
                 totals = asdict(await client.count_job_states(f.bulk(), conn=conn))
     tenants = [] if caller.tenant_id else [t.tenant_id for t in await client.list_tenants(conn=conn)]
-    listing: Listing | None = None
-    count = None
+    count = listed = last = None  # the jobs listed: none until the filter is one the database takes
     problems = list(f.problems)
     if not problems:
         try:
             count = await client.count_jobs(f.bulk(), conn=conn)
+            listed, last = _paged(await client.find_jobs(f.bulk(), before, PAGE + 1, conn=conn), PAGE)
         except errors.InvalidInput as e:
             problems.append(str(e))
-    if not problems:
-        shown, last = _paged(await client.find_jobs(f.bulk(), before, PAGE + 1, conn=conn), PAGE)
-        listing = Listing(shown, last.job_id if last else None)
-    return {"now": await client.now(conn=conn), "f": f, "tenants": tenants, "totals": totals,
-            "chips": STATE_CHIPS, "states": STATES, "listing": listing, "count": count,
+    return {"f": f, "tenants": tenants, "totals": totals, "chips": STATE_CHIPS, "states": STATES,
+            "jobs": listed, "next_before": last.job_id if last else None, "count": count,
             "problems": problems, "before": before}  # fmt: skip
 
 
@@ -325,68 +319,37 @@ def _job_number(text: str) -> int:
     return int(text)
 
 
-@_page("/jobs/{job_id}", "jobs:read", "jobs", "job.html")
-async def job_detail(request: Request, caller: Caller) -> dict[str, Any]:
-    number = _job_number(request.path_params["job_id"])
-    job = await caller.client.get_job(number, conn=caller.conn)
-    if job is None:
-        raise errors.NotFound(f"No job {number}, or it belongs to another tenant.")
-    history = await caller.client.job_history(number, conn=caller.conn)
-    actions = await caller.client.job_actions(job.state, conn=caller.conn)
-    return {
-        "title": f"Job {number}",
-        "job": job,
-        "history": history,
-        **await _flow(caller, job),
-        "now": await caller.client.now(conn=caller.conn),
-        "can_cancel": "cancel" in actions,
-        "can_retry": "retry" in actions,
-    }
-
-
 FLOW_ROWS = 200  # a workflow's jobs shown on a job's page
 
 
-async def _flow(caller: Caller, job: JobInfo) -> dict[str, Any]:
-    """What a job's page shows of its workflow: its parents with their states (find_jobs by
-    id, hot or archived), its workflow's jobs (the client's workflow_jobs: find_jobs has no workflow
-    filter) with the names they were given at submit, and its batch (get_batch)."""
+@_page("/jobs/{job_id}", "jobs:read", "jobs", "job.html")
+async def job_detail(request: Request, caller: Caller) -> dict[str, Any]:
+    """A job, its history and what its state allows (job_actions); of its workflow: its parents with their
+    states (find_jobs by id, hot or archived), its workflow's jobs (the client's workflow_jobs: find_jobs
+    has no workflow filter) with the names they were given at submit, and its batch (get_batch)."""
+    number = _job_number(request.path_params["job_id"])
+    client, conn = caller.client, caller.conn
+    job = await client.get_job(number, conn=conn)
+    if job is None:
+        raise errors.NotFound(f"No job {number}, or it belongs to another tenant.")
     ids = sorted(set(job.depends_on or []))
-    found = (
-        await caller.client.find_jobs({"job_ids": ids[:1000]}, None, 1000, conn=caller.conn) if ids else []
-    )
+    found = await client.find_jobs({"job_ids": ids[:1000]}, None, 1000, conn=conn) if ids else []
     parents = sorted(found, key=lambda p: p.job_id)
-    workflow, batch_id = job.workflow_id, job.batch_id
-    flow = [] if workflow is None else await caller.client.workflow_jobs(workflow, conn=caller.conn)
-    batch = None if batch_id is None else await caller.client.get_batch(batch_id, conn=caller.conn)
+    flow = [] if job.workflow_id is None else await client.workflow_jobs(job.workflow_id, conn=conn)
     shown = {p.job_id for p in parents}
     return {
+        "title": f"Job {number}",
+        "job": job,
+        "history": await client.job_history(number, conn=conn),
         "parents": parents,
         "parents_gone": [i for i in ids if i not in shown],
         "flow": flow[:FLOW_ROWS],
         "flow_more": len(flow) > FLOW_ROWS,
         # the names submit_workflow gave them: the depends-on column shows those
         "flow_names": {w.job_id: w.workflow_name for w in flow if w.workflow_name is not None},
-        "batch": batch,
+        "batch": None if job.batch_id is None else await client.get_batch(job.batch_id, conn=conn),
+        "actions": await client.job_actions(job.state, conn=conn),
     }
-
-
-def _job_action(verb: str, note: str) -> None:
-    """POST /jobs/<id>/<verb>: the client's <verb>_job (cancel_job, retry_job), then the job's page."""
-
-    async def endpoint(request: Request, job_id: str) -> Response:
-        async def act(caller: Caller, form: Form) -> Response:
-            number = _job_number(job_id)
-            await getattr(caller.client, f"{verb}_job")(number, conn=caller.conn)
-            return _back(f"/jobs/{number}", note)
-
-        return await action(request, f"jobs:{verb}", act, "jobs")
-
-    router.add_api_route(f"/jobs/{{job_id}}/{verb}", endpoint, methods=["POST"])
-
-
-_job_action("cancel", "cancelled")
-_job_action("retry", "retried")
 
 
 # retry_jobs, cancel_jobs, delete_jobs, each authenticated for jobs:<verb> (delete_jobs checks
@@ -441,17 +404,6 @@ async def bulk_confirm(request: Request) -> Response:
     return await action(request, f"jobs:{verb}", act, "jobs")  # (starlette keeps the body read above)
 
 
-@dataclass
-class BulkReport:
-    acted: int = 0
-    skipped: int = 0
-    batches: int = 0
-    last_id: int | None = None
-    done: bool = False
-    stopped: str | None = None
-    retry_after: Decimal | None = None
-
-
 @router.post("/jobs/bulk/run")
 async def bulk_run(request: Request) -> Response:
     """The confirmed action: retry_jobs, cancel_jobs or delete_jobs, one batch a transaction, each
@@ -469,30 +421,29 @@ async def bulk_run(request: Request) -> Response:
         after = int(after_text) if after_text.isdigit() else None
     except ValueError:
         return Response("bad filter", status_code=400)
-    report = BulkReport(last_id=after)
+    # the report: the batches' counts summed, the last one's state and the last id any batch reached
+    report, batches = BulkBatch(0, 0, after, False, None, None), 0
     started = time.monotonic()
     me: Me | None = None
     scope = f"jobs:{verb}"
     try:
         while not report.done and report.stopped is None and time.monotonic() - started < BULK_SECONDS:
-            async with web.signed_in(request, scope) as caller:
+            async with auth.session(request, web.session_token(request), scope) as caller:
                 me = Me.of(caller, request)
                 run = getattr(caller.client, f"{verb}_jobs")  # retry_jobs, cancel_jobs, delete_jobs
                 batch = await run(job_filter, BULK_BATCH, report.last_id, conn=caller.conn)
-            report.batches += 1
-            report.acted += batch.acted
-            report.skipped += batch.skipped
-            report.last_id = batch.last_id if batch.last_id is not None else report.last_id
-            report.done = batch.done
-            report.stopped, report.retry_after = batch.stopped, batch.retry_after
+            batches += 1
+            report = replace(batch, acted=report.acted + batch.acted, skipped=report.skipped + batch.skipped,
+                             last_id=report.last_id if batch.last_id is None else batch.last_id)  # fmt: skip
     except errors.Unauthorized:
         return Response(status_code=303, headers={"location": "/sign-in"})
     except errors.JobctlError as e:
-        if report.batches == 0:
+        if batches == 0:
             return problem(request, e, scope, me, "jobs")
-        report.stopped = str(e)
-    context = {"verb": verb, "report": report, "filter_json": json.dumps(job_filter), "section": "jobs"}
-    context["title"] = f"{verb.capitalize()}: {'done' if report.done else 'paused'}"
+        report = replace(report, stopped=str(e))
+    title = f"{verb.capitalize()}: {'done' if report.done else 'paused'}"
+    context = {"verb": verb, "report": report, "batches": batches, "filter_json": json.dumps(job_filter),
+               "section": "jobs", "title": title}  # fmt: skip
     return render(request, "bulk_done.html", context, me=me)
 
 
@@ -507,8 +458,7 @@ async def queues(request: Request, caller: Caller) -> dict[str, Any]:
     after = request.query_params.get("after") or None
     rows = await caller.client.queue_overview(after, QUEUE_PAGE + 1, WINDOW, conn=caller.conn)
     queues, last = _paged(rows, QUEUE_PAGE)
-    return {"queues": queues, "after": after, "next_after": last.queue if last else None,
-            "now": await caller.client.now(conn=caller.conn)}  # fmt: skip
+    return {"queues": queues, "after": after, "next_after": last.queue if last else None}
 
 
 def _name(value: str, what: str = "a tenant id", field: str = "tenant_id") -> str:
@@ -532,10 +482,9 @@ def _optional_rate(form: Form, name: str) -> Decimal | None:
     if not text:
         return None
     try:
-        value = Decimal(text)
+        return Decimal(text)
     except InvalidOperation:
         raise errors.InvalidInput(f"{name} must be a number (empty: no limit)", field=name) from None
-    return value
 
 
 @router.post("/queues/limits")
@@ -556,43 +505,49 @@ async def queue_limits(request: Request) -> Response:
     return await action(request, "queues:write", act, "queues")
 
 
-# The pause, resume and run forms: path, the client's call, the note the page shows after. They name
-# what they act on in form fields, not in the path: any name fits a field.
-TOGGLES = (
-    ("/queues/pause", "pause_queue", "paused"),
-    ("/queues/resume", "resume_queue", "resumed"),
-    ("/tenants/pause", "pause_tenant", "paused"),
-    ("/tenants/resume", "resume_tenant", "resumed"),
-    ("/schedules/pause", "pause_schedule", "paused"),
-    ("/schedules/resume", "resume_schedule", "resumed"),
-    ("/schedules/run", "run_schedule", "ran"),
+# The forms that act on one thing: path, the scope it needs, the client's call, the note the page shows
+# after. A job is named in the path; a queue, tenant or schedule in form fields (any name fits a field).
+ACTS = (
+    ("/jobs/{job_id}/cancel", "jobs:cancel", "cancel_job", "cancelled"),
+    ("/jobs/{job_id}/retry", "jobs:retry", "retry_job", "retried"),
+    ("/queues/pause", "queues:write", "pause_queue", "paused"),
+    ("/queues/resume", "queues:write", "resume_queue", "resumed"),
+    ("/tenants/pause", "tenants:write", "pause_tenant", "paused"),
+    ("/tenants/resume", "tenants:write", "resume_tenant", "resumed"),
+    ("/schedules/pause", "schedules:write", "pause_schedule", "paused"),
+    ("/schedules/resume", "schedules:write", "resume_schedule", "resumed"),
+    ("/schedules/run", "schedules:write", "run_schedule", "ran"),
 )
 
 
-def _toggle(path: str, call: str, note: str) -> None:
-    """POST path: the client's call of the form's queue, tenant, or tenant and schedule name, then back
-    to the section's page (a schedule run: to the job it submitted). Authenticated for <section>:write."""
+def _act(path: str, scope: str, call: str, note: str) -> None:
+    """POST path: the client's call of the path's job, or of the form's queue, tenant, or tenant and
+    schedule name; then back to the job's page (a schedule run: the job it submitted), else the section's."""
     section = path.split("/")[1]
 
     async def endpoint(request: Request) -> Response:
         async def act(caller: Caller, form: Form) -> Response:
-            if section == "queues":
+            if section == "jobs":
+                subject: list[Any] = [_job_number(request.path_params["job_id"])]
+            elif section == "queues":
                 subject = [_name(form_field(form, "queue"), "a queue name", "queue")]
             else:
                 subject = [_name(form_field(form, "tenant"))]
                 subject += [form_field(form, "name")] if section == "schedules" else []
             result = await getattr(caller.client, call)(*subject, conn=caller.conn)
+            if section == "jobs":
+                return _back(f"/jobs/{subject[0]}", note)
             if call == "run_schedule":
-                return RedirectResponse(f"/jobs/{int(result)}?note=ran", status_code=303)
+                return _back(f"/jobs/{int(result)}", note)
             return _back(f"/{section}", note)
 
-        return await action(request, f"{section}:write", act, section)
+        return await action(request, scope, act, section)
 
     router.add_api_route(path, endpoint, methods=["POST"])
 
 
-for path, call, note in TOGGLES:
-    _toggle(path, call, note)
+for path, scope, call, note in ACTS:
+    _act(path, scope, call, note)
 
 
 # --- tenants
@@ -631,8 +586,7 @@ async def _optional(
 
 @_page("/schedules", "schedules:read", "schedules")
 async def schedules(request: Request, caller: Caller) -> dict[str, Any]:
-    listed = await caller.client.list_schedules(conn=caller.conn)
-    return {"schedules": listed, "now": await caller.client.now(conn=caller.conn)}
+    return {"schedules": await caller.client.list_schedules(conn=caller.conn)}
 
 
 @_page("/schedules/runs", "jobs:read", "schedules", "schedule_runs.html")
@@ -643,7 +597,7 @@ async def schedule_runs(request: Request, caller: Caller) -> dict[str, Any]:
     runs = await caller.client.schedule_runs(tenant_id, name, max_rows=50, conn=caller.conn)
     found = await caller.client.get_schedule(tenant_id, name, conn=caller.conn)
     return {"title": f"Schedule {name}", "tenant": tenant_id, "name": name, "schedule": found,
-            "runs": runs, "now": await caller.client.now(conn=caller.conn)}  # fmt: skip
+            "runs": runs}  # fmt: skip
 
 
 # --- workers
@@ -651,5 +605,4 @@ async def schedule_runs(request: Request, caller: Caller) -> dict[str, Any]:
 
 @_page("/workers", "workers:read", "workers")
 async def workers(request: Request, caller: Caller) -> dict[str, Any]:
-    listed = await caller.client.list_workers(conn=caller.conn)
-    return {"workers": listed, "now": await caller.client.now(conn=caller.conn)}
+    return {"workers": await caller.client.list_workers(conn=caller.conn)}

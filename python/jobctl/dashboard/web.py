@@ -1,9 +1,9 @@
 """The dashboard's session, CSRF and response headers.
 
 Session: the API token itself, in an HttpOnly, SameSite=Strict, Path=/ cookie (Secure over https).
-Each request authenticates it exactly as the API authenticates a bearer token (jobctl.api.auth.session:
-jobctl.authenticate for the page's scope, in the request's transaction), so the database acts for the
-token's tenant and scopes only; nothing here filters tenants.
+Each request authenticates it (session_token) exactly as the API authenticates a bearer token
+(jobctl.api.auth.session: jobctl.authenticate for the page's scope, in the request's transaction), so the
+database acts for the token's tenant and scopes only; nothing here filters tenants.
 
 CSRF: every POST carries a hidden field, the HMAC-SHA256 of the session token under a secret of the
 app's own (made when the app is made: a restart invalidates open forms, never sessions), and must come
@@ -15,15 +15,11 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from urllib.parse import parse_qs, urlsplit
 
 from starlette.datastructures import MutableHeaders
 from starlette.requests import Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
-
-from jobctl.api import auth
 
 COOKIE = "jobctl_session"
 PRE_COOKIE = "jobctl_signin"  # the sign-in form's CSRF nonce, before a session exists
@@ -65,10 +61,6 @@ def session_token(request: Request) -> str:
     return token
 
 
-def is_https(request: Request) -> bool:
-    return request.url.scheme == "https"
-
-
 def same_origin(request: Request) -> bool:
     """Whether the request names this origin: its Origin header, else its Referer, must be the
     scheme, host and port the request came to."""
@@ -99,13 +91,6 @@ async def checked_form(request: Request, token: str | None = None) -> dict[str, 
     if not same_origin(request) or not hmac.compare_digest(sent, expected):
         raise Refused("CSRF check failed")
     return form
-
-
-@asynccontextmanager
-async def signed_in(request: Request, scope: str) -> AsyncIterator[auth.Caller]:
-    """The Caller of the session's token for scope, as the API's bearer auth gives it."""
-    async with auth.session(request, session_token(request), scope) as caller:
-        yield caller
 
 
 class SecurityHeaders:
