@@ -6,8 +6,7 @@ from __future__ import annotations
 import click
 
 from jobctl import errors, output
-from jobctl.cli.common import json_option, show, show_table
-from jobctl.client import Client
+from jobctl.cli.common import JsonGroup, client, show, show_table
 
 GRANT_EPILOG = """\b
 Examples:
@@ -31,7 +30,7 @@ tenant_option = click.option("--tenant", "tenant_id", metavar="TENANT", help="Th
 all_option = click.option("--all", "every", is_flag=True, help="Every tenant instead.")
 
 
-@click.group()
+@click.group(cls=JsonGroup)
 def access() -> None:
     """Which database roles act for which tenants."""
 
@@ -40,12 +39,10 @@ def access() -> None:
 @click.argument("role")
 @tenant_option
 @all_option
-@json_option
 def grant(role: str, tenant_id: str | None, every: bool, as_json: bool) -> None:
     """Let ROLE (and the logins in it) act for a tenant: at once, for open sessions too."""
     tenant = _tenant(tenant_id, every)
-    with Client() as client:
-        granted = client.grant_tenant(role, tenant)
+    granted = client().grant_tenant(role, tenant)
     text = f"{role}: {_whom(tenant)}" + ("" if granted else " (already granted)")
     show({"role": role, "tenant_id": tenant, "granted": granted}, as_json, text)
 
@@ -54,12 +51,10 @@ def grant(role: str, tenant_id: str | None, every: bool, as_json: bool) -> None:
 @click.argument("role")
 @tenant_option
 @all_option
-@json_option
 def revoke(role: str, tenant_id: str | None, every: bool, as_json: bool) -> None:
     """Take a tenant (or the every-tenant grant) back from ROLE, at once."""
     tenant = _tenant(tenant_id, every)
-    with Client() as client:
-        revoked = client.revoke_tenant(role, tenant)
+    revoked = client().revoke_tenant(role, tenant)
     if not revoked:
         raise errors.NotFound(f"{role} has no grant for {_whom(tenant)}")
     show({"role": role, "tenant_id": tenant, "revoked": True}, as_json, f"{role}: revoked")
@@ -74,8 +69,6 @@ COLUMNS: output.Columns = {
 
 
 @access.command("list")
-@json_option
 def list_(as_json: bool) -> None:
     """List the roles and the tenants they act for."""
-    with Client() as client:
-        show_table(client.list_tenant_grants(), as_json, COLUMNS)
+    show_table(client().list_tenant_grants(), as_json, COLUMNS)

@@ -10,10 +10,10 @@ from __future__ import annotations
 import click
 
 from jobctl import archive, db, output
-from jobctl.cli.common import connect, echo_json, json_option, show
+from jobctl.cli.common import JsonGroup, connect, echo_json, show
 
 
-@click.group("archive")
+@click.group("archive", cls=JsonGroup)
 def archive_group() -> None:
     """Days of finished jobs as Parquet files in object storage (a path or an s3:// URL)."""
 
@@ -24,7 +24,6 @@ def archive_group() -> None:
     "--lock-wait", type=click.FloatRange(0), default=10, show_default=True, metavar="SECONDS",
     help="How long to wait for another run to finish.",
 )  # fmt: skip
-@json_option
 def run(max_days: int | None, lock_wait: float, as_json: bool) -> None:
     """Export the archive's days past retention.archive, drop them, and apply pending erasures."""
     report = archive.run(db.dsn(), lock_wait=lock_wait, max_days=max_days)
@@ -51,7 +50,6 @@ def run(max_days: int | None, lock_wait: float, as_json: bool) -> None:
 
 @archive_group.command("list")
 @click.option("--tenant", "tenant_id", default=None, help="Only this tenant's files.")
-@json_option
 def list_(tenant_id: str | None, as_json: bool) -> None:
     """List the archive's files (the manifest), oldest day first."""
     with connect() as conn:
@@ -66,7 +64,6 @@ def list_(tenant_id: str | None, as_json: bool) -> None:
 
 @archive_group.command("verify")
 @click.option("--tenant", "tenant_id", default=None, help="Only this tenant's files.")
-@json_option
 def verify(tenant_id: str | None, as_json: bool) -> None:
     """Read every file back and check it against the manifest (SHA-256, rows); exit 1 on a mismatch."""
     with connect() as conn:

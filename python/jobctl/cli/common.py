@@ -15,14 +15,29 @@ import click
 import psycopg
 from psycopg.types.json import set_json_loads
 
-from jobctl import client, db, errors, output
+from jobctl import db, errors, output
 from jobctl import migrate as mig
+from jobctl.client import BIGINT_MAX, Client, check_id, load_json
 from jobctl.errors import first_line
 
 Row = dict[str, Any]
 Conn = psycopg.Connection[tuple[object, ...]]
 
-json_option = click.option("--json", "as_json", is_flag=True, help="Print one JSON document instead of text.")
+
+class JsonCommand(click.Command):
+    """A command with `--json` after its other options: its callback gets `as_json`."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        text = "Print one JSON document instead of text."
+        self.params.append(click.Option(["--json", "as_json"], is_flag=True, help=text))
+
+
+class JsonGroup(click.Group):
+    """A command group whose commands all take `--json` (JsonCommand)."""
+
+    command_class = JsonCommand
+
 
 # SQLSTATEs that mean the schema is missing or older than this code
 _NOT_INSTALLED = {"3F000", "42883", "42P01", "42703"}
@@ -60,10 +75,10 @@ def as_id(ctx: click.Context, param: click.Parameter, value: str | None) -> int 
     if value is None:
         return None
     try:
-        return client.check_id(int(value.strip()))
+        return check_id(int(value.strip()))
     except (ValueError, errors.InvalidInput):
         raise click.BadParameter(
-            f"{value!r} is not an id: a whole number from 1 to {client.BIGINT_MAX}", ctx, param
+            f"{value!r} is not an id: a whole number from 1 to {BIGINT_MAX}", ctx, param
         ) from None
 
 
@@ -98,8 +113,14 @@ def connect() -> Conn:
     """An autocommit connection: each statement is its own transaction unless a command opens one.
     JSON columns nested too deeply to decode come as `client.RawJson` (shown as text)."""
     conn = db.connect(autocommit=True)
-    set_json_loads(client.load_json, conn)
+    set_json_loads(load_json, conn)
     return conn
+
+
+def client() -> Client:
+    """A client for the running command: it connects at its first call and closes when the command
+    ends."""
+    return click.get_current_context().with_resource(Client())
 
 
 def echo_json(doc: object) -> None:

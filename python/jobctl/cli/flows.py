@@ -8,8 +8,8 @@ from typing import IO, Any
 import click
 
 from jobctl import errors, output
-from jobctl.cli.common import as_id, json_option, parse_json, show
-from jobctl.client import BIGINT_MAX, Client, check_id
+from jobctl.cli.common import JsonGroup, as_id, client, parse_json, show
+from jobctl.client import BIGINT_MAX, check_id
 
 
 def as_ids(ctx: click.Context, param: click.Parameter, value: str | None) -> list[int] | None:
@@ -66,7 +66,7 @@ Example (flow.json):
   jobctl workflow submit - --on-parent-failure wait < flow.json"""
 
 
-@click.group()
+@click.group(cls=JsonGroup)
 def workflow() -> None:
     """Jobs that depend on each other (jobctl.submit_workflow)."""
 
@@ -78,7 +78,6 @@ def workflow() -> None:
     metavar="cancel|wait",
     help="What a dead or cancelled parent does to its dependents: cancel (default) or wait.",
 )
-@json_option
 def workflow_submit(workflow_file: IO[bytes], on_parent_failure: str | None, as_json: bool) -> None:
     """Submit a workflow from a JSON file ('-': stdin), all or nothing; print each job's name and id.
 
@@ -90,11 +89,10 @@ def workflow_submit(workflow_file: IO[bytes], on_parent_failure: str | None, as_
         raise errors.InvalidInput(
             f"the workflow file must hold a JSON array of jobs, not {type(jobs).__name__}", field="jobs"
         )
-    with Client() as client:
-        try:
-            flow = client.submit_workflow(jobs, on_parent_failure=on_parent_failure)
-        except errors.JobctlError as e:
-            raise _in_file(e) from None
+    try:
+        flow = client().submit_workflow(jobs, on_parent_failure=on_parent_failure)
+    except errors.JobctlError as e:
+        raise _in_file(e) from None
     table = output.table(["NAME", "ID"], flow.job_ids.items(), right=[1])
     show(flow, as_json, f"{table}\nworkflow {flow.workflow_id}: {len(flow.job_ids)} jobs")
 
@@ -108,14 +106,13 @@ Example (batch.json):
   jobctl batch show 12"""
 
 
-@click.group()
+@click.group(cls=JsonGroup)
 def batch() -> None:
     """Jobs with callbacks run once the last of them ends (jobctl.submit_batch, get_batch)."""
 
 
 @batch.command("submit", epilog=BATCH_EPILOG)
 @click.argument("batch_file", metavar="FILE", type=click.File("rb"))
-@json_option
 def batch_submit(batch_file: IO[bytes], as_json: bool) -> None:
     """Submit a batch from a JSON file ('-': stdin); print its id, its jobs' and callbacks' ids.
 
@@ -134,21 +131,18 @@ def batch_submit(batch_file: IO[bytes], as_json: bool) -> None:
         raise errors.InvalidInput(f"the batch file has an unknown key: {unknown[0]}", field=unknown[0])
     if not isinstance(doc.get("jobs"), list):
         raise errors.InvalidInput("the batch file's jobs must be a JSON array of jobs", field="jobs")
-    with Client() as client:
-        try:
-            made = client.submit_batch(**doc)  # jobs and the callbacks, no other key
-        except errors.JobctlError as e:
-            raise _in_file(e) from None
+    try:
+        made = client().submit_batch(**doc)  # jobs and the callbacks, no other key
+    except errors.JobctlError as e:
+        raise _in_file(e) from None
     show(made, as_json)
 
 
 @batch.command("show")
 @click.argument("batch_id", metavar="ID", callback=as_id)
-@json_option
 def batch_show(batch_id: int, as_json: bool) -> None:
     """Show a batch: its size, its members' counts (outcomes once it ended), its callbacks."""
-    with Client() as client:
-        found = client.get_batch(batch_id)
+    found = client().get_batch(batch_id)
     if found is None:
         raise errors.NotFound(f"no batch {batch_id}")
     show(found, as_json)

@@ -21,9 +21,10 @@ import click
 from jobctl import contract, errors, output
 from jobctl.cli.common import (
     CliError,
+    JsonCommand,
     as_id,
     as_run_at,
-    json_option,
+    client,
     last_error,
     parse_json,
     show,
@@ -32,7 +33,6 @@ from jobctl.cli.common import (
     user_message,
 )
 from jobctl.cli.flows import as_ids, as_names
-from jobctl.client import Client
 
 SUBMIT_EPILOG = """\b
 Examples:
@@ -66,7 +66,7 @@ def _number_or_text(value: str | None) -> int | float | str | None:
     return value
 
 
-@click.command(epilog=SUBMIT_EPILOG)
+@click.command(cls=JsonCommand, epilog=SUBMIT_EPILOG)
 @click.argument("tenant", required=False)
 @click.argument("queue", required=False)
 @click.argument("payload", metavar="[PAYLOAD_JSON]", required=False)
@@ -145,7 +145,6 @@ def _number_or_text(value: str | None) -> int | float | str | None:
     show_default=True,
     help="Jobs per transaction with --file.",
 )
-@json_option
 def submit(
     tenant: str | None,
     queue: str | None,
@@ -174,18 +173,17 @@ def submit(
         raise click.UsageError("give TENANT and QUEUE (or --file PATH)")
     if run_at is not None and delay is not None:
         raise click.UsageError("give --run-at or --delay, not both")
-    with Client() as client:
-        row = client.submit(
-            tenant,
-            queue,
-            parse_json(payload, "PAYLOAD_JSON", "payload") if payload is not None else {},
-            run_at=run_at if isinstance(run_at, datetime) else None,
-            delay=run_at if isinstance(run_at, timedelta) else delay,
-            backoff=parse_json(backoff, "--backoff", "backoff") if backoff is not None else None,
-            timeout=_number_or_text(timeout),
-            dedup_period=_number_or_text(dedup_period),
-            **options,
-        )
+    row = client().submit(
+        tenant,
+        queue,
+        parse_json(payload, "PAYLOAD_JSON", "payload") if payload is not None else {},
+        run_at=run_at if isinstance(run_at, datetime) else None,
+        delay=run_at if isinstance(run_at, timedelta) else delay,
+        backoff=parse_json(backoff, "--backoff", "backoff") if backoff is not None else None,
+        timeout=_number_or_text(timeout),
+        dedup_period=_number_or_text(dedup_period),
+        **options,
+    )
     show(row, as_json, str(row.job_id))
     if row.duplicate and not as_json:
         click.echo(
@@ -242,39 +240,31 @@ def _file_size(stream: IO[bytes]) -> int | None:
 def _submit_file(stream: IO[bytes], batch_size: int, as_json: bool) -> None:
     submitted = duplicates = batches = done_line = 0
     started = time.monotonic()
-
-    def send(client: Client, batch: _Batch) -> None:
-        nonlocal submitted, duplicates, batches, done_line
-        if not batch.jobs:
-            return
-        try:
-            rows = client.submit_many(batch.jobs)
-        except errors.JobctlError as e:
-            raise _at_line(e, batch) from None
-        dups = sum(1 for r in rows if r.duplicate)
-        submitted, duplicates, batches = submitted + len(rows) - dups, duplicates + dups, batches + 1
-        done_line = batch.lines[-1]
-
-    size = _file_size(stream)
+    calls = client()
+    size = _file_size(stream)  # None for a pipe: the bar shows the jobs submitted instead of a share
+    read = _batches(stream, batch_size)
     stderr = sys.stderr
-    hidden = not stderr.isatty()  # no bar (nor its label) in logs and pipes
+    bar = click.progressbar(
+        read,
+        length=size,
+        label="submitting",
+        file=stderr,
+        hidden=not stderr.isatty(),  # no bar (nor its label) in logs and pipes
+        item_show_func=None if size else lambda batch: f"{submitted + duplicates} jobs" if batch else None,
+    )
     try:
-        with Client() as client:
-            if size is not None:
-                with click.progressbar(length=size, label="submitting", file=stderr, hidden=hidden) as bar:
-                    for batch in _batches(stream, batch_size):
-                        send(client, batch)
-                        bar.update(batch.nbytes)
-            else:
-                with click.progressbar(
-                    _batches(stream, batch_size),
-                    label="submitting",
-                    file=stderr,
-                    hidden=hidden,
-                    item_show_func=lambda b: f"{submitted + duplicates} jobs" if b else None,
-                ) as batch_iter:
-                    for batch in batch_iter:
-                        send(client, batch)
+        with bar:
+            for batch in read if size else bar:  # a bar of unknown length moves with each batch
+                if batch.jobs:
+                    try:
+                        rows = calls.submit_many(batch.jobs)
+                    except errors.JobctlError as e:
+                        raise _at_line(e, batch) from None
+                    dups = sum(1 for r in rows if r.duplicate)
+                    submitted, duplicates = submitted + len(rows) - dups, duplicates + dups
+                    batches, done_line = batches + 1, batch.lines[-1]
+                if size:
+                    bar.update(batch.nbytes)  # a file's bar moves with the bytes read
     except Exception as e:
         message = user_message(e)
         if message is None:
@@ -312,13 +302,11 @@ Examples:
   jobctl list --tenant acme --json | jq '.[].job_id'"""
 
 
-@click.command()
+@click.command(cls=JsonCommand)
 @click.argument("job_id", metavar="ID", callback=as_id)
-@json_option
 def get(job_id: int, as_json: bool) -> None:
     """Show one job: state, attempts, lease, progress, payload, result, error."""
-    with Client() as client:
-        job = client.get_job(job_id)
+    job = client().get_job(job_id)
     if job is None:
         raise errors.NotFound(f"no job {job_id}")
     show(job, as_json)
@@ -329,7 +317,7 @@ WAIT_NOT_COMPLETED = 3  # finished dead or cancelled
 WAIT_TIMED_OUT = 4  # not finished within --timeout
 
 
-@click.command()
+@click.command(cls=JsonCommand)
 @click.argument("job_id", metavar="ID", callback=as_id)
 @click.option(
     "--timeout",
@@ -338,17 +326,15 @@ WAIT_TIMED_OUT = 4  # not finished within --timeout
     show_default=True,
     help="Seconds to wait for the job to finish.",
 )
-@json_option
 @click.pass_context
 def wait(ctx: click.Context, job_id: int, timeout: float, as_json: bool) -> None:
     """Wait for a job to finish and show it. Exit 0: completed; 3: dead or cancelled; 4: still
     unfinished after --timeout (shown as it is)."""
     code = 0
-    with Client() as client:
-        try:
-            job = client.wait(job_id, timeout)
-        except errors.WaitTimeout as e:
-            job, code = e.job, WAIT_TIMED_OUT
+    try:
+        job = client().wait(job_id, timeout)
+    except errors.WaitTimeout as e:
+        job, code = e.job, WAIT_TIMED_OUT
     if code == 0 and job.state != "completed":
         code = WAIT_NOT_COMPLETED
     show(job, as_json)
@@ -367,7 +353,7 @@ JOB_COLUMNS: output.Columns = {
 }
 
 
-@click.command("list", epilog=JOB_LIST_EPILOG)
+@click.command("list", cls=JsonCommand, epilog=JOB_LIST_EPILOG)
 @click.option("--tenant", "tenant_id", metavar="TENANT", required=True, help="Whose jobs.")
 @click.option("--state", type=click.Choice(contract.STATES), help="Only jobs in this state.")
 @click.option("--queue", metavar="QUEUE", help="Only jobs of this queue.")
@@ -382,13 +368,11 @@ JOB_COLUMNS: output.Columns = {
     metavar="N",
     help="At most this many jobs.",
 )
-@json_option
 def list_(
     tenant_id: str, state: str | None, queue: str | None, before_id: int | None, limit: int, as_json: bool
 ) -> None:
     """List a tenant's jobs, newest first, a page at a time."""
-    with Client() as client:
-        jobs = client.list_jobs(tenant_id, state=state, queue=queue, before_id=before_id, max_rows=limit)
+    jobs = client().list_jobs(tenant_id, state=state, queue=queue, before_id=before_id, max_rows=limit)
     show_table(jobs, as_json, JOB_COLUMNS, right=[4])
     if as_json:
         return
@@ -410,13 +394,11 @@ HISTORY_COLUMNS: output.Columns = {
 }
 
 
-@click.command()
+@click.command(cls=JsonCommand)
 @click.argument("job_id", metavar="ID", callback=as_id)
-@json_option
 def history(job_id: int, as_json: bool) -> None:
     """Show every transition of a job, oldest first."""
-    with Client() as client:
-        events = client.job_history(job_id)
+    events = client().job_history(job_id)
     if not events:
         raise errors.NotFound(f"no job {job_id}")
     show_table(events, as_json, HISTORY_COLUMNS, right=[2, 3])
@@ -426,22 +408,18 @@ def _show_state(job_id: int, state: str, as_json: bool) -> None:
     show({"job_id": job_id, "state": state}, as_json, f"job {job_id}: {state}")
 
 
-@click.command()
+@click.command(cls=JsonCommand)
 @click.argument("job_id", metavar="ID", callback=as_id)
-@json_option
 def cancel(job_id: int, as_json: bool) -> None:
     """Cancel a pending, failed or running job.
 
     A running job's lease is revoked: its worker is told to stop at its next heartbeat.
     """
-    with Client() as client:
-        _show_state(job_id, client.cancel_job(job_id), as_json)
+    _show_state(job_id, client().cancel_job(job_id), as_json)
 
 
-@click.command()
+@click.command(cls=JsonCommand)
 @click.argument("job_id", metavar="ID", callback=as_id)
-@json_option
 def retry(job_id: int, as_json: bool) -> None:
     """Make a failed, dead or cancelled job pending and due now."""
-    with Client() as client:
-        _show_state(job_id, client.retry_job(job_id), as_json)
+    _show_state(job_id, client().retry_job(job_id), as_json)

@@ -6,8 +6,7 @@ from __future__ import annotations
 import click
 
 from jobctl import output
-from jobctl.cli.common import json_option, show, show_table
-from jobctl.client import Client
+from jobctl.cli.common import JsonGroup, client, show, show_table
 
 PUT_EPILOG = """\b
 Examples:
@@ -17,7 +16,7 @@ Examples:
   jobctl key put acme stripe-api --none   (remove its limit: the default applies again)"""
 
 
-@click.group()
+@click.group(cls=JsonGroup)
 def key() -> None:
     """Concurrency keys: how many jobs of one key of a tenant run at once."""
 
@@ -30,7 +29,6 @@ def key() -> None:
     "--default", "default", type=int, metavar="N", help="The limit of the tenant's keys without one."
 )
 @click.option("--none", "remove", is_flag=True, help="Remove the limit (of KEY, or the default without KEY).")
-@json_option
 def put(
     tenant_id: str,
     concurrency_key: str | None,
@@ -49,8 +47,7 @@ def put(
     if remove and (max_running is not None or default is not None):
         raise click.UsageError("--none takes no limit")
     limit = None if remove else (default if concurrency_key is None else max_running)
-    with Client() as client:
-        client.put_concurrency_limit(tenant_id, concurrency_key, limit)
+    client().put_concurrency_limit(tenant_id, concurrency_key, limit)
     what = f"key {concurrency_key}" if concurrency_key is not None else "keys without a limit of their own"
     text = f"tenant {tenant_id}, {what}: " + ("no limit" if limit is None else f"at most {limit} at once")
     show({"tenant_id": tenant_id, "concurrency_key": concurrency_key, "max_running": limit}, as_json, text)
@@ -66,8 +63,6 @@ COLUMNS: output.Columns = {
 
 @key.command("list")
 @click.argument("tenant_id", metavar="TENANT")
-@json_option
 def list_(tenant_id: str, as_json: bool) -> None:
     """List the tenant's key limits, with the jobs each has running or due, and waiting."""
-    with Client() as client:
-        show_table(client.list_concurrency_limits(tenant_id), as_json, COLUMNS, right=range(1, 4))
+    show_table(client().list_concurrency_limits(tenant_id), as_json, COLUMNS, right=range(1, 4))

@@ -23,7 +23,7 @@ import psycopg
 
 from jobctl import contract, output
 from jobctl import migrate as mig
-from jobctl.cli.common import Conn, Row, connect, json_option, show, user_message
+from jobctl.cli.common import Conn, JsonCommand, Row, client, connect, show, user_message
 from jobctl.cli.schema import plan_issues
 from jobctl.client import Client
 
@@ -41,14 +41,14 @@ window_option = click.option(
 
 
 def figures(
-    client: Client, conn: Conn | None, tenant_id: str | None, queue: str | None, window: float
+    calls: Client, conn: Conn | None, tenant_id: str | None, queue: str | None, window: float
 ) -> tuple[datetime, list[Row]]:
     """The database clock and one row per tenant and queue: jobs by state, the age of the oldest
     due job still waiting (pending or failed), claims/s and the p50/p99 wait from due to claimed.
     conn None: on the client's own connection."""
-    now = client.now(conn=conn)
-    counts = client.stats(tenant_id, queue, conn=conn)
-    claims = client.claim_metrics(timedelta(seconds=window), tenant_id, queue, conn=conn)
+    now = calls.now(conn=conn)
+    counts = calls.stats(tenant_id, queue, conn=conn)
+    claims = calls.claim_metrics(timedelta(seconds=window), tenant_id, queue, conn=conn)
     rows: dict[tuple[str, str], Row] = {}
 
     def row(t: str, q: str) -> Row:
@@ -99,11 +99,10 @@ def figures_table(rows: list[Row], width: int | None = None) -> str:
     return output.fitted_table(list(FIGURE_COLUMNS.values()), body, width)
 
 
-@click.command()
+@click.command(cls=JsonCommand)
 @click.option("--tenant", "tenant_id", metavar="TENANT", help="Only this tenant.")
 @click.option("--queue", metavar="QUEUE", help="Only this queue.")
 @window_option
-@json_option
 def stats(tenant_id: str | None, queue: str | None, window: float, as_json: bool) -> None:
     """Jobs by state, oldest due job, claims/s and waits, per queue.
 
@@ -111,8 +110,7 @@ def stats(tenant_id: str | None, queue: str | None, window: float, as_json: bool
     OLDEST DUE is how long the oldest due job not yet claimed has waited; waits run from a job's
     run_at to its claim.
     """
-    with Client() as client:
-        _, rows = figures(client, None, tenant_id, queue, window)
+    _, rows = figures(client(), None, tenant_id, queue, window)
     show(rows, as_json, figures_table(rows) if rows else "(no jobs)")
 
 
@@ -132,8 +130,8 @@ def schema_check(conn: Conn) -> Row:
     }
 
 
-def checks(client: Client, conn: Conn) -> list[Row]:
-    return [schema_check(conn), *(dict(output.record(c)) for c in client.health_checks(conn=conn))]
+def checks(calls: Client, conn: Conn) -> list[Row]:
+    return [schema_check(conn), *(dict(output.record(c)) for c in calls.health_checks(conn=conn))]
 
 
 def summary(rows: list[Row]) -> str:
@@ -145,8 +143,7 @@ def summary(rows: list[Row]) -> str:
     return ", ".join(parts)
 
 
-@click.command()
-@json_option
+@click.command(cls=JsonCommand)
 @click.pass_context
 def doctor(ctx: click.Context, as_json: bool) -> None:
     """Check the scheduler's health; exit 1 when a check fails.
@@ -154,8 +151,8 @@ def doctor(ctx: click.Context, as_json: bool) -> None:
     Schema, extensions, pg_cron jobs and their last run, reaper lag, dead tuples of the queue tables,
     transaction-ID age, old snapshots, partitions made ahead, the NOTIFY queue: each ok, warn or fail.
     """
-    with connect() as conn, Client() as client:
-        rows = checks(client, conn)
+    with connect() as conn:
+        rows = checks(client(), conn)
     counts = Counter(r["verdict"] for r in rows)
     worst = next((v for v in reversed(VERDICTS) if counts[v]), "ok")
     table = output.table(
@@ -198,13 +195,13 @@ def top(
     between redraws only when stdout is a terminal; a lost connection is retried.
     """
     tty = sys.stdout.isatty()
-    client = Client()  # no connection of its own: every call runs on `conn`
+    calls = Client()  # no connection of its own: every call runs on `conn`
     conn: Conn | None = connect()  # the first connection must work; later ones are retried
 
     def frame(conn: Conn, width: int, height: int | None) -> str:
         """One screen, at most `width` columns and `height` lines (None: every row) large."""
-        now, rows = figures(client, conn, tenant_id, queue, window)
-        health = checks(client, conn)
+        now, rows = figures(calls, conn, tenant_id, queue, window)
+        health = checks(calls, conn)
         every = f"every {interval:g}s, claims over {window:g}s"
         title = f"jobctl top  {output.timestamp(now)}  {every}  (Ctrl-C quits)"
         lines = [output.clip(title, width), output.clip(f"health: {summary(health)}", width), ""]

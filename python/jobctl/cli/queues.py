@@ -7,8 +7,7 @@ from typing import Any
 
 import click
 
-from jobctl.cli.common import json_option, show_paused, show_settings, show_table
-from jobctl.client import Client
+from jobctl.cli.common import JsonGroup, client, show_paused, show_settings, show_table
 
 PUT_EPILOG = """\b
 Examples:
@@ -17,7 +16,7 @@ Examples:
   jobctl queue pause emails        (no claims from it, for every tenant, from the next claim on)"""
 
 
-@click.group()
+@click.group(cls=JsonGroup)
 def queue() -> None:
     """Queues, shared by every tenant: limits across tenants, pause and resume (administrators)."""
 
@@ -30,11 +29,9 @@ def queue() -> None:
 @click.option("--claim-rate", type=float, metavar="PER_S", help="Claims a second (token bucket).")
 @click.option("--claim-burst", type=int, metavar="N", help="Claim bucket size.")
 @click.option("--paused", is_flag=True, help="Paused: no claims until resumed.")
-@json_option
 def put(name: str, as_json: bool, **settings: Any) -> None:
     """Create or replace a queue's settings: an option left out goes back to its default."""
-    with Client() as client:
-        show_settings(client.put_queue(name, **settings), as_json)
+    show_settings(client().put_queue(name, **settings), as_json)
 
 
 COLUMNS = {
@@ -49,26 +46,20 @@ COLUMNS = {
 
 
 @queue.command("list")
-@json_option
 def list_(as_json: bool) -> None:
     """List the queues with settings or jobs: limits ('-': none), paused, jobs due and running."""
-    with Client() as client:
-        show_table(client.list_queues(), as_json, COLUMNS, right=range(2, 7))
+    show_table(client().list_queues(), as_json, COLUMNS, right=range(2, 7))
 
 
 @queue.command()
 @click.argument("name", metavar="QUEUE")
-@json_option
 def pause(name: str, as_json: bool) -> None:
     """Stop claims from QUEUE for every tenant, from the next claim on (submits go on)."""
-    with Client() as client:
-        show_paused("queue", "queue", name, True, client.pause_queue(name), as_json)
+    show_paused("queue", "queue", name, True, client().pause_queue(name), as_json)
 
 
 @queue.command()
 @click.argument("name", metavar="QUEUE")
-@json_option
 def resume(name: str, as_json: bool) -> None:
     """Restart claims from QUEUE."""
-    with Client() as client:
-        show_paused("queue", "queue", name, False, client.resume_queue(name), as_json)
+    show_paused("queue", "queue", name, False, client().resume_queue(name), as_json)

@@ -7,8 +7,7 @@ from typing import Any
 import click
 
 from jobctl import errors, output
-from jobctl.cli.common import as_id, json_option, last_error, parse_json, show, show_more, show_table
-from jobctl.client import Client
+from jobctl.cli.common import JsonGroup, as_id, client, last_error, parse_json, show, show_more, show_table
 
 PUT_EPILOG = """\b
 Examples:
@@ -28,7 +27,7 @@ time_zone_option = click.option(
 )
 
 
-@click.group()
+@click.group(cls=JsonGroup)
 def schedule() -> None:
     """Recurring schedules: cron expressions that enqueue jobs (in UTC or a time zone)."""
 
@@ -50,7 +49,6 @@ def schedule() -> None:
 )
 @click.option("--skip-overlap", is_flag=True, help="Skip a run while the previous run is unfinished.")
 @time_zone_option
-@json_option
 def put(
     tenant_id: str, name: str, cron: str, queue: str, payload: str, as_json: bool, **settings: Any
 ) -> None:
@@ -59,9 +57,8 @@ def put(
     CRON: 5 fields (minute hour day-of-month month day-of-week) or @every <interval>, @hourly,
     @daily, @weekly, @monthly, @yearly; read in the wall time of --time-zone (default UTC).
     """
-    with Client() as client:
-        doc = parse_json(payload, "PAYLOAD", "payload")
-        show(client.put_schedule(tenant_id, name, cron, queue, doc, **settings), as_json)
+    doc = parse_json(payload, "PAYLOAD", "payload")
+    show(client().put_schedule(tenant_id, name, cron, queue, doc, **settings), as_json)
 
 
 COLUMNS = {
@@ -79,21 +76,17 @@ COLUMNS = {
 
 @schedule.command("list")
 @click.argument("tenant_id", metavar="[TENANT]", required=False)
-@json_option
 def list_(tenant_id: str | None, as_json: bool) -> None:
     """List the schedules of TENANT (default: every tenant) with their next fire times."""
-    with Client() as client:
-        show_table(client.list_schedules(tenant_id), as_json, COLUMNS)
+    show_table(client().list_schedules(tenant_id), as_json, COLUMNS)
 
 
 @schedule.command()
 @click.argument("tenant_id", metavar="TENANT")
 @click.argument("name")
-@json_option
 def drop(tenant_id: str, name: str, as_json: bool) -> None:
     """Remove a schedule (runs already enqueued stay)."""
-    with Client() as client:
-        dropped = client.drop_schedule(tenant_id, name)
+    dropped = client().drop_schedule(tenant_id, name)
     if not dropped and not as_json:
         raise errors.NotFound(f"no schedule {name} for tenant {tenant_id}")
     show({"tenant_id": tenant_id, "name": name, "dropped": dropped}, as_json, f"dropped schedule {name}")
@@ -102,7 +95,6 @@ def drop(tenant_id: str, name: str, as_json: bool) -> None:
 @schedule.command()
 @click.argument("tenant_id", metavar="TENANT")
 @click.argument("name")
-@json_option
 def pause(tenant_id: str, name: str, as_json: bool) -> None:
     """Stop a schedule firing until `schedule resume` (jobctl.pause_schedule)."""
     _pause(tenant_id, name, True, as_json)
@@ -111,7 +103,6 @@ def pause(tenant_id: str, name: str, as_json: bool) -> None:
 @schedule.command()
 @click.argument("tenant_id", metavar="TENANT")
 @click.argument("name")
-@json_option
 def resume(tenant_id: str, name: str, as_json: bool) -> None:
     """Let a paused schedule fire again from its next fire time after now: the runs it missed while
     paused are skipped (jobctl.resume_schedule)."""
@@ -119,8 +110,8 @@ def resume(tenant_id: str, name: str, as_json: bool) -> None:
 
 
 def _pause(tenant_id: str, name: str, paused: bool, as_json: bool) -> None:
-    with Client() as client:
-        changed = (client.pause_schedule if paused else client.resume_schedule)(tenant_id, name)
+    calls = client()
+    changed = (calls.pause_schedule if paused else calls.resume_schedule)(tenant_id, name)
     if changed:
         text = f"{'paused' if paused else 'resumed'} schedule {name}"
     else:
@@ -131,11 +122,9 @@ def _pause(tenant_id: str, name: str, paused: bool, as_json: bool) -> None:
 @schedule.command()
 @click.argument("tenant_id", metavar="TENANT")
 @click.argument("name")
-@json_option
 def run(tenant_id: str, name: str, as_json: bool) -> None:
     """Submit one run of a schedule now, paused or not (jobctl.run_schedule); prints the job's id."""
-    with Client() as client:
-        job_id = client.run_schedule(tenant_id, name)
+    job_id = client().run_schedule(tenant_id, name)
     show({"tenant_id": tenant_id, "name": name, "job_id": job_id}, as_json, f"job {job_id}")
 
 
@@ -168,12 +157,10 @@ RUN_COLUMNS: output.Columns = {
     metavar="N",
     help="At most N runs.",
 )
-@json_option
 def runs(tenant_id: str, name: str, before_id: int | None, limit: int, as_json: bool) -> None:
     """List a schedule's runs, newest first: each job it enqueued with the fire time it stands for
     (jobctl.schedule_runs; also after the schedule was dropped)."""
-    with Client() as client:
-        found = client.schedule_runs(tenant_id, name, before_id=before_id, max_rows=limit)
+    found = client().schedule_runs(tenant_id, name, before_id=before_id, max_rows=limit)
     show(found, as_json, output.rows_table(found, RUN_COLUMNS, right=[3], empty="(no runs)"))
     if not as_json:
         show_more(found, limit, "schedule runs", [tenant_id, name])
@@ -185,10 +172,8 @@ def runs(tenant_id: str, name: str, before_id: int | None, limit: int, as_json: 
     "--count", type=click.IntRange(1, 1000), default=5, show_default=True, help="How many fire times."
 )
 @time_zone_option
-@json_option
 def next_(cron: str, count: int, time_zone: str, as_json: bool) -> None:
     """Print the coming fire times of a CRON expression read in --time-zone (printed in UTC), as
     jobctl.cron_next computes them."""
-    with Client() as client:
-        times = client.next_fire_times(cron, count, time_zone=time_zone)
+    times = client().next_fire_times(cron, count, time_zone=time_zone)
     show(times, as_json, "\n".join(output.timestamp(t) for t in times))

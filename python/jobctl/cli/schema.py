@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from jobctl import migrate as mig
-from jobctl.cli.common import connect, echo_json, json_option, nothing_applied, show
+from jobctl.cli.common import JsonCommand, connect, echo_json, nothing_applied, show
 
 
 def plan_issues(p: mig.Plan) -> list[str]:
@@ -17,14 +17,13 @@ def plan_issues(p: mig.Plan) -> list[str]:
     return issues
 
 
-@click.command()
+@click.command(cls=JsonCommand)
 @click.option(
     "--print",
     "print_only",
     is_flag=True,
     help="Print the whole schema as one psql script that installs or upgrades any database; connect to none.",
 )
-@json_option
 def migrate(print_only: bool, as_json: bool) -> None:
     """Apply pending migrations and re-apply every SQL function.
 
@@ -38,8 +37,7 @@ def migrate(print_only: bool, as_json: bool) -> None:
     show({"applied": done}, as_json, f"migrate: ok ({', '.join(done) if done else 'nothing new'})")
 
 
-@click.command()
-@json_option
+@click.command(cls=JsonCommand)
 @click.pass_context
 def validate(ctx: click.Context, as_json: bool) -> None:
     """Exit 1 when the database is behind the files.

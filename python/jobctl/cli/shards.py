@@ -7,7 +7,7 @@ import click
 
 from jobctl import output, shard_move
 from jobctl import shards as sh
-from jobctl.cli.common import CliError, connect, json_option, nothing_applied, show
+from jobctl.cli.common import CliError, JsonGroup, connect, nothing_applied, show
 
 EPILOG = """\b
 Examples:
@@ -17,14 +17,13 @@ A shard's connect string without user= lets PL/Proxy connect as the router's cal
 tenant rule then hold on the shard too)."""
 
 
-@click.group(epilog=EPILOG)
+@click.group(cls=JsonGroup, epilog=EPILOG)
 def shards() -> None:
     """Sharding by tenant: shards and the PL/Proxy router (docs/operations.md, Sharding)."""
 
 
 @shards.command("init-shard")
 @click.argument("number", type=click.IntRange(0, sh.SHARD_COUNT - 1))
-@json_option
 def init_shard(number: int, as_json: bool) -> None:
     """Migrate JOBCTL_DSN's database and make it shard NUMBER: its ids have id % 64 = NUMBER."""
     with connect() as conn, nothing_applied("init-shard"):
@@ -36,7 +35,6 @@ def init_shard(number: int, as_json: bool) -> None:
 @click.option(
     "--shard", "specs", multiple=True, metavar="N=DSN", help="A shard and its connect string (repeatable)."
 )
-@json_option
 def init_router(specs: tuple[str, ...], as_json: bool) -> None:
     """Install or update the router in JOBCTL_DSN's database (PL/Proxy), with these shards."""
     try:
@@ -66,7 +64,6 @@ def init_router(specs: tuple[str, ...], as_json: bool) -> None:
     metavar="SECONDS",
     help="How long to wait for the tenant's jobs still running on the source; past it, run the move again.",
 )
-@json_option
 def move(tenant_id: str, to: int, page: int, drain_timeout: float, as_json: bool) -> None:
     """Move a tenant's pending, delayed and retrying jobs to shard --to and route it there; jobs running
     on the source finish there. Run it again after any failure or crash: it finishes the same move."""

@@ -7,8 +7,7 @@ from typing import Any
 
 import click
 
-from jobctl.cli.common import json_option, show_paused, show_settings, show_table
-from jobctl.client import Client
+from jobctl.cli.common import JsonGroup, client, show_paused, show_settings, show_table
 
 PUT_EPILOG = """\b
 Examples:
@@ -16,7 +15,7 @@ Examples:
   jobctl tenant put acme       (back to the defaults: weight 1, no limits)"""
 
 
-@click.group()
+@click.group(cls=JsonGroup)
 def tenant() -> None:
     """Tenants: weights, quotas, rate limits, pause and resume."""
 
@@ -56,37 +55,29 @@ COLUMNS = {
     is_flag=True,
     help="Seal payloads at rest with the key JOBCTL_PAYLOAD_KEYS holds for TENANT (docs/security.md).",
 )
-@json_option
 def put(tenant_id: str, as_json: bool, **settings: Any) -> None:
     """Create or replace a tenant's settings.
 
     Every setting is replaced: an option left out goes back to its default (no limit).
     """
-    with Client() as client:
-        show_settings(client.put_tenant(tenant_id, **settings), as_json)
+    show_settings(client().put_tenant(tenant_id, **settings), as_json)
 
 
 @tenant.command("list")
-@json_option
 def list_(as_json: bool) -> None:
     """List every tenant with its settings ('-': no limit)."""
-    with Client() as client:
-        show_table(client.list_tenants(), as_json, COLUMNS, right=range(1, 8))
+    show_table(client().list_tenants(), as_json, COLUMNS, right=range(1, 8))
 
 
 @tenant.command()
 @click.argument("tenant_id", metavar="TENANT")
-@json_option
 def pause(tenant_id: str, as_json: bool) -> None:
     """Stop claims of TENANT's jobs at once (submits are still accepted and queue up)."""
-    with Client() as client:
-        show_paused("tenant", "tenant_id", tenant_id, True, client.pause_tenant(tenant_id), as_json)
+    show_paused("tenant", "tenant_id", tenant_id, True, client().pause_tenant(tenant_id), as_json)
 
 
 @tenant.command()
 @click.argument("tenant_id", metavar="TENANT")
-@json_option
 def resume(tenant_id: str, as_json: bool) -> None:
     """Let workers claim TENANT's jobs again."""
-    with Client() as client:
-        show_paused("tenant", "tenant_id", tenant_id, False, client.resume_tenant(tenant_id), as_json)
+    show_paused("tenant", "tenant_id", tenant_id, False, client().resume_tenant(tenant_id), as_json)

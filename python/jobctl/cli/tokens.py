@@ -10,8 +10,7 @@ import click
 import psycopg
 
 from jobctl import contract, errors, output, queries
-from jobctl.cli.common import as_id, connect, json_option, show, show_table
-from jobctl.client import Client
+from jobctl.cli.common import JsonGroup, as_id, client, connect, show, show_table
 
 SCOPES = contract.SCOPES
 
@@ -26,7 +25,7 @@ The token goes to stdout, the reminder that it cannot be shown again to
 stderr."""
 
 
-@click.group()
+@click.group(cls=JsonGroup)
 def token() -> None:
     """Bearer tokens for the HTTP API."""
 
@@ -42,7 +41,6 @@ def token() -> None:
     help=f"What it may do (repeatable): {', '.join(SCOPES)}. Default: all of them.",
 )
 @click.option("--label", metavar="TEXT", help="A note to tell tokens apart in `token list`.")
-@json_option
 def create(
     tenant_id: str | None, admin: bool, scopes: tuple[str, ...], label: str | None, as_json: bool
 ) -> None:
@@ -50,8 +48,7 @@ def create(
     if admin == (tenant_id is not None):
         raise click.UsageError("give exactly one of --tenant TENANT or --admin")
     chosen = list(scopes) or list(SCOPES)
-    with Client() as client:
-        value = client.create_api_token(tenant_id, chosen, label)
+    value = client().create_api_token(tenant_id, chosen, label)
     match = contract.TOKEN_RE.match(value)
     token_id = int(match[1]) if match else None
     whom = f"tenant {tenant_id}" if tenant_id is not None else "every tenant (admin)"
@@ -65,14 +62,13 @@ def create(
 
 @token.command()
 @click.argument("token_ref", metavar="ID_OR_TOKEN")
-@json_option
 def revoke(token_ref: str, as_json: bool) -> None:
     """Revoke a token by id, or by the token itself (jct_<id>_<secret>).
 
     A full token must be valid: a mistyped secret revokes nothing.
     """
     ctx = click.get_current_context()
-    with connect() as conn, Client() as client:
+    with connect() as conn:
         if token_ref.isdigit():
             token_id = as_id(ctx, ctx.command.params[0], token_ref)
             assert token_id is not None
@@ -87,7 +83,7 @@ def revoke(token_ref: str, as_json: bool) -> None:
             except psycopg.Error as e:
                 if e.sqlstate != "JC021":  # JC021: valid, it just lacks that scope
                     raise
-        revoked = client.revoke_api_token(token_id, conn=conn)
+        revoked = client().revoke_api_token(token_id, conn=conn)
     if not revoked:
         raise errors.NotFound(f"no active token {token_id}")
     show({"token_id": token_id, "revoked": True}, as_json, f"token {token_id}: revoked")
@@ -105,8 +101,6 @@ COLUMNS: output.Columns = {
 
 @token.command("list")
 @click.option("--tenant", "tenant_id", metavar="TENANT", help="Only this tenant's tokens.")
-@json_option
 def list_(tenant_id: str | None, as_json: bool) -> None:
     """List API tokens (ids, scopes, labels; never the tokens)."""
-    with Client() as client:
-        show_table(client.list_api_tokens(tenant_id), as_json, COLUMNS)
+    show_table(client().list_api_tokens(tenant_id), as_json, COLUMNS)
