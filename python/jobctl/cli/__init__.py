@@ -19,20 +19,7 @@ from typing import Any
 
 import click
 
-from jobctl.cli import (
-    access,
-    archiving,
-    flows,
-    jobs,
-    keys,
-    ops,
-    queues,
-    schedules,
-    schema,
-    shards,
-    tenants,
-    tokens,
-)
+from jobctl.cli import access, archiving, flows, jobs, ops, schedules, schema, shards, tenants, tokens
 from jobctl.cli.common import CliError, one_line_usage, user_message
 from jobctl.errors import first_line
 
@@ -88,7 +75,18 @@ class JobctlGroup(click.Group):
             raise CliError(message) from None
 
 
-@click.group(cls=JobctlGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(
+    cls=JobctlGroup,
+    context_settings={"help_option_names": ["-h", "--help"]},
+    # by family: schema; jobs; workflows and batches; tenants, schedules and API tokens; figures and health
+    commands=[
+        *(schema.migrate, schema.validate, shards.shards),
+        *(jobs.submit, jobs.get, jobs.wait, jobs.list_, jobs.history, jobs.cancel, jobs.retry),
+        *(flows.workflow, flows.batch),
+        *(tenants.tenant, tenants.key, tenants.queue, schedules.schedule, tokens.token, access.access),
+        *(ops.stats, ops.doctor, ops.top, archiving.archive_group),
+    ],
+)
 @click.option(
     "--dsn",
     metavar="DSN",
@@ -102,15 +100,3 @@ def main(dsn: str | None) -> None:
     """
     if dsn:
         os.environ["JOBCTL_DSN"] = dsn  # seen by db.dsn() here and in any child process
-
-
-# by family: schema; jobs; workflows and batches; tenants, schedules and API tokens; figures and health
-for family in (
-    (schema.migrate, schema.validate, shards.shards),
-    (jobs.submit, jobs.get, jobs.wait, jobs.list_, jobs.history, jobs.cancel, jobs.retry),
-    (flows.workflow, flows.batch),
-    (tenants.tenant, keys.key, queues.queue, schedules.schedule, tokens.token, access.access),
-    (ops.stats, ops.doctor, ops.top, archiving.archive_group),
-):
-    for command in family:
-        main.add_command(command)

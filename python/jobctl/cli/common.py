@@ -191,12 +191,6 @@ def show_more(rows: list[Any], limit: int, command: str, args: list[str]) -> Non
         click.echo(f"(more may follow: jobctl {command} {shlex.join(args)})")
 
 
-def show_settings(row: object, as_json: bool) -> None:
-    """A tenant's or a queue's settings as saved: a limit not set shows as `unlimited`."""
-    pairs = [(k, "unlimited" if v is None else v) for k, v in output.record(row)]
-    show(row, as_json, output.key_values(pairs))
-
-
 @contextlib.contextmanager
 def nothing_applied(what: str) -> Iterator[None]:
     """A statement the database refused, told as `<what> failed, nothing applied: <message> [SQLSTATE]`
@@ -208,11 +202,3 @@ def nothing_applied(what: str) -> Iterator[None]:
             raise
         message = first_line(e.diag.message_primary or str(e))
         raise CliError(f"{what} failed, nothing applied: {message} [{e.sqlstate}]") from None
-
-
-def show_paused(what: str, key: str, name: str, paused: bool, changed: bool, as_json: bool) -> None:
-    """Say that a tenant or a queue (`what`; `key` its parameter's name) was paused or resumed, or
-    already was."""
-    state = "paused" if paused else "resumed"
-    text = f"{what} {name} {state}" if changed else f"{what} {name} was already {state}"
-    show({key: name, "paused": paused, "changed": changed}, as_json, text)
