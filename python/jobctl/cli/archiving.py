@@ -10,7 +10,7 @@ from __future__ import annotations
 import click
 
 from jobctl import archive, db, output
-from jobctl.cli.common import JsonGroup, connect, echo_json, show
+from jobctl.cli.common import JsonGroup, connect, show
 
 
 @click.group("archive", cls=JsonGroup)
@@ -33,8 +33,8 @@ def run(max_days: int | None, lock_wait: float, as_json: bool) -> None:
         for u in report.units
     ]  # fmt: skip
     if as_json:
-        echo_json({"url": report.url, "units": units, "erased_files": report.erased_files,
-                   "erased_rows": report.erased_rows, "left": report.left})  # fmt: skip
+        show({"url": report.url, "units": units, "erased_files": report.erased_files,
+              "erased_rows": report.erased_rows, "left": report.left}, as_json)  # fmt: skip
         return
     if report.url is None:
         click.echo("archive: off (jobctl.retention.archive_url is not set): nothing exported")

@@ -123,15 +123,11 @@ def client() -> Client:
     return click.get_current_context().with_resource(Client())
 
 
-def echo_json(doc: object) -> None:
-    click.echo(output.to_json(doc))
-
-
 def show(doc: object, as_json: bool, text: str | None = None) -> None:
     """Print `doc` as one JSON document with --json, else `text`: by default `doc`, a client row, as
     `key: value` lines."""
     if as_json:
-        echo_json(doc)
+        click.echo(output.to_json(doc))
     else:
         click.echo(output.key_values(output.record(doc)) if text is None else text)
 
@@ -141,10 +137,13 @@ def show_table(rows: list[Any], as_json: bool, columns: output.Columns, right: I
     show(rows, as_json, output.rows_table(rows, columns, right))
 
 
-def parse_json(text: str, what: str, field: str | None = None) -> Any:
-    """JSON given by the user; a bad document is an InvalidInput naming `what` (and the field)."""
+def parse_json(text: str | bytes, what: str, field: str | None = None) -> Any:
+    """JSON given by the user (bytes: UTF-8); a bad document is an InvalidInput naming `what` (and the
+    field)."""
     try:
-        return json.loads(text)
+        return json.loads(text.decode() if isinstance(text, bytes) else text)
+    except UnicodeDecodeError:
+        raise errors.InvalidInput(f"{what} is not UTF-8", field=field) from None
     except json.JSONDecodeError as e:
         message = f"{what} is not valid JSON: {e.msg} at column {e.colno}"
         raise errors.InvalidInput(message, field=field) from None

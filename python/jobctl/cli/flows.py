@@ -3,7 +3,7 @@ through jobctl.client; and the parsers of `submit`'s --depends-on and --dedup-st
 
 from __future__ import annotations
 
-from typing import IO, Any
+from typing import IO
 
 import click
 
@@ -36,14 +36,6 @@ def as_names(ctx: click.Context, param: click.Parameter, value: str | None) -> l
     if value is None:
         return None
     return [part.strip() for part in value.split(",") if part.strip()]
-
-
-def _read_json(stream: IO[bytes], what: str) -> Any:
-    try:
-        text = stream.read().decode()
-    except UnicodeDecodeError:
-        raise errors.InvalidInput(f"{what} is not UTF-8") from None
-    return parse_json(text, what)
 
 
 def _in_file(e: errors.JobctlError) -> errors.JobctlError:
@@ -84,7 +76,7 @@ def workflow_submit(workflow_file: IO[bytes], on_parent_failure: str | None, as_
     FILE holds a JSON array of jobs with submit_jobs' keys and a unique `name`; `depends_on` names jobs
     listed before it (or gives ids of existing jobs). A job with parents waits until they completed.
     """
-    jobs = _read_json(workflow_file, "the workflow file")
+    jobs = parse_json(workflow_file.read(), "the workflow file")
     if not isinstance(jobs, list):
         raise errors.InvalidInput(
             f"the workflow file must hold a JSON array of jobs, not {type(jobs).__name__}", field="jobs"
@@ -121,7 +113,7 @@ def batch_submit(batch_file: IO[bytes], as_json: bool) -> None:
     defaults to theirs. on_finish runs once the last job ended; on_success if all completed;
     on_discard if any did not.
     """
-    doc = _read_json(batch_file, "the batch file")
+    doc = parse_json(batch_file.read(), "the batch file")
     if not isinstance(doc, dict):
         raise errors.InvalidInput(
             f"the batch file must hold a JSON object, not {type(doc).__name__}", field="jobs"

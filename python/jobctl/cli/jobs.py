@@ -207,10 +207,7 @@ def _batches(stream: IO[bytes], size: int) -> Iterator[_Batch]:
         text = raw.strip()
         if not text:
             continue
-        try:
-            job = parse_json(text.decode(), f"line {lineno}")
-        except UnicodeDecodeError:
-            raise errors.InvalidInput(f"line {lineno} is not UTF-8") from None
+        job = parse_json(text, f"line {lineno}")
         if not isinstance(job, dict):
             raise errors.InvalidInput(f"line {lineno} must be a JSON object, not {type(job).__name__}")
         batch.jobs.append(job)
@@ -326,8 +323,7 @@ WAIT_TIMED_OUT = 4  # not finished within --timeout
     show_default=True,
     help="Seconds to wait for the job to finish.",
 )
-@click.pass_context
-def wait(ctx: click.Context, job_id: int, timeout: float, as_json: bool) -> None:
+def wait(job_id: int, timeout: float, as_json: bool) -> None:
     """Wait for a job to finish and show it. Exit 0: completed; 3: dead or cancelled; 4: still
     unfinished after --timeout (shown as it is)."""
     code = 0
@@ -338,7 +334,7 @@ def wait(ctx: click.Context, job_id: int, timeout: float, as_json: bool) -> None
     if code == 0 and job.state != "completed":
         code = WAIT_NOT_COMPLETED
     show(job, as_json)
-    ctx.exit(code)
+    raise click.exceptions.Exit(code)
 
 
 JOB_COLUMNS: output.Columns = {

@@ -144,8 +144,7 @@ def summary(rows: list[Row]) -> str:
 
 
 @click.command(cls=JsonCommand)
-@click.pass_context
-def doctor(ctx: click.Context, as_json: bool) -> None:
+def doctor(as_json: bool) -> None:
     """Check the scheduler's health; exit 1 when a check fails.
 
     Schema, extensions, pg_cron jobs and their last run, reaper lag, dead tuples of the queue tables,
@@ -167,7 +166,7 @@ def doctor(ctx: click.Context, as_json: bool) -> None:
     doc = {"verdict": worst, "counts": {v: counts[v] for v in VERDICTS}, "checks": rows}
     show(doc, as_json, "\n\n".join(b for b in blocks if b))
     if counts["fail"]:
-        ctx.exit(1)
+        raise click.exceptions.Exit(1)
 
 
 @click.command()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from jobctl import migrate as mig
-from jobctl.cli.common import JsonCommand, connect, echo_json, nothing_applied, show
+from jobctl.cli.common import JsonCommand, connect, nothing_applied, show
 
 
 def plan_issues(p: mig.Plan) -> list[str]:
@@ -38,8 +38,7 @@ def migrate(print_only: bool, as_json: bool) -> None:
 
 
 @click.command(cls=JsonCommand)
-@click.pass_context
-def validate(ctx: click.Context, as_json: bool) -> None:
+def validate(as_json: bool) -> None:
     """Exit 1 when the database is behind the files.
 
     Also when a migration was edited after it was applied (migrations are immutable).
@@ -47,11 +46,11 @@ def validate(ctx: click.Context, as_json: bool) -> None:
     with connect() as conn:
         issues = plan_issues(mig.plan(conn))
     if as_json:
-        echo_json({"current": not issues, "issues": issues})
+        show({"current": not issues, "issues": issues}, as_json)
     else:
         for line in issues:
             click.echo(f"validate: {line}", err=True)
         if not issues:
             click.echo("validate: ok, the database is current")
     if issues:
-        ctx.exit(1)
+        raise click.exceptions.Exit(1)
