@@ -197,13 +197,15 @@ def key_values(pairs: Iterable[tuple[str, object]]) -> str:
 @dataclasses.dataclass(frozen=True)
 class Column:
     """A column of `fitted_table`: its header, a shorter one for a narrow terminal, whether its cells
-    are right-aligned (figures), and `drop`: when the table is still too wide, columns go in this
-    order (1 first, then 2, ...; 0: never). Left-aligned columns that stay are cut instead."""
+    are right-aligned (figures), `drop`: when the table is still too wide, columns go in this order
+    (1 first, then 2, ...; 0: never; left-aligned columns that stay are cut instead), and `text`: how
+    its values are shown (None: as `cell` shows them)."""
 
     header: str
     short: str
     right: bool = False
     drop: int = 0
+    text: Callable[[Any], str] | None = None
 
 
 NAME_ROOM = 16  # a left-aligned cell of a fitted table is cut to this before columns are dropped
@@ -216,7 +218,7 @@ def fitted_table(
     the short headers; left-aligned cells (names) cut to NAME_ROOM characters; fewer columns (by
     `drop`); the names cut to share what room is left (at least 4 characters; an ellipsis marks a
     cut)."""
-    text = [[cell(v) for v in r] for r in rows]
+    text = [[cell(c.text(v) if c.text else v) for c, v in zip(columns, r, strict=True)] for r in rows]
     heads = [c.header for c in columns]
     keep = list(range(len(columns)))
     names = [i for i, c in enumerate(columns) if not c.right]

@@ -7,9 +7,9 @@ import contextlib
 import json
 import re
 import shlex
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from datetime import datetime, timedelta
-from typing import IO, Any
+from typing import IO, Any, TypeVar
 
 import click
 import psycopg
@@ -21,6 +21,7 @@ from jobctl.client import BIGINT_MAX, Client, check_id, load_json
 from jobctl.errors import first_line
 
 Row = dict[str, Any]
+Decorated = TypeVar("Decorated", bound=Callable[..., Any])  # a command's callback, under its options
 Conn = psycopg.Connection[tuple[object, ...]]
 
 
@@ -181,6 +182,20 @@ def user_message(e: BaseException) -> str | None:
 def last_error(row: Any) -> str | None:
     """A job's last error for a table: one line of at most 50 characters."""
     return output.truncate(row.last_error, 50) if row.last_error else None
+
+
+def page_options(size: int, before_help: str, limit_help: str) -> Callable[[Decorated], Decorated]:
+    """`--before ID` and `--limit N` (1..1000, default `size`) of a list of jobs, newest first, a page
+    at a time (show_more)."""
+    before = click.option("--before", "before_id", callback=as_id, metavar="ID", help=before_help)
+    most = click.option(
+        "--limit", type=click.IntRange(1, 1000), default=size, show_default=True, metavar="N", help=limit_help
+    )
+
+    def decorate(callback: Decorated) -> Decorated:
+        return before(most(callback))
+
+    return decorate
 
 
 def show_more(rows: list[Any], limit: int, command: str, args: list[str]) -> None:

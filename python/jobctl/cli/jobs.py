@@ -26,6 +26,7 @@ from jobctl.cli.common import (
     as_run_at,
     client,
     last_error,
+    page_options,
     parse_json,
     show,
     show_more,
@@ -353,17 +354,7 @@ JOB_COLUMNS: output.Columns = {
 @click.option("--tenant", "tenant_id", metavar="TENANT", required=True, help="Whose jobs.")
 @click.option("--state", type=click.Choice(contract.STATES), help="Only jobs in this state.")
 @click.option("--queue", metavar="QUEUE", help="Only jobs of this queue.")
-@click.option(
-    "--before", "before_id", callback=as_id, metavar="ID", help="Only jobs older than this id (next page)."
-)
-@click.option(
-    "--limit",
-    type=click.IntRange(1, 1000),
-    default=100,
-    show_default=True,
-    metavar="N",
-    help="At most this many jobs.",
-)
+@page_options(100, "Only jobs older than this id (next page).", "At most this many jobs.")
 def list_(
     tenant_id: str, state: str | None, queue: str | None, before_id: int | None, limit: int, as_json: bool
 ) -> None:

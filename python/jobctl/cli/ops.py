@@ -14,9 +14,7 @@ import shutil
 import sys
 import time
 from collections import Counter
-from collections.abc import Callable
 from datetime import datetime, timedelta
-from typing import Any
 
 import click
 import psycopg
@@ -68,7 +66,8 @@ def figures(
 
 
 # the figures' columns, by the key of the row they show; on a narrow terminal (`top`) short headers, and
-# the least telling go first. Waiting: for parents or a batch, jobctl.stats' row of its own.
+# the least telling go first. Waiting: for parents or a batch, jobctl.stats' row of its own. Seconds
+# are shown as durations, claims/s to a tenth.
 FIGURE_COLUMNS = {
     "tenant_id": output.Column("TENANT", "TENANT"),
     "queue": output.Column("QUEUE", "QUEUE"),
@@ -79,23 +78,16 @@ FIGURE_COLUMNS = {
     "failed": output.Column("FAILED", "FAIL", right=True),
     "dead": output.Column("DEAD", "DEAD", right=True, drop=4),
     "cancelled": output.Column("CANCELLED", "CANC", right=True, drop=1),
-    "oldest_due_s": output.Column("OLDEST DUE", "OLDEST", right=True),
-    "claims_per_s": output.Column("CLAIMS/S", "CLM/S", right=True),
-    "wait_p50_s": output.Column("WAIT P50", "P50", right=True, drop=3),
-    "wait_p99_s": output.Column("WAIT P99", "P99", right=True),
-}
-# the figures not shown as they are: seconds as durations, claims/s to a tenth
-FIGURE_TEXT: dict[str, Callable[[Any], str]] = {
-    "oldest_due_s": output.duration,
-    "claims_per_s": "{:.1f}".format,
-    "wait_p50_s": output.duration,
-    "wait_p99_s": output.duration,
+    "oldest_due_s": output.Column("OLDEST DUE", "OLDEST", right=True, text=output.duration),
+    "claims_per_s": output.Column("CLAIMS/S", "CLM/S", right=True, text="{:.1f}".format),
+    "wait_p50_s": output.Column("WAIT P50", "P50", right=True, drop=3, text=output.duration),
+    "wait_p99_s": output.Column("WAIT P99", "P99", right=True, text=output.duration),
 }
 
 
 def figures_table(rows: list[Row], width: int | None = None) -> str:
     """The figures as a table, at most `width` characters wide (output.fitted_table)."""
-    body = [[FIGURE_TEXT[k](r[k]) if k in FIGURE_TEXT else r[k] for k in FIGURE_COLUMNS] for r in rows]
+    body = [[r[k] for k in FIGURE_COLUMNS] for r in rows]
     return output.fitted_table(list(FIGURE_COLUMNS.values()), body, width)
 
 

@@ -7,7 +7,17 @@ from typing import Any
 import click
 
 from jobctl import errors, output
-from jobctl.cli.common import JsonGroup, as_id, client, last_error, parse_json, show, show_more, show_table
+from jobctl.cli.common import (
+    Decorated,
+    JsonGroup,
+    client,
+    last_error,
+    page_options,
+    parse_json,
+    show,
+    show_more,
+    show_table,
+)
 
 PUT_EPILOG = """\b
 Examples:
@@ -27,14 +37,18 @@ time_zone_option = click.option(
 )
 
 
+def schedule_named(callback: Decorated) -> Decorated:
+    """The arguments TENANT NAME, which name a schedule."""
+    return click.argument("tenant_id", metavar="TENANT")(click.argument("name")(callback))
+
+
 @click.group(cls=JsonGroup)
 def schedule() -> None:
     """Recurring schedules: cron expressions that enqueue jobs (in UTC or a time zone)."""
 
 
 @schedule.command(epilog=PUT_EPILOG)
-@click.argument("tenant_id", metavar="TENANT")
-@click.argument("name")
+@schedule_named
 @click.argument("cron")
 @click.argument("queue")
 @click.argument("payload", default="{}")
@@ -82,8 +96,7 @@ def list_(tenant_id: str | None, as_json: bool) -> None:
 
 
 @schedule.command()
-@click.argument("tenant_id", metavar="TENANT")
-@click.argument("name")
+@schedule_named
 def drop(tenant_id: str, name: str, as_json: bool) -> None:
     """Remove a schedule (runs already enqueued stay)."""
     dropped = client().drop_schedule(tenant_id, name)
@@ -93,16 +106,14 @@ def drop(tenant_id: str, name: str, as_json: bool) -> None:
 
 
 @schedule.command()
-@click.argument("tenant_id", metavar="TENANT")
-@click.argument("name")
+@schedule_named
 def pause(tenant_id: str, name: str, as_json: bool) -> None:
     """Stop a schedule firing until `schedule resume` (jobctl.pause_schedule)."""
     _pause(tenant_id, name, True, as_json)
 
 
 @schedule.command()
-@click.argument("tenant_id", metavar="TENANT")
-@click.argument("name")
+@schedule_named
 def resume(tenant_id: str, name: str, as_json: bool) -> None:
     """Let a paused schedule fire again from its next fire time after now: the runs it missed while
     paused are skipped (jobctl.resume_schedule)."""
@@ -120,8 +131,7 @@ def _pause(tenant_id: str, name: str, paused: bool, as_json: bool) -> None:
 
 
 @schedule.command()
-@click.argument("tenant_id", metavar="TENANT")
-@click.argument("name")
+@schedule_named
 def run(tenant_id: str, name: str, as_json: bool) -> None:
     """Submit one run of a schedule now, paused or not (jobctl.run_schedule); prints the job's id."""
     job_id = client().run_schedule(tenant_id, name)
@@ -140,23 +150,8 @@ RUN_COLUMNS: output.Columns = {
 
 
 @schedule.command()
-@click.argument("tenant_id", metavar="TENANT")
-@click.argument("name")
-@click.option(
-    "--before",
-    "before_id",
-    callback=as_id,
-    metavar="ID",
-    help="Only runs older than this job id (next page).",
-)
-@click.option(
-    "--limit",
-    type=click.IntRange(1, 1000),
-    default=20,
-    show_default=True,
-    metavar="N",
-    help="At most N runs.",
-)
+@schedule_named
+@page_options(20, "Only runs older than this job id (next page).", "At most N runs.")
 def runs(tenant_id: str, name: str, before_id: int | None, limit: int, as_json: bool) -> None:
     """List a schedule's runs, newest first: each job it enqueued with the fire time it stands for
     (jobctl.schedule_runs; also after the schedule was dropped)."""

@@ -12,8 +12,6 @@ import psycopg
 from jobctl import contract, errors, output, queries
 from jobctl.cli.common import JsonGroup, as_id, client, connect, show, show_table
 
-SCOPES = contract.SCOPES
-
 CREATE_EPILOG = """\b
 Examples:
   TOKEN=$(jobctl token create --tenant acme --label ci)
@@ -38,7 +36,7 @@ def token() -> None:
     "scopes",
     multiple=True,
     metavar="SCOPE",
-    help=f"What it may do (repeatable): {', '.join(SCOPES)}. Default: all of them.",
+    help=f"What it may do (repeatable): {', '.join(contract.SCOPES)}. Default: all of them.",
 )
 @click.option("--label", metavar="TEXT", help="A note to tell tokens apart in `token list`.")
 def create(
@@ -47,7 +45,7 @@ def create(
     """Create an API token and print it (the only time it is shown)."""
     if admin == (tenant_id is not None):
         raise click.UsageError("give exactly one of --tenant TENANT or --admin")
-    chosen = list(scopes) or list(SCOPES)
+    chosen = list(scopes) or list(contract.SCOPES)
     value = client().create_api_token(tenant_id, chosen, label)
     match = contract.TOKEN_RE.match(value)
     token_id = int(match[1]) if match else None
@@ -79,7 +77,7 @@ def revoke(token_ref: str, as_json: bool) -> None:
             token_id = int(match[1])
             # a full token must be valid: a mistyped secret must not revoke token <id>
             try:
-                conn.execute(queries.AUTHENTICATE, {"token": token_ref, "scope": SCOPES[0]})
+                conn.execute(queries.AUTHENTICATE, {"token": token_ref, "scope": contract.SCOPES[0]})
             except psycopg.Error as e:
                 if e.sqlstate != "JC021":  # JC021: valid, it just lacks that scope
                     raise
