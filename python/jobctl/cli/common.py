@@ -1,5 +1,6 @@
-"""What every command shares: the connection (for what is not a client call: the migration plan,
-authenticate), `--json`, the types of ids and times, and the one-line error."""
+"""What every command shares: `--json` (JsonCommand, JsonGroup), the command's client, a connection
+(for what is not a client call: the migration plan, authenticate), the types of ids, times and pages,
+and the one-line error."""
 
 from __future__ import annotations
 
