@@ -13,10 +13,7 @@ from typing import Annotated, Literal
 
 from fastapi import APIRouter, Path, Query, Request
 
-from jobctl.api import (
-    audit,
-    path_names,  # noqa: F401  (the {...:name} convertor)
-)
+from jobctl.api import audit
 from jobctl.api.auth import Caller, caller_for
 from jobctl.api.models import (
     ApiToken,
@@ -34,12 +31,15 @@ from jobctl.api.models import (
     WorkerList,
     shown,
 )
-from jobctl.api.query_names import known_query
+from jobctl.api.names import known_query
 from jobctl.api.routes import TOO_MANY_LISTS, ask, call, error_responses, found, list_permit, next_page
 
 router = APIRouter(prefix="/api/v1", dependencies=[known_query], tags=["tenants"])
 # shared by every tenant: the workers, the audit log, the health checks
 shared = APIRouter(prefix="/api/v1", dependencies=[known_query])
+# the callers of the tenant endpoints
+TenantReader = Annotated[Caller, caller_for("tenants:read")]
+TenantWriter = Annotated[Caller, caller_for("tenants:write")]
 
 TenantId = Annotated[str, Path(alias="tenant", min_length=1, max_length=200, description="The tenant.")]
 # the SQL's tenant_id is the path's (or query's) `tenant`
@@ -70,7 +70,7 @@ async def _tenant(caller: Caller, tenant_id: str) -> TenantOut:
     summary="List tenants",
     responses=error_responses(429, notes={429: TOO_MANY_LISTS}),
 )
-async def list_tenants(request: Request, caller: Annotated[Caller, caller_for("tenants:read")]) -> TenantList:
+async def list_tenants(request: Request, caller: TenantReader) -> TenantList:
     """The settings of the token's tenant (an admin token: of every tenant), scope `tenants:read`."""
     with list_permit(request, caller):
         rows = await call(caller.client.list_tenants(conn=caller.conn))
@@ -82,7 +82,7 @@ async def list_tenants(request: Request, caller: Annotated[Caller, caller_for("t
     summary="Get a tenant",
     responses=error_responses(404, 422, notes=OTHER_TENANT | {404: "No such tenant."}),
 )
-async def get_tenant(tenant_id: TenantId, caller: Annotated[Caller, caller_for("tenants:read")]) -> TenantOut:
+async def get_tenant(tenant_id: TenantId, caller: TenantReader) -> TenantOut:
     """One tenant's settings (scope `tenants:read`)."""
     return await _tenant(caller, caller.tenant_for(tenant_id, "tenant"))
 
@@ -101,9 +101,7 @@ async def _pause(request: Request, caller: Caller, tenant_id: str, paused: bool)
     summary="Pause a tenant",
     responses=error_responses(404, 422, notes=OTHER_TENANT | {404: "No such tenant."}),
 )
-async def pause_tenant(
-    request: Request, tenant_id: TenantId, caller: Annotated[Caller, caller_for("tenants:write")]
-) -> TenantOut:
+async def pause_tenant(request: Request, tenant_id: TenantId, caller: TenantWriter) -> TenantOut:
     """Stop claims of the tenant's jobs from the next claim on; submits go on (scope `tenants:write`)."""
     return await _pause(request, caller, tenant_id, True)
 
@@ -113,9 +111,7 @@ async def pause_tenant(
     summary="Resume a tenant",
     responses=error_responses(404, 422, notes=OTHER_TENANT | {404: "No such tenant."}),
 )
-async def resume_tenant(
-    request: Request, tenant_id: TenantId, caller: Annotated[Caller, caller_for("tenants:write")]
-) -> TenantOut:
+async def resume_tenant(request: Request, tenant_id: TenantId, caller: TenantWriter) -> TenantOut:
     """Let the tenant's jobs be claimed again (scope `tenants:write`)."""
     return await _pause(request, caller, tenant_id, False)
 
@@ -125,9 +121,7 @@ async def resume_tenant(
     summary="List a tenant's API tokens",
     responses=error_responses(422, notes=OTHER_TENANT),
 )
-async def list_tokens(
-    tenant_id: TenantId, caller: Annotated[Caller, caller_for("tenants:read")]
-) -> TokenList:
+async def list_tokens(tenant_id: TenantId, caller: TenantReader) -> TokenList:
     """The tenant's API tokens, revoked ones included: ids, scopes, labels, never the tokens (only their
     hashes are kept). Scope `tenants:read`."""
     params = {"tenant_id": caller.tenant_for(tenant_id, "tenant")}
@@ -140,9 +134,7 @@ async def list_tokens(
     summary="List the roles acting for a tenant",
     responses=error_responses(422, notes=OTHER_TENANT),
 )
-async def list_grants(
-    tenant_id: TenantId, caller: Annotated[Caller, caller_for("tenants:read")]
-) -> GrantList:
+async def list_grants(tenant_id: TenantId, caller: TenantReader) -> GrantList:
     """The database roles granted the tenant (jobctl.grant_tenant), scope `tenants:read`; every-tenant
     grants are not listed here."""
     params = {"tenant_id": caller.tenant_for(tenant_id, "tenant")}
@@ -210,7 +202,7 @@ async def list_audit(
     summary="Health checks",
     responses=error_responses(notes=ADMIN_ONLY),
 )
-async def health_checks(caller: Annotated[Caller, caller_for("tenants:read")]) -> HealthChecks:
+async def health_checks(caller: TenantReader) -> HealthChecks:
     """What `jobctl doctor` reports, one row per check, and the worst verdict (scope `tenants:read`, admin
     token: the health of the whole scheduler). `/api/v1/health` stays the token-free probe."""
     rows = await call(caller.client.health_checks(conn=caller.conn))

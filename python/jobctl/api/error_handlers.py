@@ -129,7 +129,9 @@ def from_db(
     if name is None or err.field is None:
         return err
     message = re.sub(rf"^{re.escape(err.field)}\b", name, str(err))
-    return type(err)(message, sqlstate=err.sqlstate, field=name, hint=err.hint, index=err.index)
+    return type(err)(
+        message, sqlstate=err.sqlstate, field=name, detail=err.detail, hint=err.hint, index=err.index
+    )
 
 
 class NoToken(errors.Unauthorized):
@@ -141,7 +143,8 @@ class NoToken(errors.Unauthorized):
 
 
 def error_response(err: errors.JobctlError, detail: str | None = None) -> JSONResponse:
-    """The answer to err; detail is the DETAIL of the database error it came from (see retry_after)."""
+    """The answer to err; detail, the DETAIL of the database error it came from (see retry_after), is
+    err's own unless given."""
     if isinstance(err, NoToken):
         code = "unauthorized"
     else:
@@ -154,7 +157,7 @@ def error_response(err: errors.JobctlError, detail: str | None = None) -> JSONRe
     elif err.sqlstate == "JC021":
         headers["WWW-Authenticate"] = 'Bearer realm="jobctl", error="insufficient_scope"'
     if err.http_status in (429, 503):
-        headers["Retry-After"] = str(retry_after(detail))
+        headers["Retry-After"] = str(retry_after(detail or err.detail))
     return answer(err.http_status, code, str(err), err.field, err.sqlstate or None, headers)
 
 
@@ -200,17 +203,12 @@ def body_too_large(limit: int | None = None, message: str | None = None) -> JSON
     return answer(413, "payload_too_large", message, "body", "JC002")
 
 
-def _known_error(request: Request, err: errors.JobctlError, detail: str | None) -> JSONResponse:
-    if err.http_status == 500:  # e.g. JC006/JC007: cannot happen on the API's autocommit sessions
-        log.error("%s %s: %s", request.method, request.url.path, err, extra={"sqlstate": err.sqlstate})
-        return internal_error()
-    return error_response(err, detail)
-
-
 async def _jobctl_error(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, errors.JobctlError)
-    cause = exc.__cause__  # the database error it was made from (routes.call): its DETAIL
-    return _known_error(request, exc, cause.diag.message_detail if isinstance(cause, psycopg.Error) else None)
+    if exc.http_status == 500:  # e.g. JC006/JC007: cannot happen on the API's autocommit sessions
+        log.error("%s %s: %s", request.method, request.url.path, exc, extra={"sqlstate": exc.sqlstate})
+        return internal_error()
+    return error_response(exc)
 
 
 async def _db_error(request: Request, exc: Exception) -> JSONResponse:
@@ -223,7 +221,7 @@ async def _db_error(request: Request, exc: Exception) -> JSONResponse:
         )
     err = from_db(exc)
     if err is not None:
-        return _known_error(request, err, exc.diag.message_detail)
+        return await _jobctl_error(request, err)
     if isinstance(exc, psycopg.OperationalError | psycopg.InterfaceError):
         log.warning("%s: database unavailable: %s", where, str(exc).strip())
         return answer(

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Path, Request, Response
+from fastapi import APIRouter, Path, Request
 
 from jobctl import errors
 from jobctl.api import audit
@@ -25,10 +25,12 @@ from jobctl.api.models import (
     batch_of,
     shown,
 )
-from jobctl.api.query_names import known_query
+from jobctl.api.names import known_query
 from jobctl.api.routes import call, error_responses, found
 
 router = APIRouter(prefix="/api/v1", dependencies=[known_query], tags=["jobs"])
+# the caller of a submit
+Submitter = Annotated[Caller, caller_for("jobs:submit")]
 
 BatchId = Annotated[int, Path(alias="id", ge=1, le=JOB_ID_MAX, description="The batch id.")]
 
@@ -66,9 +68,7 @@ def _spec(caller: Caller, job: JobSubmit, field: str, tenant: str | None = None)
         400, 413, 422, 429, notes={403: "The token lacks jobs:submit, or a job names another tenant."}
     ),
 )
-async def submit_workflow(
-    request: Request, body: WorkflowIn, caller: Annotated[Caller, caller_for("jobs:submit")]
-) -> WorkflowOut:
+async def submit_workflow(request: Request, body: WorkflowIn, caller: Submitter) -> WorkflowOut:
     """Submit jobs that depend on each other, all or nothing (scope `jobs:submit`). Each has a `name`;
     its `depends_on` names jobs listed before it (or gives ids of the tenant's existing jobs). A job
     with parents is `waiting` until the last completes, then `pending`; a dead or cancelled parent
@@ -96,9 +96,7 @@ async def submit_workflow(
         400, 413, 422, 429, notes={403: "The token lacks jobs:submit, or a job names another tenant."}
     ),
 )
-async def submit_batch(
-    request: Request, response: Response, body: BatchIn, caller: Annotated[Caller, caller_for("jobs:submit")]
-) -> BatchSubmitted:
+async def submit_batch(request: Request, body: BatchIn, caller: Submitter) -> BatchSubmitted:
     """Submit one tenant's jobs as a batch with callbacks (scope `jobs:submit`): `on_finish` is
     enqueued once the last member ends, `on_success` then if all completed, `on_discard` then if any
     did not (at least one of them). A callback's tenant is its members'. Its handler reads the

@@ -39,15 +39,14 @@ WAIT_CONCURRENCY = 10  # long polls of one token's tenants at once in one API pr
 APPLICATION_NAME = "jobctl-api-hints"
 
 
-class Hints:
-    """The process's shared listener: one connection, one channel, hints dispatched by job id."""
+class Hints(waiting._Registry):
+    """The process's shared listener: one connection, one channel, hints dispatched by job id (the
+    registry of the client's waits, `waiting._Registry`, without its lock: one event loop)."""
 
     def __init__(self, conninfo: str | None, kwargs: dict[str, Any]) -> None:
+        super().__init__(contextlib.nullcontext())
         self.conninfo = conninfo  # None: no listener (behind a transaction pooler); long polls poll
         self.kwargs = {**kwargs, "application_name": APPLICATION_NAME, "autocommit": True}
-        self.channel = waiting.new_channel()
-        self.waiting: dict[int, set[asyncio.Event]] = {}
-        self.listening = asyncio.Event()  # set while the listener is connected (tests wait for it)
         self._task: asyncio.Task[None] | None = None
 
     def start(self) -> None:
@@ -66,14 +65,11 @@ class Hints:
     def subscribe(self, job_id: int) -> Iterator[asyncio.Event]:
         """An event set when a hint for job_id arrives, for the duration of the with block."""
         event = asyncio.Event()
-        self.waiting.setdefault(job_id, set()).add(event)
+        self._enter(job_id, event)
         try:
             yield event
         finally:
-            events = self.waiting[job_id]
-            events.discard(event)
-            if not events:
-                del self.waiting[job_id]
+            self._leave(job_id, event)
 
     async def _listen(self) -> None:
         assert self.conninfo is not None
@@ -83,7 +79,6 @@ class Hints:
                 conn = await psycopg.AsyncConnection.connect(self.conninfo, **self.kwargs)
                 async with conn:
                     await conn.execute(sql.SQL(queries.LISTEN_CHANNEL).format(sql.Identifier(self.channel)))
-                    self.listening.set()
                     pauses = waiting.reconnect_pauses()
                     # hints may have been missed while it was away: wake every watcher to look now
                     self._wake_all()
@@ -91,18 +86,7 @@ class Hints:
                         self._wake(hint.payload)
             except psycopg.Error as e:
                 log.warning("hint listener lost (%s); long polls poll until it is back", str(e).strip())
-            self.listening.clear()
             await asyncio.sleep(next(pauses))
-
-    def _wake(self, payload: str) -> None:
-        with contextlib.suppress(ValueError):
-            for event in self.waiting.get(int(payload), ()):
-                event.set()
-
-    def _wake_all(self) -> None:
-        for events in self.waiting.values():
-            for event in events:
-                event.set()
 
 
 async def long_poll(

@@ -9,18 +9,17 @@ from typing import Annotated
 
 from fastapi import APIRouter, Path, Request
 
-from jobctl.api import (
-    audit,
-    path_names,  # noqa: F401  (the {...:name} convertor)
-)
+from jobctl.api import audit
 from jobctl.api.auth import Caller, caller_for
 from jobctl.api.models import Queue, QueueIn, QueueList, QueueOut, shown
-from jobctl.api.query_names import known_query
+from jobctl.api.names import known_query
 from jobctl.api.routes import TOO_MANY_LISTS, ask, call, error_responses, found, list_permit
 
 QueueName = Annotated[str, Path(min_length=1, max_length=200, description="The queue.")]
 
 router = APIRouter(prefix="/api/v1", dependencies=[known_query], tags=["queues"])
+# the caller of an endpoint that changes a queue
+Writer = Annotated[Caller, caller_for("queues:write")]
 ADMIN_ONLY = {403: "The token lacks the scope, or is a tenant's: queues are shared, so only an admin token."}
 
 
@@ -45,9 +44,7 @@ async def list_queues(request: Request, caller: Annotated[Caller, caller_for("qu
     summary="Create or replace a queue's settings",
     responses=error_responses(400, 422, notes=ADMIN_ONLY),
 )
-async def put_queue(
-    request: Request, queue: QueueName, body: QueueIn, caller: Annotated[Caller, caller_for("queues:write")]
-) -> QueueOut:
+async def put_queue(request: Request, queue: QueueName, body: QueueIn, caller: Writer) -> QueueOut:
     """Set a queue's limits and pause (scope `queues:write`, admin token); fields left out take their
     defaults: no limit, not paused."""
     act = audit.begin(request, caller, "put_queue")
@@ -67,9 +64,7 @@ async def _pause(request: Request, caller: Caller, name: str, paused: bool) -> Q
 @router.post(
     "/queues/{queue:name}/pause", summary="Pause a queue", responses=error_responses(422, notes=ADMIN_ONLY)
 )
-async def pause_queue(
-    request: Request, queue: QueueName, caller: Annotated[Caller, caller_for("queues:write")]
-) -> QueueOut:
+async def pause_queue(request: Request, queue: QueueName, caller: Writer) -> QueueOut:
     """Stop claims from the queue, for every tenant, from the next claim on; submits go on (scope
     `queues:write`, admin token)."""
     return await _pause(request, caller, queue, True)
@@ -78,8 +73,6 @@ async def pause_queue(
 @router.post(
     "/queues/{queue:name}/resume", summary="Resume a queue", responses=error_responses(422, notes=ADMIN_ONLY)
 )
-async def resume_queue(
-    request: Request, queue: QueueName, caller: Annotated[Caller, caller_for("queues:write")]
-) -> QueueOut:
+async def resume_queue(request: Request, queue: QueueName, caller: Writer) -> QueueOut:
     """Restart claims from a paused queue (scope `queues:write`, admin token)."""
     return await _pause(request, caller, queue, False)

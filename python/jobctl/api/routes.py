@@ -46,7 +46,7 @@ from jobctl.api.models import (
     JobSubmit,
     Submitted,
 )
-from jobctl.api.query_names import known_query
+from jobctl.api.names import known_query
 from jobctl.contract import STATES
 
 log = logging.getLogger("jobctl.api")
@@ -120,7 +120,7 @@ async def call(
         err = error_handlers.from_db(cause, params, sent_as) if isinstance(cause, psycopg.Error) else None
         if err is None:
             raise
-        raise err from cause  # the handler reads the DETAIL (Retry-After) from the cause
+        raise err from cause
 
 
 def not_found(what: str, field: str) -> errors.NotFound:

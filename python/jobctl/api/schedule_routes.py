@@ -9,10 +9,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Path, Query, Request
 
-from jobctl.api import (
-    audit,
-    path_names,  # noqa: F401  (the {...:name} convertor)
-)
+from jobctl.api import audit
 from jobctl.api.auth import Caller, caller_for
 from jobctl.api.models import (
     JOB_ID_MAX,
@@ -26,7 +23,7 @@ from jobctl.api.models import (
     ScheduleRunPage,
     shown,
 )
-from jobctl.api.query_names import known_query
+from jobctl.api.names import known_query
 from jobctl.api.routes import (
     LIST_CAP,
     TOO_MANY_LISTS,
@@ -44,6 +41,8 @@ Tenant = Annotated[
 ]
 
 router = APIRouter(prefix="/api/v1", dependencies=[known_query], tags=["schedules"])
+# the caller of an endpoint that changes a schedule
+Writer = Annotated[Caller, caller_for("schedules:write")]
 # list and drop take the tenant as the query parameter `tenant`
 TENANT_AS_SENT = {"tenant_id": "tenant"}
 
@@ -56,9 +55,7 @@ TENANT_AS_SENT = {"tenant_id": "tenant"}
         400, 413, 422, notes={403: "The token lacks schedules:write, or tenant_id names another tenant."}
     ),
 )
-async def put_schedule(
-    request: Request, name: Name, body: ScheduleIn, caller: Annotated[Caller, caller_for("schedules:write")]
-) -> ScheduleOut:
+async def put_schedule(request: Request, name: Name, body: ScheduleIn, caller: Writer) -> ScheduleOut:
     """Create or replace a recurring schedule (scope `schedules:write`): each fire time of `cron` enqueues one
     job. Fields left out take the database's defaults."""
     act = audit.begin(request, caller, "put_schedule")
@@ -83,12 +80,7 @@ async def list_schedules(
 
 
 @router.delete("/schedules/{name:name}", summary="Drop a schedule", responses=error_responses(404, 422))
-async def drop_schedule(
-    request: Request,
-    name: Name,
-    caller: Annotated[Caller, caller_for("schedules:write")],
-    tenant: Tenant = None,
-) -> Dropped:
+async def drop_schedule(request: Request, name: Name, caller: Writer, tenant: Tenant = None) -> Dropped:
     """Remove a schedule (scope `schedules:write`); runs already enqueued stay. An unknown name is 404."""
     act = audit.begin(request, caller, "drop_schedule")
     act.tenant = caller.tenant_for(tenant, "tenant")
@@ -121,12 +113,7 @@ async def _pause(
     summary="Pause a schedule",
     responses=error_responses(404, 422, notes={404: "No such schedule."}),
 )
-async def pause_schedule(
-    request: Request,
-    name: Name,
-    caller: Annotated[Caller, caller_for("schedules:write")],
-    tenant: Tenant = None,
-) -> ScheduleOut:
+async def pause_schedule(request: Request, name: Name, caller: Writer, tenant: Tenant = None) -> ScheduleOut:
     """Stop a schedule firing until it is resumed (scope `schedules:write`); runs already enqueued stay."""
     return await _pause(request, caller, name, tenant, True)
 
@@ -136,12 +123,7 @@ async def pause_schedule(
     summary="Resume a schedule",
     responses=error_responses(404, 422, notes={404: "No such schedule."}),
 )
-async def resume_schedule(
-    request: Request,
-    name: Name,
-    caller: Annotated[Caller, caller_for("schedules:write")],
-    tenant: Tenant = None,
-) -> ScheduleOut:
+async def resume_schedule(request: Request, name: Name, caller: Writer, tenant: Tenant = None) -> ScheduleOut:
     """Let a paused schedule fire again (scope `schedules:write`). Its next fire time is the first one after
     now: the runs it missed while paused are skipped, not caught up."""
     return await _pause(request, caller, name, tenant, False)
@@ -154,12 +136,7 @@ async def resume_schedule(
         404, 422, 429, notes={404: "No such schedule.", 429: "Over the tenant's quota or submit rate."}
     ),
 )
-async def run_schedule(
-    request: Request,
-    name: Name,
-    caller: Annotated[Caller, caller_for("schedules:write")],
-    tenant: Tenant = None,
-) -> ScheduleRun:
+async def run_schedule(request: Request, name: Name, caller: Writer, tenant: Tenant = None) -> ScheduleRun:
     """Submit one run of the schedule now, paused or not (scope `schedules:write`): a job of its queue,
     payload and priority, due now, which becomes its `last_job_id`; its next fire time is unchanged."""
     act = audit.begin(request, caller, "run_schedule")
