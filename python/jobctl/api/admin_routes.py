@@ -51,12 +51,6 @@ Verdict = Literal["ok", "warn", "fail"]
 VERDICTS: tuple[Verdict, ...] = ("ok", "warn", "fail")  # best to worst
 
 
-def _own(caller: Caller, tenant: str | None, field: str) -> str | None:
-    """The tenant a list asks for: None (the token's tenants, for an admin token every one) or one the
-    token may act for (another tenant's: 403 with the database's 42501)."""
-    return None if tenant is None else caller.tenant_for(tenant, field)
-
-
 async def _tenant(caller: Caller, tenant_id: str) -> TenantOut:
     params = {"tenant_id": tenant_id}
     row = await found(
@@ -185,7 +179,8 @@ async def list_audit(
     settings, pauses, bulk retries and cancels, forgotten subjects, schedules run by hand. An admin token
     also sees the entries with no tenant. Follow `next` (as `before`) until it is null."""
     params = {
-        "tenant_id": _own(caller, tenant, "tenant"),
+        # None: the token's tenants (an admin token: all); another tenant's: 403 (the database's 42501)
+        "tenant_id": None if tenant is None else caller.tenant_for(tenant, "tenant"),
         "before_id": before,
         "max_count": min(limit + 1, AUDIT_CAP),
     }

@@ -15,6 +15,7 @@ from jobctl.api import audit
 from jobctl.api.auth import Caller, caller_for
 from jobctl.api.models import (
     JOB_ID_MAX,
+    Batch,
     BatchIn,
     BatchOut,
     BatchSubmitted,
@@ -22,15 +23,13 @@ from jobctl.api.models import (
     WorkflowIn,
     WorkflowJob,
     WorkflowOut,
-    batch_of,
+    converted,
     shown,
 )
 from jobctl.api.names import known_query
-from jobctl.api.routes import call, error_responses, found
+from jobctl.api.routes import Submitter, call, error_responses, found
 
 router = APIRouter(prefix="/api/v1", dependencies=[known_query], tags=["jobs"])
-# the caller of a submit
-Submitter = Annotated[Caller, caller_for("jobs:submit")]
 
 BatchId = Annotated[int, Path(alias="id", ge=1, le=JOB_ID_MAX, description="The batch id.")]
 
@@ -128,4 +127,4 @@ async def get_batch(batch_id: BatchId, caller: Annotated[Caller, caller_for("job
     row = await found(
         caller, caller.client.get_batch, {"batch_id": batch_id}, f"batch {batch_id}", "id", {"batch_id": "id"}
     )
-    return BatchOut(batch=batch_of(row))
+    return BatchOut(batch=converted(Batch, row))

@@ -207,11 +207,6 @@ class Job(client.JobInfo):
         default=None, description="The name the job was given in its workflow (submit_workflow), or null."
     )
 
-    @classmethod
-    def of(cls, info: client.JobInfo) -> Job:
-        """From the client's `jobctl.job_info` row: times in UTC, the timeout interval in seconds."""
-        return validated(cls, {k: _plain(v) for k, v in fields_of(info).items()})
-
 
 _adapters: dict[type[Any], TypeAdapter[Any]] = {}
 
@@ -234,6 +229,12 @@ def fields_of(row: DataclassInstance) -> dict[str, Any]:
     """A row of the client's (a dataclass) as a dict of its fields, not copied (dataclasses.asdict
     would copy every payload)."""
     return {f.name: getattr(row, f.name) for f in dataclasses.fields(row)}
+
+
+def converted(cls: type[T], row: DataclassInstance) -> T:
+    """A row of the client's as cls, as a job (`jobctl.job_info`) and a batch are shown: times in UTC,
+    intervals (a job's timeout) in seconds."""
+    return validated(cls, {k: _plain(v) for k, v in fields_of(row).items()})
 
 
 def _plain(value: Any) -> Any:
@@ -613,10 +614,6 @@ class Batch(client.Batch):
         ),
     ]
     on_finish: Annotated[int | None, Field(description="The callbacks' job ids, or null.")]
-
-
-def batch_of(row: client.Batch) -> Batch:
-    return validated(Batch, {k: _plain(v) for k, v in fields_of(row).items()})
 
 
 class BatchOut(BaseModel):

@@ -45,6 +45,7 @@ from jobctl.api.models import (
     JobRef,
     JobSubmit,
     Submitted,
+    converted,
 )
 from jobctl.api.names import known_query
 from jobctl.contract import STATES
@@ -94,6 +95,8 @@ JobId = Annotated[int, Path(alias="id", ge=1, le=JOB_ID_MAX, description="The jo
 
 router = APIRouter(prefix="/api/v1", dependencies=[known_query], tags=["jobs"])
 operations = APIRouter(prefix="/api/v1", dependencies=[known_query], tags=["operations"])
+# the caller of a submit: a job, a workflow, a batch
+Submitter = Annotated[Caller, caller_for("jobs:submit")]
 
 
 def list_permit(request: Request, caller: Caller) -> AbstractContextManager[None]:
@@ -169,8 +172,9 @@ JOB_ID_AS_SENT = {"job_id": "id"}
 async def _job(caller: Caller, job_id: int) -> Job:
     """A job of the caller's tenants (get_job answers another tenant's as it answers an unknown id: no row,
     404)."""
-    return Job.of(
-        await found(caller, caller.client.get_job, {"job_id": job_id}, f"job {job_id}", "id", JOB_ID_AS_SENT)
+    params = {"job_id": job_id}
+    return converted(
+        Job, await found(caller, caller.client.get_job, params, f"job {job_id}", "id", JOB_ID_AS_SENT)
     )
 
 
@@ -197,12 +201,7 @@ async def _job(caller: Caller, job_id: int) -> Job:
         ),
     },
 )
-async def submit_job(
-    request: Request,
-    response: Response,
-    job: JobSubmit,
-    caller: Annotated[Caller, caller_for("jobs:submit")],
-) -> Submitted:
+async def submit_job(request: Request, response: Response, job: JobSubmit, caller: Submitter) -> Submitted:
     """Submit one job (scope `jobs:submit`). Fields left out take the database's defaults.
 
     A repeat of a `dedup_key` answers 200 with the first job and `"duplicate": true`. Its payload,
@@ -264,7 +263,7 @@ async def get_job(
             return JobOut(job=await _job(caller, job_id))
     state = request.app.state
     job = await call(long_poll.long_poll(sessions, state.hints, state.watch_permits, job_id, wait))
-    return JobOut(job=Job.of(job))
+    return JobOut(job=converted(Job, job))
 
 
 @router.delete(
@@ -350,7 +349,7 @@ async def list_jobs(
     with list_permit(request, caller):
         rows = await ask(caller, caller.client.list_jobs, params, names)
         return JobPage(
-            jobs=[Job.of(r) for r in rows[:limit]], next=next_page(rows, limit, LIST_CAP, "job_id")
+            jobs=[converted(Job, r) for r in rows[:limit]], next=next_page(rows, limit, LIST_CAP, "job_id")
         )
 
 
