@@ -73,17 +73,6 @@ def pool_of(request: Request) -> AsyncConnectionPool[psycopg.AsyncConnection[Any
     return pool
 
 
-def _token(request: Request) -> str:
-    header = request.headers.get("authorization")
-    if header is None:
-        raise error_handlers.NoToken("missing Authorization header: send Authorization: Bearer <token>")
-    scheme, _, token = header.strip().partition(" ")
-    token = token.strip()
-    if scheme.lower() != "bearer" or not token or any(c.isspace() for c in token):
-        raise error_handlers.NoToken("malformed Authorization header: expected Bearer <token>")
-    return token
-
-
 def _refuse(request: Request, err: errors.JobctlError, scope: str, token: str = "") -> errors.JobctlError:
     claimed = TOKEN_RE.match(token)  # the id is not secret (list_api_tokens shows it); the rest is
     log.warning(
@@ -142,10 +131,16 @@ class TokenSessions:
 def token_sessions(request: Request, scope: str) -> TokenSessions:
     """The request's TokenSessions for scope: 401 at once without a well-formed token."""
     assert scope in SCOPES, scope
-    try:
-        return TokenSessions(request, _token(request), scope)
-    except errors.Unauthorized as e:
-        raise _refuse(request, e, scope) from None
+    header = request.headers.get("authorization")
+    if header is None:
+        missing = "missing Authorization header: send Authorization: Bearer <token>"
+        raise _refuse(request, error_handlers.NoToken(missing), scope)
+    scheme, _, token = header.strip().partition(" ")
+    token = token.strip()
+    if scheme.lower() != "bearer" or not token or any(c.isspace() for c in token):
+        malformed = "malformed Authorization header: expected Bearer <token>"
+        raise _refuse(request, error_handlers.NoToken(malformed), scope)
+    return TokenSessions(request, token, scope)
 
 
 def sessions_for(scope: str) -> Any:

@@ -40,7 +40,7 @@ class HeadTimeoutH11Protocol(H11Protocol):
     Bodies are not timed here (a slow body holds a socket and a task, never a database connection:
     FastAPI reads the body before the endpoint's dependencies run)."""
 
-    head_timeout = HEAD_TIMEOUT  # set per server by head_timeout_protocol()
+    head_timeout = HEAD_TIMEOUT  # set per server by a subclass (serve_command)
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -97,11 +97,6 @@ class HeadTimeoutH11Protocol(H11Protocol):
                 (self.conn.send(response) or b"") + (self.conn.send(h11.Data(data=TIMED_OUT)) or b"")
             )
         self.transport.close()
-
-
-def head_timeout_protocol(seconds: float) -> type[HeadTimeoutH11Protocol]:
-    """The protocol class to pass as uvicorn's `http`, with this head timeout."""
-    return type("HeadTimeoutH11Protocol", (HeadTimeoutH11Protocol,), {"head_timeout": seconds})
 
 
 def _drop_color_message(record: logging.LogRecord) -> bool:
@@ -207,7 +202,7 @@ def serve_command(
         # h11 (httptools is not a dependency) with a request-head timeout: HeadTimeoutH11Protocol. uvicorn's
         # limit_concurrency is not used: it counts open connections, slow ones too, and would
         # answer real requests 503 while slowloris sockets are open
-        http=head_timeout_protocol(header_timeout),
+        http=type("HeadTimeoutH11Protocol", (HeadTimeoutH11Protocol,), {"head_timeout": header_timeout}),
         timeout_keep_alive=keep_alive_timeout,
         lifespan="on",
         log_config=None,  # uvicorn's loggers propagate to the root handler logs.setup installed
