@@ -47,6 +47,9 @@ TENANT_AS_SENT = {"tenant_id": "tenant"}
 AUDIT_CAP = 1000  # list_audit's max_count bound
 OTHER_TENANT = {403: "The token lacks the scope, or is another tenant's."}
 ADMIN_ONLY = {403: "The token lacks the scope, or is a tenant's: this is shared by every tenant."}
+# the error answers of the endpoints of one tenant, and of its tokens' and grants' lists
+ONE_TENANT_ERRORS = error_responses(404, 422, notes=OTHER_TENANT | {404: "No such tenant."})
+TENANT_LIST_ERRORS = error_responses(422, notes=OTHER_TENANT)
 Verdict = Literal["ok", "warn", "fail"]
 VERDICTS: tuple[Verdict, ...] = ("ok", "warn", "fail")  # best to worst
 
@@ -71,11 +74,7 @@ async def list_tenants(request: Request, caller: TenantReader) -> TenantList:
         return TenantList(tenants=[shown(Tenant, r) for r in rows])
 
 
-@router.get(
-    "/tenants/{tenant:name}",
-    summary="Get a tenant",
-    responses=error_responses(404, 422, notes=OTHER_TENANT | {404: "No such tenant."}),
-)
+@router.get("/tenants/{tenant:name}", summary="Get a tenant", responses=ONE_TENANT_ERRORS)
 async def get_tenant(tenant_id: TenantId, caller: TenantReader) -> TenantOut:
     """One tenant's settings (scope `tenants:read`)."""
     return await _tenant(caller, caller.tenant_for(tenant_id, "tenant"))
@@ -90,30 +89,20 @@ async def _pause(request: Request, caller: Caller, tenant_id: str, paused: bool)
     return await _tenant(caller, act.tenant)
 
 
-@router.post(
-    "/tenants/{tenant:name}/pause",
-    summary="Pause a tenant",
-    responses=error_responses(404, 422, notes=OTHER_TENANT | {404: "No such tenant."}),
-)
+@router.post("/tenants/{tenant:name}/pause", summary="Pause a tenant", responses=ONE_TENANT_ERRORS)
 async def pause_tenant(request: Request, tenant_id: TenantId, caller: TenantWriter) -> TenantOut:
     """Stop claims of the tenant's jobs from the next claim on; submits go on (scope `tenants:write`)."""
     return await _pause(request, caller, tenant_id, True)
 
 
-@router.post(
-    "/tenants/{tenant:name}/resume",
-    summary="Resume a tenant",
-    responses=error_responses(404, 422, notes=OTHER_TENANT | {404: "No such tenant."}),
-)
+@router.post("/tenants/{tenant:name}/resume", summary="Resume a tenant", responses=ONE_TENANT_ERRORS)
 async def resume_tenant(request: Request, tenant_id: TenantId, caller: TenantWriter) -> TenantOut:
     """Let the tenant's jobs be claimed again (scope `tenants:write`)."""
     return await _pause(request, caller, tenant_id, False)
 
 
 @router.get(
-    "/tenants/{tenant:name}/tokens",
-    summary="List a tenant's API tokens",
-    responses=error_responses(422, notes=OTHER_TENANT),
+    "/tenants/{tenant:name}/tokens", summary="List a tenant's API tokens", responses=TENANT_LIST_ERRORS
 )
 async def list_tokens(tenant_id: TenantId, caller: TenantReader) -> TokenList:
     """The tenant's API tokens, revoked ones included: ids, scopes, labels, never the tokens (only their
@@ -126,7 +115,7 @@ async def list_tokens(tenant_id: TenantId, caller: TenantReader) -> TokenList:
 @router.get(
     "/tenants/{tenant:name}/grants",
     summary="List the roles acting for a tenant",
-    responses=error_responses(422, notes=OTHER_TENANT),
+    responses=TENANT_LIST_ERRORS,
 )
 async def list_grants(tenant_id: TenantId, caller: TenantReader) -> GrantList:
     """The database roles granted the tenant (jobctl.grant_tenant), scope `tenants:read`; every-tenant

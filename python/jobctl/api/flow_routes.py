@@ -31,6 +31,9 @@ from jobctl.api.routes import Submitter, call, error_responses, found
 
 router = APIRouter(prefix="/api/v1", dependencies=[known_query], tags=["jobs"])
 
+SUBMIT_ERRORS = error_responses(
+    400, 413, 422, 429, notes={403: "The token lacks jobs:submit, or a job names another tenant."}
+)
 BatchId = Annotated[int, Path(alias="id", ge=1, le=JOB_ID_MAX, description="The batch id.")]
 
 
@@ -63,9 +66,7 @@ def _spec(caller: Caller, job: JobSubmit, field: str, tenant: str | None = None)
     status_code=201,
     summary="Submit a workflow",
     response_description="The workflow's id and its jobs' ids, in the order given.",
-    responses=error_responses(
-        400, 413, 422, 429, notes={403: "The token lacks jobs:submit, or a job names another tenant."}
-    ),
+    responses=SUBMIT_ERRORS,
 )
 async def submit_workflow(request: Request, body: WorkflowIn, caller: Submitter) -> WorkflowOut:
     """Submit jobs that depend on each other, all or nothing (scope `jobs:submit`). Each has a `name`;
@@ -91,9 +92,7 @@ async def submit_workflow(request: Request, body: WorkflowIn, caller: Submitter)
     status_code=201,
     summary="Submit a batch",
     response_description="The batch's id, its members' ids in the order given, its callbacks' ids.",
-    responses=error_responses(
-        400, 413, 422, 429, notes={403: "The token lacks jobs:submit, or a job names another tenant."}
-    ),
+    responses=SUBMIT_ERRORS,
 )
 async def submit_batch(request: Request, body: BatchIn, caller: Submitter) -> BatchSubmitted:
     """Submit one tenant's jobs as a batch with callbacks (scope `jobs:submit`): `on_finish` is

@@ -45,6 +45,8 @@ router = APIRouter(prefix="/api/v1", dependencies=[known_query], tags=["schedule
 Writer = Annotated[Caller, caller_for("schedules:write")]
 # list and drop take the tenant as the query parameter `tenant`
 TENANT_AS_SENT = {"tenant_id": "tenant"}
+# the error answers of pause and resume
+ONE_SCHEDULE_ERRORS = error_responses(404, 422, notes={404: "No such schedule."})
 
 
 @router.put(
@@ -108,21 +110,13 @@ async def _pause(
     return await _schedule(caller, act.tenant, name)
 
 
-@router.post(
-    "/schedules/{name:name}/pause",
-    summary="Pause a schedule",
-    responses=error_responses(404, 422, notes={404: "No such schedule."}),
-)
+@router.post("/schedules/{name:name}/pause", summary="Pause a schedule", responses=ONE_SCHEDULE_ERRORS)
 async def pause_schedule(request: Request, name: Name, caller: Writer, tenant: Tenant = None) -> ScheduleOut:
     """Stop a schedule firing until it is resumed (scope `schedules:write`); runs already enqueued stay."""
     return await _pause(request, caller, name, tenant, True)
 
 
-@router.post(
-    "/schedules/{name:name}/resume",
-    summary="Resume a schedule",
-    responses=error_responses(404, 422, notes={404: "No such schedule."}),
-)
+@router.post("/schedules/{name:name}/resume", summary="Resume a schedule", responses=ONE_SCHEDULE_ERRORS)
 async def resume_schedule(request: Request, name: Name, caller: Writer, tenant: Tenant = None) -> ScheduleOut:
     """Let a paused schedule fire again (scope `schedules:write`). Its next fire time is the first one after
     now: the runs it missed while paused are skipped, not caught up."""
