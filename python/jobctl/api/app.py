@@ -63,6 +63,18 @@ parameter an endpoint does not declare is refused (422, `reason` "unknown field"
 field is.
 """
 
+# The OpenAPI document's tags, in its order: name -> description
+TAGS = {
+    "jobs": "A tenant's jobs. Each endpoint needs a token with its scope.",
+    "schedules": "A tenant's recurring schedules (cron read in a time zone, UTC unless set).",
+    "operations": "For load balancers and monitoring; no token, but the health checks (tenants:read, "
+    "admin token).",
+    "tenants": "Tenants' settings, pause and resume, tokens and grants (tenants:read, tenants:write): a "
+    "tenant token for its own tenant.",
+    "workers": "The registry of workers (workers:read, admin token).",
+    "audit": "The audit log (audit:read): a tenant token sees its tenant's.",
+}
+
 
 def session_options(given: str, statement_timeout: float, lock_timeout: float) -> str:
     """libpq `options` for the API's sessions: the given ones (the DSN's, JOBCTL_PAYLOAD_KEYS), then
@@ -151,25 +163,7 @@ def create_app(
         openapi_url="/api/v1/openapi.json",
         lifespan=lifespan,
         generate_unique_id_function=lambda route: route.name,  # operationIds: submit_job, get_job, ...
-        openapi_tags=[
-            {"name": "jobs", "description": "A tenant's jobs. Each endpoint needs a token with its scope."},
-            {
-                "name": "schedules",
-                "description": "A tenant's recurring schedules (cron read in a time zone, UTC unless set).",
-            },
-            {
-                "name": "operations",
-                "description": "For load balancers and monitoring; no token, but the "
-                "health checks (tenants:read, admin token).",
-            },
-            {
-                "name": "tenants",
-                "description": "Tenants' settings, pause and resume, tokens and grants "
-                "(tenants:read, tenants:write): a tenant token for its own tenant.",
-            },
-            {"name": "workers", "description": "The registry of workers (workers:read, admin token)."},
-            {"name": "audit", "description": "The audit log (audit:read): a tenant token sees its tenant's."},
-        ],
+        openapi_tags=[{"name": name, "description": text} for name, text in TAGS.items()],
     )
     app.state.list_permits = TenantPermits(list_concurrency)
     app.state.watch_permits = TenantPermits(wait_concurrency, "long polls")
