@@ -211,10 +211,6 @@ class Metrics:
         self.registry.register(PoolCollector(pool_stats))
         self.jobs = JobSeries(job_series_ttl)
 
-    def observe(self, method: str, route: str, status: int, seconds: float) -> None:
-        self.requests.labels(method, route, str(status)).inc()
-        self.latency.labels(method, route).observe(seconds)
-
     async def endpoint(self, request: Request) -> Response:
         """The process series; with a token (jobs:read), the job series of its tenants first."""
         jobs = await self.jobs.body(request) if "authorization" in request.headers else b""
@@ -247,7 +243,8 @@ class MetricsMiddleware:
             route: Any = scope.get("route")
             template = getattr(route, "path", None) or UNMATCHED  # a route template, never the raw path
             method = scope["method"] if scope["method"] in METHODS else OTHER_METHOD
-            self.metrics.observe(method, template, status, time.perf_counter() - start)
+            self.metrics.requests.labels(method, template, str(status)).inc()
+            self.metrics.latency.labels(method, template).observe(time.perf_counter() - start)
 
 
 def install(
