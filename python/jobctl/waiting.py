@@ -127,7 +127,7 @@ def _listen_target(client: Client | AsyncClient, hint: bool) -> str | None:
     return target
 
 
-class _Registry:
+class Registry:
     """What a client's listener knows, whether its thread or its task runs it: the channel, which
     jobs it is registered for (watch_job) until when, and who to wake for a job's hint. `_lock`
     guards the waits' events: a threading.Lock for the thread, nothing for the task (one loop)."""
@@ -182,7 +182,7 @@ class _Registry:
                     event.set()
 
 
-class Listener(_Registry):
+class Listener(Registry):
     """A Client's shared listener: a thread holding one connection while the client has waits."""
 
     def __init__(self) -> None:
@@ -274,7 +274,7 @@ def wait(client: Client, job_id: int, limit: float, hint: bool) -> JobInfo:
     raise AssertionError("unreachable")  # polls() never ends
 
 
-class AsyncListener(_Registry):
+class AsyncListener(Registry):
     """An AsyncClient's shared listener: a task holding one connection while the client has waits."""
 
     def __init__(self) -> None:

@@ -39,9 +39,9 @@ WAIT_CONCURRENCY = 10  # long polls of one token's tenants at once in one API pr
 APPLICATION_NAME = "jobctl-api-hints"
 
 
-class Hints(waiting._Registry):
+class Hints(waiting.Registry):
     """The process's shared listener: one connection, one channel, hints dispatched by job id (the
-    registry of the client's waits, `waiting._Registry`, without its lock: one event loop)."""
+    registry of the client's waits, `waiting.Registry`, without its lock: one event loop)."""
 
     def __init__(self, conninfo: str | None, kwargs: dict[str, Any]) -> None:
         super().__init__(contextlib.nullcontext())
