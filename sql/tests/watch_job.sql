@@ -132,6 +132,8 @@ select is(pg_temp.watchers(4), 0::bigint, 'no watcher for b''s job');
 -- the tick prunes expired watchers
 update jobctl._watcher set expires_at = now() - interval '1 second'
 where job_id = pg_temp.id(5) and channel = pg_temp.ch(1);
+-- wait for pg_cron's tick, if one runs, and keep it out (the lock is re-entrant for this session)
+lock table jobctl_owner._tick_lock in exclusive mode;
 select jobctl.tick(false);
 select is(pg_temp.watchers(5), 1::bigint, 'the tick removes the expired watcher, keeps the live one');
 
