@@ -47,7 +47,7 @@ demo-stop: ## Stop the demo's worker and API
 test-db: setup ## A fresh test database on the tests' own cluster (.test-pg/, port 55442 up): dropped and made anew (about 10 s)
 	@$(TEST_ENV) bin/db fresh
 
-test: setup ## Run sqlfluff, ruff, mypy, pgTAP (pg_prove) and pytest in a fresh test database on .test-pg/ (about 22 minutes)
+test: setup ## Run sqlfluff, ruff, mypy, pgTAP (pg_prove) and pytest in a fresh test database on .test-pg/ (about 21 minutes)
 	@# the linters (CPU) beside the fresh test database and pgTAP (mostly the server's), then pytest
 	@$(MAKE) --no-print-directory -j2 --output-sync=target lint pgtap
 	@$(PYTEST)
@@ -69,7 +69,7 @@ pgtap: test-db ## Run the pgTAP suites with pg_prove in the test database (about
 test-quick: pgtap ## The edit-run loop: pgTAP and the pytest suites not marked slow (no drills, builds or benchmark smokes), stopping at the first failure (about 3 minutes)
 	@$(TEST_ENV) $(BIN)/pytest -x -m "not slow"
 
-pytest: test-db ## Run the pytest suites in the test database (real concurrency, real processes; about 19 minutes)
+pytest: test-db ## Run the pytest suites in the test database (real concurrency, real processes; about 18 minutes)
 	@$(PYTEST)
 
 bench-setup: setup ## Install the peers for the benchmarks (npm: graphile-worker, pg-boss; a venv: pgqueuer, procrastinate)
