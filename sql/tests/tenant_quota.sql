@@ -3,7 +3,7 @@
 -- cancelling or killing a job frees room; retrying a finished one takes room; tick's recount fixes
 -- drift. Tenants tap_quota_*.
 begin;
-select plan(15);
+select plan(16);
 
 create function pg_temp.submit(p_n integer)
 returns bigint
@@ -115,6 +115,34 @@ select is(
     ),
     (select row_version from quota_row),
     'a recount with nothing to fix leaves the tenant row as it was'
+);
+
+-- jobs held for a concurrency key's place and children waiting for a parent are unfinished too:
+-- the recount counts them
+select jobctl.put_tenant('tap_quota_b', max_pending => 10);
+select jobctl.put_concurrency_limit('tap_quota_b', 'k', 1);
+select count(*) from jobctl.submit_jobs((
+    select
+        jsonb_agg(
+            jsonb_build_object(
+                'tenant_id', 'tap_quota_b', 'queue', 'tap_quota_q', 'payload', '{}'::jsonb, 'concurrency_key', 'k'
+            )
+        )
+    from generate_series(1, 3)
+));
+select count(*) from jobctl.submit_workflow('[
+  {"name": "p", "tenant_id": "tap_quota_b", "queue": "tap_quota_q", "payload": {}},
+  {"name": "c", "tenant_id": "tap_quota_b", "queue": "tap_quota_q", "payload": {}, "depends_on": ["p"]}
+]');
+select jobctl._recount_pending('tap_quota_b');
+select is(
+    (
+        select coalesce(pg_sequence_last_value(admitted), 0) - coalesce(pg_sequence_last_value(finished), 0) + pending_offset
+        from jobctl.tenant
+        where tenant_id = 'tap_quota_b'
+    ),
+    5::bigint,
+    'the recount counts held jobs and waiting children (1 ready + 2 held, a parent and its child)'
 );
 
 select * from finish();

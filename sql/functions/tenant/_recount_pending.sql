@@ -1,7 +1,9 @@
 -- jobctl._recount_pending: set each max_pending tenant's pending_offset (one tenant, or NULL: all)
 -- so that admitted - finished + offset is its exact number of unfinished jobs: the rows it has in
--- _ready, _delayed and _running, counted in one pass. Transactions in flight while it counts may
--- leave the result off by their jobs until the next recount (tick: every minute). Writes: tenant,
+-- _ready, _held (waiting for a concurrency key's place), _delayed, _running and _waiting (children
+-- waiting for their parents), counted in one pass: every job a submit admitted until it finishes.
+-- Transactions in flight while it counts may leave the result off by their jobs until the next
+-- recount (tick: every minute). Writes: tenant,
 -- only the rows whose offset changed (a tenant row it updates stays locked until the caller commits,
 -- and jobctl._cap skips a locked tenant row: tick recounts last, just before it commits).
 create or replace function jobctl._recount_pending(p_tenant_id text)
@@ -21,9 +23,13 @@ begin
         from (
             select r.tenant_id from jobctl._ready as r
             union all
+            select h.tenant_id from jobctl._held as h
+            union all
             select d.tenant_id from jobctl._delayed as d
             union all
             select u.tenant_id from jobctl._running as u
+            union all
+            select w.tenant_id from jobctl._waiting as w
         ) as x
         where x.tenant_id in (select l.tenant_id from limited as l)
         group by x.tenant_id
