@@ -7,10 +7,11 @@ XIDs are read from the snapshot's xmax (txid_current_snapshot: reading it assign
 from pg_control_checkpoint() after a CHECKPOINT; both are cluster-wide, so run it on a quiet
 cluster. pg_cron's jobs (jobctl.tick every minute, maintain_partitions every 15) fire in the first
 seconds of a minute and take 6 to 18 XIDs of their own, so each mode is measured inside one minute,
-between its 15th and 58th second. The rest of the cluster's background work (autovacuum's ANALYZE
-takes an XID per table it updates statistics for) can only add XIDs, never take them away, so each mode
-runs three rounds and reports the fewest: a subtransaction or an extra write in the job's path shows in
-every round. Prints JSON lines and a table; a full run also writes benchmarks/results/xids.jsonl.
+between its 15th and 58th second. The rest of the cluster's background work (most likely
+autovacuum's ANALYZE, which takes an XID per table whose statistics it writes) can only add XIDs,
+never take them away, so each mode runs three rounds and reports the fewest: a subtransaction or an
+extra write in the job's path shows in every round. Prints JSON lines and a table; a full run also
+writes benchmarks/results/xids.jsonl.
 
     .venv/bin/python benchmarks/xids.py            # 2,000 single jobs, 20,000 batched
     .venv/bin/python benchmarks/xids.py --small    # 200 and 2,000

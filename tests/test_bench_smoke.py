@@ -112,8 +112,8 @@ def test_notify_scaled_down_thins_hints_and_recovers_a_killed_listener(dsn: str)
 def test_xids_per_job_scaled_down(dsn: str) -> None:
     """benchmarks/xids.py --small: three XIDs a job one by one (submit, claim, complete: no
     subtransaction adds one), three per 100 batched, and no MultiXact. Each mode runs between pg_cron's
-    runs on the minute and reports the fewest of three rounds: the cluster's background work (autovacuum's
-    ANALYZE, 12 XIDs in one CI round of 200 jobs) only adds; a little slack stays for it."""
+    runs on the minute and reports the fewest of three rounds: the cluster's background work (12 extra
+    XIDs in one CI round of 200 jobs, most likely autovacuum's ANALYZE) only adds; a little slack stays."""
     (single, batched), _ = bench(dsn, "xids.py", "--small")
     assert 3.0 <= single["xids_per_job"] <= 3.05, single
     assert 0.03 <= batched["xids_per_job"] <= 0.035, batched
