@@ -45,6 +45,7 @@ from jobctl.client.rows import (
     QueueRow,
     Row,
     Schedule,
+    Step,
     ScheduleRun,
     StateCounts,
     Stats,
@@ -330,6 +331,25 @@ class Calls:
     def retry_job(self, job_id: int, *, conn: CallerConn = None) -> Plan[str]:
         """Make a failed, dead or cancelled job pending, due now; returns its state ('pending')."""
         return str((yield queries.RETRY_JOB, {"job_id": check_id(job_id)})[0]["state"])
+
+    # --- durable execution (docs/durable.md)
+
+    @call
+    def job_steps(self, job_id: int, *, conn: CallerConn = None) -> Plan[list[Step]]:
+        """The job's saved steps and await outcomes, in the order they were saved ([] for an unknown job,
+        another tenant's, or one no longer hot)."""
+        return [typed(Step, r) for r in (yield queries.JOB_STEPS, {"job_id": check_id(job_id)})]
+
+    @call
+    def emit_event(
+        self, tenant_id: str, event: str, payload: Any = None, *, conn: CallerConn = None
+    ) -> Plan[int]:
+        """Emit the tenant's event with a JSON payload: every job waiting on it (`job.wait_for`) is due
+        at once and reads the payload. The first emit wins; returns how many jobs it woke (0 for a
+        repeat, which changes nothing)."""
+        text = None if payload is None else _json(payload, "payload", "the payload")
+        params = {"tenant_id": tenant_id, "event": event, "payload": text}
+        return int((yield queries.EMIT_EVENT, params)[0]["emit_event"])
 
     # --- workflows and batches
 

@@ -165,6 +165,16 @@ class HistoryEntry:
 
 
 @dataclass(frozen=True)
+class Step:
+    """A row of job_steps: a step a job saved (save_step), or an await's outcome (step `event:<name>`)."""
+
+    step: str
+    result: Any
+    saved_at: datetime
+    attempt: int
+
+
+@dataclass(frozen=True)
 class Schedule:
     """A row of list_schedules."""
 

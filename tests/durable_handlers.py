@@ -1,0 +1,76 @@
+"""Handlers the durable-execution tests run (`--handler durable_handlers:NAME`, tests/ as the current
+directory). Each logs `handler started job=ID epoch=N attempt=A` first.
+
+five_steps (sync): steps s1..s5, each `transaction=True` writing its row to public.durable_effect in
+the step's own transaction; after s3, while the file in payload["gate"] is missing, it logs
+`after s3 job=ID` and waits (a test kills the worker there). Returns {"steps": 5}.
+sleeper (async): with payload["sleep"], a step, then `job.sleep(payload["sleep"])`; then returns
+{"woke": True}. It writes a public.durable_run (job, phase, at) row as each run starts and as it ends.
+waiter (async) and waiter_sync: `job.wait_for(payload["event"], timeout=payload.get("timeout"))`;
+returns {"payload": ...} or {"timed_out": true}.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from typing import Any
+
+from jobctl.worker import EventTimeout, Job
+
+log = logging.getLogger("durable_handlers")
+
+EFFECT = "insert into public.durable_effect (job_id, step, attempt) values (%s, %s, %s)"
+RUN = "insert into public.durable_run (job_id, phase) values (%s, %s)"
+
+
+def _started(job: Job) -> None:
+    log.info("handler started job=%s epoch=%s attempt=%s", job.job_id, job.lease_epoch, job.attempt)
+
+
+def five_steps(job: Job) -> Any:
+    _started(job)
+    for i in range(1, 6):
+        name = f"s{i}"
+
+        def effect(conn: Any, name: str = name) -> Any:
+            conn.execute(EFFECT, (job.job_id, name, job.attempt))
+            return {"step": name}
+
+        job.step(name, effect, transaction=True)
+        if i == 3:
+            gate = str(job.payload.get("gate", ""))
+            while gate and not os.path.exists(gate):
+                log.info("after s3 job=%s", job.job_id)
+                time.sleep(0.05)
+    return {"steps": 5}
+
+
+async def sleeper(job: Job) -> Any:
+    _started(job)
+    assert job._pool is not None
+    async with job._pool.connection() as conn:  # type: ignore[union-attr]
+        await conn.execute(RUN, (job.job_id, "start"))
+    if "sleep" in job.payload:
+        await job.step("before", lambda: {"at": time.time()})
+        await job.sleep(float(job.payload["sleep"]))
+    async with job._pool.connection() as conn:  # type: ignore[union-attr]
+        await conn.execute(RUN, (job.job_id, "end"))
+    return {"woke": True}
+
+
+async def waiter(job: Job) -> Any:
+    _started(job)
+    try:
+        return {"payload": await job.wait_for(str(job.payload["event"]), timeout=job.payload.get("timeout"))}
+    except EventTimeout:
+        return {"timed_out": True}
+
+
+def waiter_sync(job: Job) -> Any:
+    _started(job)
+    try:
+        return {"payload": job.wait_for(str(job.payload["event"]), timeout=job.payload.get("timeout"))}
+    except EventTimeout:
+        return {"timed_out": True}
