@@ -11,7 +11,6 @@ import signal
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
 
 import psycopg
 import pytest
@@ -23,7 +22,9 @@ TABLES = """
 create table if not exists public.durable_effect (
     job_id bigint, step text, attempt int, at timestamptz default clock_timestamp()
 );
-create table if not exists public.durable_run (job_id bigint, phase text, at timestamptz default clock_timestamp());
+create table if not exists public.durable_run (
+    job_id bigint, phase text, at timestamptz default clock_timestamp()
+);
 grant insert on public.durable_effect, public.durable_run to public;
 """
 
@@ -41,7 +42,8 @@ def args(queue: str, handler: str, *more: str) -> list[str]:
 def ended(conn: Conn, ids: list[int]) -> Callable[[], bool]:
     def check() -> bool:
         row = conn.execute(
-            "select count(*) from jobctl.job where job_id = any(%s) and state in ('completed', 'dead', 'cancelled')",
+            "select count(*) from jobctl.job"
+            " where job_id = any(%s) and state in ('completed', 'dead', 'cancelled')",
             (ids,),
         ).fetchone()
         return row is not None and row[0] == len(ids)
@@ -66,11 +68,14 @@ def test_a_killed_workers_job_resumes_after_its_saved_steps(
     wait_for(ended(conn, [job_id]), 30, "the job's end on the second worker")
     second.stop()
     rows = conn.execute(
-        "select step, count(*), min(attempt) from public.durable_effect where job_id = %s group by step order by step",
+        "select step, count(*), min(attempt) from public.durable_effect"
+        " where job_id = %s group by step order by step",
         (job_id,),
     ).fetchall()
     assert rows == [("s1", 1, 1), ("s2", 1, 1), ("s3", 1, 1), ("s4", 1, 2), ("s5", 1, 2)], rows
-    state = conn.execute("select state, attempt, result from jobctl.job where job_id = %s", (job_id,)).fetchone()
+    state = conn.execute(
+        "select state, attempt, result from jobctl.job where job_id = %s", (job_id,)
+    ).fetchone()
     assert state == ("completed", 2, {"steps": 5}), state
     steps = conn.execute("select step, attempt from jobctl.job_steps(%s)", (job_id,)).fetchall()
     assert steps == [("s1", 1), ("s2", 1), ("s3", 1), ("s4", 2), ("s5", 2)], steps
@@ -86,7 +91,15 @@ def test_sleeping_jobs_give_their_tenants_place_to_its_other_jobs(
     conn.execute("select jobctl.put_tenant(%s, max_running => 1)", (name,))
     sleepers = submit(conn, name, queue, [{"sleep": 2}] * 1000)
     worker = spawn(*args(queue, "sleeper", "--concurrency", "8"))
-    wait_for(lambda: bool(conn.execute("select count(*) >= 100 from public.durable_run where job_id = any(%s)", (sleepers,)).fetchone()[0]), 60, "100 sleepers asleep")  # type: ignore[index]
+    wait_for(
+        lambda: bool(
+            conn.execute(
+                "select count(*) >= 100 from public.durable_run where job_id = any(%s)", (sleepers,)
+            ).fetchone()[0]
+        ),
+        60,
+        "100 sleepers asleep",
+    )  # type: ignore[index]
     others = submit(conn, name, queue, [{}] * 5, priority=5)
     started = time.monotonic()
     wait_for(ended(conn, sleepers + others), 180, "every job's end")
@@ -105,7 +118,8 @@ def test_sleeping_jobs_give_their_tenants_place_to_its_other_jobs(
         assert sleeping >= 1, f"job {other} ran while no sleeper slept"
     assert elapsed < 200, elapsed
     attempts = conn.execute(
-        "select max(attempt), count(*) filter (where state = 'completed') from jobctl.job where job_id = any(%s)",
+        "select max(attempt), count(*) filter (where state = 'completed')"
+        " from jobctl.job where job_id = any(%s)",
         (sleepers,),
     ).fetchone()
     assert attempts == (1, 1000), attempts
@@ -148,16 +162,18 @@ def test_racing_emitters_wake_each_waiter_once_with_the_first_payload(
     wait_for(ended(conn, ids), 60, "every waiter's end")
     for w in workers:
         w.stop()
-    first = dict(conn.execute(
-        "select event, payload from jobctl._emitted where tenant_id = %s", (name,)
-    ).fetchall())
+    first = dict(
+        conn.execute("select event, payload from jobctl._emitted where tenant_id = %s", (name,)).fetchall()
+    )
     rows = conn.execute(
         "select job_id, payload ->> 'event', state, result from jobctl.job where job_id = any(%s)", (ids,)
     ).fetchall()
     assert all(state == "completed" for _, _, state, _ in rows)
     assert all(result == {"payload": first[event]} for _, event, _, result in rows)
     woken = conn.execute(
-        "select job_id, count(*) from jobctl._event where job_id = any(%s) and event = 'woken' group by job_id", (ids,)
+        "select job_id, count(*) from jobctl._event"
+        " where job_id = any(%s) and event = 'woken' group by job_id",
+        (ids,),
     ).fetchall()
     assert all(n == 1 for _, n in woken), woken
     emitted = [json.loads(Path(o).read_text()) for o in outs]
@@ -192,6 +208,4 @@ def test_a_waits_timeout_resumes_it_within_a_second(
     assert len(rows) == 25
     assert all(result == {"timed_out": True} for _, result, _ in rows), rows
     late = sorted(r[2] for r in rows)
-    assert 0 <= late[0] and late[-1] < 1.0, late
-
-
+    assert late[0] >= 0 and late[-1] < 1.0, late

@@ -41,10 +41,10 @@ from jobctl.client.rows import Queue as Queue
 from jobctl.client.rows import QueueRow as QueueRow
 from jobctl.client.rows import RawJson as RawJson
 from jobctl.client.rows import Schedule as Schedule
-from jobctl.client.rows import Step as Step
 from jobctl.client.rows import ScheduleRun as ScheduleRun
 from jobctl.client.rows import StateCounts as StateCounts
 from jobctl.client.rows import Stats as Stats
+from jobctl.client.rows import Step as Step
 from jobctl.client.rows import Submitted as Submitted
 from jobctl.client.rows import Tenant as Tenant
 from jobctl.client.rows import TenantGrant as TenantGrant

@@ -15,7 +15,7 @@ from __future__ import annotations
 import inspect
 import json
 from collections.abc import Callable
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from psycopg_pool import AsyncConnectionPool, ConnectionPool
@@ -80,7 +80,7 @@ def _until(seconds_or_time: float | datetime) -> datetime:
         if seconds_or_time.tzinfo is None:
             raise ValueError("sleep_until needs an aware datetime (with a time zone)")
         return seconds_or_time
-    return datetime.now(timezone.utc) + timedelta(seconds=seconds_or_time)
+    return datetime.now(UTC) + timedelta(seconds=seconds_or_time)
 
 
 def _sleep_name(job: Job) -> str:
@@ -114,7 +114,9 @@ def _cache(job: Job) -> dict[str, Any]:
     return job._steps
 
 
-def step_sync(job: Job, pool: ConnectionPool[Conn], name: str, fn: Callable[..., Any], transaction: bool) -> Any:
+def step_sync(
+    job: Job, pool: ConnectionPool[Conn], name: str, fn: Callable[..., Any], transaction: bool
+) -> Any:
     steps = steps_sync(job, pool)
     if name in steps:
         return steps[name]
@@ -214,7 +216,9 @@ async def sleep_async(job: Job, pool: AsyncConnectionPool[AsyncConn], until: flo
     raise Suspended(f"sleeping until {when.isoformat()}")
 
 
-async def wait_for_async(job: Job, pool: AsyncConnectionPool[AsyncConn], event: str, timeout: float | None) -> Any:
+async def wait_for_async(
+    job: Job, pool: AsyncConnectionPool[AsyncConn], event: str, timeout: float | None
+) -> Any:
     _outside_transaction(job, "wait_for")
     saved = (await steps_async(job, pool)).get(f"event:{event}")
     if saved is not None:

@@ -17,8 +17,8 @@ from psycopg_pool import AsyncConnectionPool, ConnectionPool
 
 from jobctl import queries, tracing
 from jobctl.client.rows import Batch, json_depth
-from jobctl.worker import durable
 from jobctl.errors import first_line
+from jobctl.worker import durable
 
 Conn = psycopg.Connection[tuple[Any, ...]]
 AsyncConn = psycopg.AsyncConnection[tuple[Any, ...]]

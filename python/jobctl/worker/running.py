@@ -216,7 +216,9 @@ class Running:
         elif job._suspended:  # its lease ended in the database: it runs again when due
             self.stats.suspended += 1
             if not isinstance(error, Suspended):
-                log.warning("handler went on after its job was suspended; what it did is ignored", extra=ids(job))
+                log.warning(
+                    "handler went on after its job was suspended; what it did is ignored", extra=ids(job)
+                )
         elif error is None:
             try:
                 result = result_json(value)

@@ -101,6 +101,6 @@ once) or timeout passes (then due; NULL: no timeout). Called again by the resume
 event:<event>). fenced when the job is not running under that epoch: nothing changed. An emit racing the wait
 is never lost. Bounds: event 1 to 200 printable characters; timeout positive, at most 1 year. Needs READ
 COMMITTED.
-Errors: JC001 NULL job_id or lease_epoch, event or timeout out of bounds; JC007 another isolation level.
+Errors: JC001 NULL job_id or lease_epoch, event or timeout out of bounds, JC007 another isolation level.
 Example:
 select * from jobctl.await_event(42, 7, ''order-1/approved'', interval ''1 day'');';

@@ -80,6 +80,6 @@ returns 0 and changes nothing. Events are kept as long as hot jobs (jobctl.reten
 that starts later waits for a new emit. Only a caller who may act for the tenant with events:emit (a role
 granted the tenant: jobctl_writer; an API token with the scope) may emit its events. Bounds: event 1 to 200
 printable characters; payload at most 65536 bytes and 100 levels deep. Needs READ COMMITTED.
-Errors: JC001 NULL tenant_id, event or payload out of bounds; 42501 another tenant''s; JC007 another isolation level.
+Errors: JC001 NULL tenant_id, event or payload out of bounds, 42501 another tenant''s, JC007 another isolation level.
 Example:
 select jobctl.emit_event(''acme'', ''order-1/approved'', ''{"by": "ops"}'');';
