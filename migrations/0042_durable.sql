@@ -45,3 +45,13 @@ create index _awaiting_event_idx on jobctl._awaiting (tenant_id, event);
 -- why a delayed job is waiting: NULL (a delayed submit or a retry's backoff), 'sleep' (sleep_job),
 -- 'event' (await_event). Metadata only: no row is rewritten.
 alter table jobctl._delayed add column parked text;
+
+-- The children a job spawned and waits for (await_job), one per step: the step's child is submitted
+-- once. cancel_with_parent: a cancel of the parent cancels the child if it has not ended.
+create table jobctl._spawn (
+    parent_id bigint not null,
+    step text not null,
+    child_id bigint not null,
+    cancel_with_parent boolean not null,
+    constraint _spawn_pkey primary key (parent_id, step)
+);

@@ -222,6 +222,11 @@ select outcome, payload
 from jobctl.await_event(%(job_id)s::bigint, %(lease_epoch)s::bigint, %(event)s::text,
     make_interval(secs => %(timeout)s::float8))
 """
+AWAIT_JOB = """
+select outcome, child_id, state, result, error
+from jobctl.await_job(%(job_id)s::bigint, %(lease_epoch)s::bigint, %(step)s::text, %(child)s::jsonb,
+    %(cancel_with_parent)s::boolean)
+"""
 EMIT_EVENT = "select jobctl.emit_event(%(tenant_id)s::text, %(event)s::text, %(payload)s::jsonb)"
 
 # --- shards and the router (jobctl.shards; docs/operations.md, Sharding)

@@ -65,7 +65,7 @@ insert into granted values
     'jobctl_worker', '{}', array[
         'claim_job', 'heartbeat', 'complete_job', 'complete_jobs', 'fail_job', 'release_job', 'tick', 'hint_tags', 'hint_senders',
         'worker_beat', 'worker_gone', 'parent_results', 'get_batch', 'claimable_weight', 'slot_shares', 'hint_window',
-        'save_step', 'sleep_job', 'await_event', 'job_steps'
+        'save_step', 'sleep_job', 'await_event', 'job_steps', 'await_job'
     ]
 ),
 ('jobctl_api', array['jobctl_writer', 'jobctl_reader'], array[

@@ -324,9 +324,10 @@ FLOW_ROWS = 200  # a workflow's jobs shown on a job's page
 
 @_page("/jobs/{job_id}", "jobs:read", "jobs", "job.html")
 async def job_detail(request: Request, caller: Caller) -> dict[str, Any]:
-    """A job, its history and what its state allows (job_actions); of its workflow: its parents with their
-    states (find_jobs by id, hot or archived), its workflow's jobs (the client's workflow_jobs: find_jobs
-    has no workflow filter) with the names they were given at submit, and its batch (get_batch)."""
+    """A job, its history, its saved steps (job_steps) and what its state allows (job_actions); of its
+    workflow: its parents with their states (find_jobs by id, hot or archived), its workflow's jobs (the
+    client's workflow_jobs: find_jobs has no workflow filter) with the names they were given at submit,
+    and its batch (get_batch)."""
     number = _job_number(request.path_params["job_id"])
     client, conn = caller.client, caller.conn
     job = await client.get_job(number, conn=conn)
@@ -341,6 +342,7 @@ async def job_detail(request: Request, caller: Caller) -> dict[str, Any]:
         "title": f"Job {number}",
         "job": job,
         "history": await client.job_history(number, conn=conn),
+        "steps": await client.job_steps(number, conn=conn),
         "parents": parents,
         "parents_gone": [i for i in ids if i not in shown],
         "flow": flow[:FLOW_ROWS],

@@ -23,13 +23,14 @@ from __future__ import annotations
 from jobctl.worker.calls import APP_NAME
 from jobctl.worker.command import HandlerError, load_handler, worker_command
 from jobctl.worker.durable import EventTimeout, Suspended
-from jobctl.worker.job import Job, JobTransaction, LeaseLost, PermanentError
+from jobctl.worker.job import ChildFailed, Job, JobTransaction, LeaseLost, PermanentError
 from jobctl.worker.outbox import Stats
 from jobctl.worker.runner import Worker, default_worker_id, run, run_loop
 from jobctl.worker.running import Handler
 
 __all__ = [
     "APP_NAME",
+    "ChildFailed",
     "EventTimeout",
     "Handler",
     "HandlerError",

@@ -89,6 +89,37 @@ def _sleep_name(job: Job) -> str:
     return name
 
 
+def _spawn_name(job: Job, name: str | None) -> str:
+    if name is None:
+        name = str(job._spawns)
+        job._spawns += 1
+    return f"spawn:{name}"
+
+
+def _child(queue: str, payload: Any, options: dict[str, Any]) -> str:
+    from jobctl.worker.job import result_json
+
+    return result_json({"queue": queue, "payload": payload, **options}) or "{}"
+
+
+def _ended(job: Job, outcome: str, child_id: Any, state: Any, result: Any, error: Any) -> Any:
+    """await_job's answer as spawn_and_wait's: the child's result, or an exception."""
+    from jobctl.worker.job import ChildFailed
+
+    if outcome == "ended":
+        if state == "completed":
+            return result
+        raise ChildFailed(f"child job {child_id} ended {state}: {error or 'no error'}", child_id, state)
+    if outcome == "suspended":
+        job._suspended = True
+        raise Suspended(f"waiting for child job {child_id}")
+    raise _fenced(job, "await_job")
+
+
+def _saved_end(job: Job, saved: dict[str, Any]) -> Any:
+    return _ended(job, "ended", saved["child_id"], saved["state"], saved.get("result"), saved.get("error"))
+
+
 # --- sync handlers (the job's pool is a ConnectionPool)
 
 
@@ -154,6 +185,27 @@ def wait_for_sync(job: Job, pool: ConnectionPool[Conn], event: str, timeout: flo
         row = conn.execute(queries.AWAIT_EVENT, _params(job, event=event, timeout=timeout)).fetchone()
     assert row is not None
     return _answer(job, event, row[0], row[1])
+
+
+def spawn_and_wait_sync(
+    job: Job,
+    pool: ConnectionPool[Conn],
+    queue: str,
+    payload: Any,
+    name: str | None,
+    cancel: bool,
+    options: dict[str, Any],
+) -> Any:
+    _outside_transaction(job, "spawn_and_wait")
+    step = _spawn_name(job, name)
+    saved = steps_sync(job, pool).get(step)
+    if saved is not None:
+        return _saved_end(job, saved)
+    params = _params(job, step=step, child=_child(queue, payload, options), cancel_with_parent=cancel)
+    with pool.connection() as conn:
+        row = conn.execute(queries.AWAIT_JOB, params).fetchone()
+    assert row is not None
+    return _ended(job, *row)
 
 
 # --- async handlers (the job's pool is an AsyncConnectionPool)
@@ -228,3 +280,25 @@ async def wait_for_async(
         row = await cur.fetchone()
     assert row is not None
     return _answer(job, event, row[0], row[1])
+
+
+async def spawn_and_wait_async(
+    job: Job,
+    pool: AsyncConnectionPool[AsyncConn],
+    queue: str,
+    payload: Any,
+    name: str | None,
+    cancel: bool,
+    options: dict[str, Any],
+) -> Any:
+    _outside_transaction(job, "spawn_and_wait")
+    step = _spawn_name(job, name)
+    saved = (await steps_async(job, pool)).get(step)
+    if saved is not None:
+        return _saved_end(job, saved)
+    params = _params(job, step=step, child=_child(queue, payload, options), cancel_with_parent=cancel)
+    async with pool.connection() as conn:
+        cur = await conn.execute(queries.AWAIT_JOB, params)
+        row = await cur.fetchone()
+    assert row is not None
+    return _ended(job, *row)

@@ -28,6 +28,16 @@ class PermanentError(Exception):
     """Raise from a handler to fail the job without a retry (it goes to `dead`)."""
 
 
+class ChildFailed(PermanentError):
+    """`job.spawn_and_wait`: the child job ended dead or cancelled (`child_id`, `state`). A
+    PermanentError: every later run of the parent reads the same saved end, so a retry cannot help;
+    catch it to go on without the child's result."""
+
+    def __init__(self, message: str, child_id: int, state: str) -> None:
+        super().__init__(message)
+        self.child_id, self.state = child_id, state
+
+
 class LeaseLost(Exception):
     """The job's lease is no longer ours (cancelled, reaped or taken over): its completion was fenced.
 
@@ -163,6 +173,7 @@ class Job:
     _progress: str | None = field(default=None, repr=False)  # reported, not yet sent (JSON text)
     _steps: dict[str, Any] | None = field(default=None, repr=False)  # saved steps, read on first use
     _sleeps: int = field(default=0, repr=False)  # sleeps this run went through (their steps' names)
+    _spawns: int = field(default=0, repr=False)  # unnamed spawn_and_wait calls this run went through
     _suspended: bool = field(default=False, repr=False)  # parked by a sleep or a wait: nothing to report
     _tx_conn: Any = field(default=None, repr=False)  # the connection of the open job.transaction()
 
@@ -322,6 +333,28 @@ class Job:
         if isinstance(self._pool, AsyncConnectionPool):
             return durable.wait_for_async(self, self._pool, event, timeout)
         return durable.wait_for_sync(self, self._sync_pool("wait_for"), event, timeout)
+
+    def spawn_and_wait(
+        self,
+        queue: str,
+        payload: Any,
+        *,
+        name: str | None = None,
+        cancel_with_parent: bool = True,
+        **options: Any,
+    ) -> Any:
+        """Submit a child job once (in this job's tenant; `options` are submit_jobs' keys: priority,
+        max_attempts, timeout, ...) and give up the lease until it ends, as in `sleep`; then return its
+        result, or raise `ChildFailed` when it ended dead or cancelled. The child and its end are kept as
+        the step `spawn:<name>` (default: the handler's n-th unnamed spawn, from 0). With
+        `cancel_with_parent` (the default) a cancel of this job cancels the child too. Async handlers
+        await it."""
+        if isinstance(self._pool, AsyncConnectionPool):
+            return durable.spawn_and_wait_async(
+                self, self._pool, queue, payload, name, cancel_with_parent, options
+            )
+        pool = self._sync_pool("spawn_and_wait")
+        return durable.spawn_and_wait_sync(self, pool, queue, payload, name, cancel_with_parent, options)
 
     def _sync_pool(self, what: str) -> ConnectionPool[Conn]:
         if not isinstance(self._pool, ConnectionPool):
