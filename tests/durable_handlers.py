@@ -8,6 +8,7 @@ sleeper (async): with payload["sleep"], a step, then `job.sleep(payload["sleep"]
 {"woke": True}. It writes a public.durable_run (job, phase, at) row as each run starts and as it ends.
 waiter (async) and waiter_sync: `job.wait_for(payload["event"], timeout=payload.get("timeout"))`;
 returns {"payload": ...} or {"timed_out": true}.
+spawner (async): `job.spawn_and_wait` of a child (doubler) in payload["child_queue"]; returns its result.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import os
 import time
 from typing import Any
 
-from jobctl.worker import EventTimeout, Job
+from jobctl.worker import EventTimeout, Job, PermanentError
 
 log = logging.getLogger("durable_handlers")
 
@@ -74,3 +75,19 @@ def waiter_sync(job: Job) -> Any:
         return {"payload": job.wait_for(str(job.payload["event"]), timeout=job.payload.get("timeout"))}
     except EventTimeout:
         return {"timed_out": True}
+
+
+async def spawner(job: Job) -> Any:
+    """Spawns one child in payload["child_queue"] with payload {"n": n, "fail": fail} and returns its
+    result; a child that died raises ChildFailed (the parent dies too)."""
+    _started(job)
+    p = job.payload
+    child = {"n": p["n"], "fail": p.get("fail", False)}
+    return {"child": await job.spawn_and_wait(p["child_queue"], child, name="double", max_attempts=1)}
+
+
+async def doubler(job: Job) -> Any:
+    _started(job)
+    if job.payload.get("fail"):
+        raise PermanentError("the child fails")
+    return {"double": 2 * int(job.payload["n"])}

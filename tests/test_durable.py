@@ -209,3 +209,29 @@ def test_a_waits_timeout_resumes_it_within_a_second(
     assert all(result == {"timed_out": True} for _, result, _ in rows), rows
     late = sorted(r[2] for r in rows)
     assert late[0] >= 0 and late[-1] < 1.0, late
+
+
+def test_a_parent_waits_for_the_child_it_spawned_without_a_slot(
+    conn: Conn, name: str, spawn: Callable[..., WorkerProcess]
+) -> None:
+    """20 parents each spawn a child and wait for it, parked; each gets its child's result, one child
+    each however often the parent runs; a parent whose child dies fails for good (ChildFailed)."""
+    queue, children = name + "_p", name + "_c"
+    ids = submit(conn, name, queue, [{"child_queue": children, "n": i} for i in range(20)])
+    (doomed,) = submit(conn, name, queue, [{"child_queue": children, "n": 0, "fail": True}], max_attempts=3)
+    workers = [spawn(*args(queue, "spawner")), spawn(*args(children, "doubler"))]
+    wait_for(ended(conn, [*ids, doomed]), 60, "every parent's end")
+    for w in workers:
+        w.stop()
+    rows = conn.execute(
+        "select payload ->> 'n', state, result, attempt from jobctl.job where job_id = any(%s)", (ids,)
+    ).fetchall()
+    assert all(state == "completed" for _, state, _, _ in rows), rows
+    assert all(result == {"child": {"double": 2 * int(n)}} for n, _, result, _ in rows), rows
+    assert all(attempt == 1 for *_, attempt in rows), rows
+    n_children = conn.execute("select count(*) from jobctl.job where queue = %s", (children,)).fetchone()
+    assert n_children == (21,)
+    dead = conn.execute(
+        "select state, attempt, last_error from jobctl.job where job_id = %s", (doomed,)
+    ).fetchone()
+    assert dead is not None and dead[0] == "dead" and dead[1] == 1 and "ended dead" in str(dead[2]), dead
