@@ -17,7 +17,10 @@ select throws_ok(
 select is(jobctl.emit_event('tap_emit_o', 'go'), 0, 'its own tenant''s event: recorded (no waiter woken)');
 reset session authorization;
 select is(
-    (select count(*)::int from jobctl._emitted where tenant_id in ('tap_emit_t', 'tap_emit_o')), 1,
+    (
+        select count(*)::int from jobctl._emitted
+        where tenant_id in ('tap_emit_t', 'tap_emit_o')
+    ), 1,
     'only its own tenant''s event was recorded'
 );
 
@@ -29,9 +32,19 @@ select jobctl.save_step(job_id, lease_epoch, 'kept') from c1;
 insert into jobctl._step (job_id, step, job_created_at, tenant_id, attempt, lease_epoch)
 values (-1, 'gone', now() - interval '8 days', 'tap_emit_t', 1, 1);
 select jobctl._expire_durable(interval '7 days');
-select is((select count(*)::int from jobctl._emitted where tenant_id = 'tap_emit_t' and event = 'old'), 0, 'an event emitted 8 days ago is gone');
-select is((select count(*)::int from jobctl._emitted where tenant_id = 'tap_emit_o' and event = 'go'), 1, 'a new one stays');
-select is((select count(*)::int from jobctl._step where job_id = -1), 0, 'the steps of a job no longer hot are gone');
+select
+    is((
+        select count(*)::int from jobctl._emitted
+        where tenant_id = 'tap_emit_t' and event = 'old'
+    ), 0, 'an event emitted 8 days ago is gone');
+select is((
+    select count(*)::int from jobctl._emitted
+    where tenant_id = 'tap_emit_o' and event = 'go'
+), 1, 'a new one stays');
+select is((
+    select count(*)::int from jobctl._step
+    where job_id = -1
+), 0, 'the steps of a job no longer hot are gone');
 select is((select count(*)::int from c1 cross join jobctl.job_steps(c1.job_id)), 1, 'a hot job''s steps stay');
 
 select * from finish();

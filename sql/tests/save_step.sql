@@ -12,7 +12,9 @@ select has_function('jobctl', 'job_steps', array['bigint'], 'job_steps(job_id) e
 create temp table s1 as select * from jobctl.submit_job('tap_step_t', 'tap_step_q', '{}');
 create temp table c1 as select * from jobctl.claim_job('tap_step_w', array['tap_step_q']);
 
-select is((select jobctl.save_step(job_id, lease_epoch, 'charge', '{"id": "ch_1"}') from c1), true, 'a save under the lease: true');
+select is(
+    (select jobctl.save_step(job_id, lease_epoch, 'charge', '{"id": "ch_1"}') from c1), true, 'a save under the lease: true'
+);
 select is((select jobctl.save_step(job_id, lease_epoch, 'charge', '{"id": "ch_2"}') from c1), true, 'the same step again: true');
 select results_eq(
     $$select s.step, s.result, s.attempt from c1 cross join jobctl.job_steps(c1.job_id) as s$$,
@@ -21,7 +23,11 @@ select results_eq(
 );
 select is((select jobctl.save_step(job_id, lease_epoch, 'empty') from c1), true, 'a step with no result (NULL)');
 select is((select jobctl.save_step(job_id, lease_epoch + 1000, 'other', '1') from c1), false, 'another epoch: false');
-select is((select count(*)::int from c1 cross join jobctl.job_steps(c1.job_id) as s where s.step = 'other'), 0, 'and nothing written');
+select
+    is((
+        select count(*)::int from c1 cross join jobctl.job_steps(c1.job_id) as s
+        where s.step = 'other'
+    ), 0, 'and nothing written');
 
 -- the epoch released (a worker shutting down) and claimed again: the old one is fenced, the steps stay
 select is((select jobctl.release_job(job_id, lease_epoch) from c1), true, 'the lease released');
@@ -72,8 +78,10 @@ select throws_ok(
 
 -- 1000 steps a job: the 1001st is refused, a step it has saves again
 select is(
-    (select count(*)::int from c2 cross join generate_series(1, 995) as g
-     where jobctl.save_step(c2.job_id, c2.lease_epoch, 'n' || g, to_jsonb(g))),
+    (
+        select count(*)::int from c2 cross join generate_series(1, 995) as g
+        where jobctl.save_step(c2.job_id, c2.lease_epoch, 'n' || g, to_jsonb(g))
+    ),
     995, '995 more steps: 1000 in all'
 );
 select throws_ok(
@@ -84,9 +92,13 @@ select is((select jobctl.save_step(job_id, lease_epoch, 'n7', '0') from c2), tru
 
 -- tenants: another tenant's worker is fenced, and reads no steps
 create role tap_step_other nologin;
-grant jobctl_worker, jobctl_reader to tap_step_other;
+grant jobctl_worker to tap_step_other;
+grant jobctl_reader to tap_step_other;
 select jobctl.grant_tenant('tap_step_other', 'tap_step_o');
-create temp table ids as select job_id, lease_epoch from c2;
+create temp table ids as select
+    job_id,
+    lease_epoch
+from c2;
 grant select on ids to tap_step_other;
 set local session authorization tap_step_other;
 select is((select jobctl.save_step(job_id, lease_epoch, 'theirs') from ids), false, 'another tenant''s save: fenced');

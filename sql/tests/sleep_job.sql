@@ -11,14 +11,23 @@ select has_function('jobctl', 'sleep_job', array['bigint', 'bigint', 'timestamp 
 
 select jobctl.put_tenant('tap_sleep_t', max_running => 1);
 create temp table s1 as select * from jobctl.submit_job('tap_sleep_t', 'tap_sleep_q', '{"n": 1}');
-create temp table s2 as select * from jobctl.submit_job('tap_sleep_t', 'tap_sleep_q', '{"n": 2}', run_at => now() + interval '1 minute');
+create temp table s2 as
+select *
+from jobctl.submit_job('tap_sleep_t', 'tap_sleep_q', '{"n": 2}', run_at => now() + interval '1 minute');
 create temp table c1 as select * from jobctl.claim_job('tap_sleep_w', array['tap_sleep_q']);
-select is((select count(*)::int from c1 cross join s1 where c1.job_id = s1.job_id), 1, 'the first job runs');
+select is((
+    select count(*)::int from c1 cross join s1
+    where c1.job_id = s1.job_id
+), 1, 'the first job runs');
 select is((select jobctl.save_step(job_id, lease_epoch, 'one', '1') from c1), true, 'it saves a step');
 
-select is((select jobctl.sleep_job(job_id, lease_epoch + 1000, now() + interval '1 hour') from c1), false, 'another epoch: false');
+select is(
+    (select jobctl.sleep_job(job_id, lease_epoch + 1000, now() + interval '1 hour') from c1), false, 'another epoch: false'
+);
 select is((select pg_temp.queued(job_id) from c1), 'running', 'and nothing changed');
-select is((select jobctl.sleep_job(job_id, lease_epoch, now() + interval '1 hour') from c1), true, 'a sleep under the lease: true');
+select is(
+    (select jobctl.sleep_job(job_id, lease_epoch, now() + interval '1 hour') from c1), true, 'a sleep under the lease: true'
+);
 select results_eq(
     $$select j.state, j.attempt, j.run_at, j.finished_at from c1 cross join pg_temp.job(c1.job_id) as j$$,
     $$values ('pending', 0, now() + interval '1 hour', null::timestamptz)$$,
@@ -31,7 +40,8 @@ select results_eq(
 );
 select is((select pg_temp.queued(job_id) from c1), 'delayed', 'no lease left');
 select results_eq(
-    $$select h.event, h.attempt, h.detail from c1 cross join jobctl.job_history(c1.job_id) as h where h.event in ('claimed', 'slept')$$,
+    $$select h.event, h.attempt, h.detail
+      from c1 cross join jobctl.job_history(c1.job_id) as h where h.event in ('claimed', 'slept')$$,
     $$values ('claimed', 1, null::text), ('slept', 1, (now() + interval '1 hour')::text)$$,
     'history: the claim and the sleep, with the wake time'
 );
@@ -58,7 +68,7 @@ select jobctl.complete_job(job_id, lease_epoch) from c3;
 create temp table k1 as select * from jobctl.submit_job('tap_sleep_t', 'tap_sleep_kq', '{}', concurrency_key => 'k');
 create temp table k2 as select * from jobctl.submit_job('tap_sleep_t', 'tap_sleep_kq', '{}', concurrency_key => 'k');
 create temp table ck1 as select * from jobctl.claim_job('tap_sleep_w', array['tap_sleep_kq']);
-select is((select count(*)::int from jobctl._held as h join k2 using (job_id)), 1, 'the key''s second job is held');
+select is((select count(*)::int from jobctl._held inner join k2 on _held.job_id = k2.job_id), 1, 'the key''s second job is held');
 select jobctl.sleep_job(job_id, lease_epoch, now() + interval '1 hour') from ck1;
 select is((select pg_temp.queued(job_id) from k2), 'ready', 'the holder sleeps: the key''s next job is let in');
 
