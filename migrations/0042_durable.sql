@@ -55,3 +55,19 @@ create table jobctl._spawn (
     cancel_with_parent boolean not null,
     constraint _spawn_pkey primary key (parent_id, step)
 );
+
+-- Emitting a tenant's events through the API needs the scope events:emit. A token made with every
+-- scope there was (`jobctl token create` without --scope) gains it, so that it keeps having every
+-- scope; a token made with chosen scopes keeps exactly those. Scopes are stored sorted and distinct.
+update jobctl._api_token as t
+set
+    scopes = array(
+        select distinct s.scope from unnest(t.scopes || 'events:emit'::text) as s (scope)
+        order by 1
+    )
+where
+    t.revoked_at is null
+    and t.scopes @> array[
+        'audit:read', 'jobs:cancel', 'jobs:delete', 'jobs:read', 'jobs:retry', 'jobs:submit', 'queues:read',
+        'queues:write', 'schedules:read', 'schedules:write', 'tenants:read', 'tenants:write', 'workers:read'
+    ]::text[];

@@ -3,7 +3,7 @@
 -- the steps of jobs that left the hot tables, are deleted; a hot job's steps stay.
 -- Tenants tap_emit_t and tap_emit_o, queue tap_emit_q.
 begin;
-select plan(7);
+select plan(9);
 set local jit = off;
 
 create role tap_emit_login nologin;
@@ -23,6 +23,28 @@ select is(
     ), 1,
     'only its own tenant''s event was recorded'
 );
+
+-- API tokens: the scope events:emit, not jobs:submit, lets a token emit its tenant's events (JC021: a
+-- token without it)
+create temp table emit_tok as
+select
+    x.n,
+    t.token
+from (values (1, '{jobs:submit}'::text[]), (2, '{events:emit}')) as x (n, scopes)
+cross join lateral jobctl.create_api_token('tap_emit_t', x.scopes) as t (token);
+select set_config('jobctl.api_token', (
+    select t.token from emit_tok as t
+    where t.n = 1
+), true);
+select throws_ok(
+    $$select jobctl.emit_event('tap_emit_t', 'by-token')$$, 'JC021', null, 'a token with jobs:submit only: JC021'
+);
+select set_config('jobctl.api_token', (
+    select t.token from emit_tok as t
+    where t.n = 2
+), true);
+select is(jobctl.emit_event('tap_emit_t', 'by-token'), 0, 'a token with events:emit emits');
+select set_config('jobctl.api_token', '', true);
 
 -- retention: an old event, a hot job's steps, an archived job's steps
 insert into jobctl._emitted (tenant_id, event, emitted_at) values ('tap_emit_t', 'old', now() - interval '8 days');
