@@ -3,8 +3,9 @@
 - steps: 10,000 jobs of 5 steps each (`job.step`, one save_step a step) drained by the real worker
   (`jobctl worker` with its defaults, this module's `handle`), against the same 10,000 jobs without
   steps, alternating which goes first each round: jobs/s, steps/s and the ratio of the two drains.
-- parked: single-job claims (claim_job, max_jobs 1, then complete_job, one at a time) with no parked
-  job, then with 100,000 parked (half asleep for a day, half waiting for an event that never comes):
+- parked: single-job claims (claim_job, max_jobs 1, then complete_job, one at a time, with tick(false)
+  every 0.25 s as a worker runs it) in a database with no parked job and in one alike with 100,000
+  parked (half asleep for a day, half waiting for an event that never comes), round by round in turn:
   the claim's p50 and p99, and the ratio of the p99s (the bar: within 1.2x).
 
 Prints JSON lines and a table; a full run writes benchmarks/results/durable.jsonl.
@@ -22,6 +23,7 @@ import statistics
 import subprocess
 import sys
 import time
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +33,7 @@ from compare import cluster_url
 
 HERE = Path(__file__).resolve().parent
 STEPS = 5
+CLAIM = "select job_id, lease_epoch from jobctl.claim_job('bench', array[%s], 1)"
 
 
 async def handle(job: Any) -> None:
@@ -49,64 +52,82 @@ def submit(c: psycopg.Connection[Any], queue: str, jobs: int, steps: int) -> Non
 
 
 def drain(dsn: str, queue: str, jobs: int, steps: int) -> dict[str, Any]:
-    """Submit the jobs, then time the real worker (its defaults) until every one has completed."""
+    """Start the real worker (its defaults) on an empty queue; once it listens, commit the jobs in one
+    transaction and time them from that commit until every one has completed."""
+    env = {**os.environ, "JOBCTL_DSN": dsn, "PYTHONPATH": str(HERE)}
+    cmd = [
+        str(Path(sys.executable).parent / "jobctl"),
+        "worker",
+        "--handler",
+        "durable:handle",
+        "--queue",
+        queue,
+    ]
     with psycopg.connect(dsn, autocommit=True) as c:
-        submit(c, queue, jobs, steps)
-        env = {**os.environ, "JOBCTL_DSN": dsn, "PYTHONPATH": str(HERE)}
-        cmd = [
-            str(Path(sys.executable).parent / "jobctl"),
-            "worker",
-            "--handler",
-            "durable:handle",
-            "--queue",
-            queue,
-        ]
-        started = time.monotonic()
-        worker = subprocess.Popen(cmd, cwd=HERE, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-        try:
+        since = c.execute("select clock_timestamp()").fetchone()[0]  # type: ignore[index]
+    worker = subprocess.Popen(cmd, cwd=HERE, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        with psycopg.connect(dsn, autocommit=True) as c:
+            while not listening(c, since):
+                if worker.poll() is not None:
+                    raise RuntimeError(f"the worker exited: {worker.stderr.read().decode()[-2000:]}")  # type: ignore[union-attr]
+                time.sleep(0.05)
+            with c.transaction():
+                submit(c, queue, jobs, steps)
+            started = time.monotonic()
             while True:
                 row = c.execute(
                     "select count(*) from jobctl.job where queue = %s and state = 'completed'", (queue,)
                 ).fetchone()
                 if row is not None and row[0] >= jobs:
                     break
-                if worker.poll() is not None:
-                    raise RuntimeError(f"the worker exited: {worker.stderr.read().decode()[-2000:]}")  # type: ignore[union-attr]
-                time.sleep(0.05)
+                time.sleep(0.02)
             seconds = time.monotonic() - started
-        finally:
-            worker.terminate()
-            worker.wait(30)
-        saved = c.execute(
-            "select count(*) from jobctl._step as s"
-            " join jobctl.job as j on j.job_id = s.job_id where j.queue = %s",
-            (queue,),
-        ).fetchone()
+            saved = c.execute(
+                "select count(*) from jobctl._step as s"
+                " join jobctl.job as j on j.job_id = s.job_id where j.queue = %s",
+                (queue,),
+            ).fetchone()
+    finally:
+        worker.terminate()
+        worker.wait(30)
     return {"jobs_per_s": round(jobs / seconds, 1), "steps_per_s": round(jobs * steps / seconds, 1),
             "seconds": round(seconds, 2), "steps_saved": saved[0] if saved else 0}  # fmt: skip
+
+
+def listening(c: psycopg.Connection[Any], since: datetime) -> bool:
+    """Whether a worker connected since `since` LISTENs for hints in this database."""
+    row = c.execute(
+        "select count(*) from pg_stat_activity where datname = current_database()"
+        " and backend_start > %s and query = 'listen jobctl'",
+        (since,),
+    ).fetchone()
+    return row is not None and row[0] > 0
 
 
 def park(c: psycopg.Connection[Any], jobs: int) -> None:
     """`jobs` parked jobs: half asleep for a day, half waiting for an event nobody emits."""
     submit(c, "parked", jobs, 0)
+    claimed = "select count(*) from jobctl.claim_job('parker', array['parked'], 1000) as c"
     for i in range(0, jobs, 1000):
-        call = "jobctl.sleep_job(job_id, lease_epoch, now() + interval '1 day')" if i < jobs // 2 else (
-            "(jobctl.await_event(job_id, lease_epoch, 'never')).outcome = 'suspended'"
-        )  # fmt: skip
-        c.execute(
-            f"select count(*) filter (where {call}) from jobctl.claim_job('parker', array['parked'], 1000)"
-        )
+        if i < jobs // 2:
+            c.execute(f"{claimed} where jobctl.sleep_job(c.job_id, c.lease_epoch, now() + '1 day')")
+        else:
+            c.execute(f"{claimed} cross join jobctl.await_event(c.job_id, c.lease_epoch, 'never')")
 
 
 def claims(c: psycopg.Connection[Any], queue: str, n: int) -> dict[str, float]:
-    """n single-job claims, each completed before the next: the claim's round trip, p50 and p99 in ms."""
+    """n single-job claims, each completed before the next, with jobctl.tick(false) every 0.25 s between
+    them as every worker runs it: the claim's round trip, p50 and p99 in ms."""
     submit(c, queue, n, 0)
     took = []
+    ticked = 0.0
     for _ in range(n):
+        if time.monotonic() - ticked > 0.25:
+            c.execute("select jobctl.tick(false)")
+            ticked = time.monotonic()
         t0 = time.perf_counter()
-        row = c.execute(
-            "select job_id, lease_epoch from jobctl.claim_job('bench', array[%s], 1)", (queue,)
-        ).fetchone()
+        row = c.execute(CLAIM, (queue,)).fetchone()
         took.append((time.perf_counter() - t0) * 1000)
         assert row is not None
         c.execute("select jobctl.complete_job(%s, %s)", row)
@@ -141,26 +162,26 @@ def main() -> None:
             }
             print(json.dumps(row), flush=True)
             rows.append(row)
-    with psycopg.connect(dsn, autocommit=True) as c:
-        n = 1000 if args.small else 5000
-        for r in range(rounds):
-            row = {"mode": "claims", "round": r + 1, "parked": 0, **claims(c, f"before{r}", n)}
-            print(json.dumps(row), flush=True)
-            rows.append(row)
+    # the claims: in two databases alike but for the parked jobs of the second, round by round in turn,
+    # so that what the rounds themselves leave behind (finished jobs, history) weighs on both alike
+    parked_dsn = fresh_database(base, "jobctl_durable_parked", naive=False)
+    n = 1000 if args.small else 5000
+    with psycopg.connect(dsn, autocommit=True) as c, psycopg.connect(parked_dsn, autocommit=True) as p:
+        p.execute("select jobctl.put_tenant('t')")
         started = time.monotonic()
-        park(c, parked)
-        print(
-            json.dumps({"mode": "park", "parked": parked, "seconds": round(time.monotonic() - started, 1)}),
-            flush=True,
-        )
-        c.execute("vacuum analyze")
+        park(p, parked)
+        print(json.dumps({"mode": "park", "parked": parked, "seconds": round(time.monotonic() - started, 1)}))
+        for db in (c, p):
+            db.execute("vacuum analyze")
         for r in range(rounds):
-            row = {"mode": "claims", "round": r + 1, "parked": parked, **claims(c, f"after{r}", n)}
-            print(json.dumps(row), flush=True)
-            rows.append(row)
+            for db, count in ((c, 0), (p, parked)) if r % 2 == 0 else ((p, parked), (c, 0)):
+                row = {"mode": "claims", "round": r + 1, "parked": count, **claims(db, f"claims{r}", n)}
+                print(json.dumps(row), flush=True)
+                rows.append(row)
     summary = summarize(rows, parked)
     print(json.dumps(summary), flush=True)
     rows.append(summary)
+    finish(base, "jobctl_durable_parked", [], None)
     finish(base, "jobctl_durable", rows, None if args.small else "durable.jsonl")
     print(
         f"\n  steps: {summary['steps_jobs_per_s']} jobs/s, {summary['steps_per_s']} steps/s; "
