@@ -46,6 +46,10 @@ create index _awaiting_event_idx on jobctl._awaiting (tenant_id, event);
 -- 'event' (await_event). Metadata only: no row is rewritten.
 alter table jobctl._delayed add column parked text;
 
+-- a parked job as get_job and the lists show it: parked 'sleep', 'event' or 'job' (await_job), and
+-- what it awaits (the event's name, the child's id)
+alter type jobctl.job_info add attribute parked text, add attribute awaiting text;
+
 -- The children a job spawned and waits for (await_job), one per step: the step's child is submitted
 -- once. cancel_with_parent: a cancel of the parent cancels the child if it has not ended.
 create table jobctl._spawn (

@@ -206,6 +206,15 @@ class Job(client.JobInfo):
     workflow_name: str | None = Field(
         default=None, description="The name the job was given in its workflow (submit_workflow), or null."
     )
+    parked: Literal["sleep", "event", "job"] | None = Field(
+        default=None,
+        description="A pending or waiting job that gave up its lease (docs/durable.md): asleep until "
+        "run_at (`sleep`), waiting for its tenant's event `awaiting` until run_at, its timeout (`event`), "
+        "or waiting for the child job `awaiting` (`job`); null otherwise.",
+    )
+    awaiting: str | None = Field(
+        default=None, description="What a parked job waits for: the event's name or the child's id; or null."
+    )
 
 
 _adapters: dict[type[Any], TypeAdapter[Any]] = {}

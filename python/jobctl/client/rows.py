@@ -113,6 +113,9 @@ class JobInfo:
     # name submit_workflow gave the job
     last_traceback: str | None = None
     workflow_name: str | None = None
+    # a parked job (docs/durable.md): 'sleep', 'event' or 'job', and the event's name or the child's id
+    parked: str | None = None
+    awaiting: str | None = None
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,7 @@ as $$
         v.concurrency_key, v.traceparent, v.depends_on, v.workflow_id, v.batch_id,
         -- NULL past the bound (8 MiB of JSON text together), where parent_results refuses
         (jobctl._parent_results(v.tenant_id, v.depends_on)).results,
-        v.schedule_name, v.fire_time, v.progress, v.last_traceback, v.workflow_name
+        v.schedule_name, v.fire_time, v.progress, v.last_traceback, v.workflow_name, v.parked, v.awaiting
     from jobctl._job_view as v
     where v.job_id = get_job.job_id
         and v.tenant_id = any(coalesce((select jobctl._acting_tenants('jobs:read')), array[v.tenant_id]))
