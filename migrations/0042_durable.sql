@@ -45,6 +45,8 @@ create index _awaiting_event_idx on jobctl._awaiting (tenant_id, event);
 -- why a delayed job is waiting: NULL (a delayed submit or a retry's backoff), 'sleep' (sleep_job),
 -- 'event' (await_event). Metadata only: no row is rewritten.
 alter table jobctl._delayed add column parked text;
+-- the parked jobs, for the jobs list's filter (jobctl._filter_jobs): only they are in it
+create index _delayed_parked_idx on jobctl._delayed (parked, job_id) where parked is not null;
 
 -- a parked job as get_job and the lists show it: parked 'sleep', 'event' or 'job' (await_job), and
 -- what it awaits (the event's name, the child's id)

@@ -4,7 +4,7 @@
 -- writes nothing; an emit wakes only its tenant's waiters of that event; a cancel ends the wait.
 -- Tenants tap_ev_t and tap_ev_o, queue tap_ev_q.
 begin;
-select plan(37);
+select plan(38);
 set local jit = off;
 \ir helpers.psql
 
@@ -84,6 +84,10 @@ select
         'the woken job is due now, no longer parked'
     );
 select is((select count(*)::int from jobctl._awaiting inner join c1 on _awaiting.job_id = c1.job_id), 0, 'its wait is gone');
+select results_eq(
+    $$select f.job_id, f.parked, f.awaiting from jobctl.find_jobs('{"tenant_id": "tap_ev_t", "parked": "event"}') as f$$,
+    $$select job_id, 'event', 'other' from c3$$, 'the woken job is parked no more; the other waiter is, on its event'
+);
 select is((select pg_temp.queued(job_id) from co), 'delayed', 'tenant o''s waiter sleeps on');
 select is((select pg_temp.queued(job_id) from c3), 'delayed', 'and so does the waiter of another event');
 select

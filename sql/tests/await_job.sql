@@ -3,7 +3,7 @@
 -- the step; another epoch is fenced and writes nothing; a cancel of the parent cancels the child
 -- unless cancel_with_parent is false. Tenant tap_aj_t, queues tap_aj_p (parents) and tap_aj_c (children).
 begin;
-select plan(22);
+select plan(23);
 set local jit = off;
 \ir helpers.psql
 -- the child every await_job call below names (the first call of a step submits it)
@@ -44,6 +44,10 @@ select
         inner join c1 on e.child_id = c1.job_id
         where e.on_end
     ), 1, 'an on_end edge from the child');
+select results_eq(
+    $$select f.job_id, f.parked, f.awaiting from jobctl.find_jobs('{"tenant_id": "tap_aj_t", "parked": "job"}') as f$$,
+    $$select c1.job_id, 'job', a1.child_id::text from c1 cross join a1$$, 'find_jobs: parked job, awaiting its child'
+);
 select results_eq(
     $$select a.outcome from c1 cross join jobctl.await_job(c1.job_id, c1.lease_epoch, 'spawn:a', pg_temp.child()) as a$$,
     $$values ('fenced')$$, 'the parked epoch is fenced'

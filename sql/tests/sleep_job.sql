@@ -3,7 +3,7 @@
 -- max_running place and its concurrency key's place go to other jobs at once. Fenced: another
 -- epoch changes nothing. Bounds on until. Tenant tap_sleep_t (max_running 1), queue tap_sleep_q.
 begin;
-select plan(21);
+select plan(24);
 set local jit = off;
 \ir helpers.psql
 
@@ -39,6 +39,18 @@ select results_eq(
     'its token: a _delayed row parked ''sleep'''
 );
 select is((select pg_temp.queued(job_id) from c1), 'delayed', 'no lease left');
+select results_eq(
+    $$select g.parked, g.awaiting from c1 cross join jobctl.get_job(c1.job_id) as g$$,
+    $$values ('sleep', null::text)$$, 'get_job: parked sleep'
+);
+select results_eq(
+    $$select f.job_id from jobctl.find_jobs('{"tenant_id": "tap_sleep_t", "parked": "sleep"}') as f$$,
+    $$select job_id from c1$$, 'find_jobs'' filter parked: sleep finds it, and only it'
+);
+select throws_ok(
+    $$select * from jobctl.find_jobs('{"parked": "nap"}')$$, 'JC001', 'filter.parked must be sleep, event or job',
+    'a filter parked nap: JC001'
+);
 select results_eq(
     $$select h.event, h.attempt, h.detail
       from c1 cross join jobctl.job_history(c1.job_id) as h where h.event in ('claimed', 'slept')$$,

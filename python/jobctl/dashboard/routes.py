@@ -225,7 +225,7 @@ async def overview(request: Request, caller: Caller) -> dict[str, Any]:
 # the jobs page's filter fields; the first two the counters can answer, the others narrow the chips
 # to the filter's own jobs (count_job_states)
 FILTER_FIELDS = ("tenant", "queue", "job", "dedup_key", "subject_key", "concurrency_key",
-                 "created_after", "created_before", "error")  # fmt: skip
+                 "created_after", "created_before", "error", "parked")  # fmt: skip
 IDS = re.compile(r"[\s,]+")
 
 
@@ -260,6 +260,7 @@ class JobFilter:
         out |= {name: v.get(name) for name in ("dedup_key", "subject_key", "concurrency_key")}
         out |= {name: _utc(v.get(name)) for name in ("created_after", "created_before")}
         out["error_contains"] = v.get("error")
+        out["parked"] = v.get("parked")  # the database checks it (filter.parked)
         return {k: x for k, x in out.items() if x is not None}
 
     def query(self, keep_states: bool = True, **extra: Any) -> str:
