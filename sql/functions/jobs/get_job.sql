@@ -30,7 +30,7 @@ and fire time a schedule''s run came from (NULL for other jobs). progress: a run
 jobctl.heartbeat), else its last attempt''s last. last_traceback: the traceback fail_job was given with the
 failure last_error describes (NULL: none; list_jobs and find_jobs leave it NULL). workflow_name: the name
 submit_workflow gave the job. parked: a job that gave up its lease (docs/durable.md), sleep, event or
-job (await_job), and awaiting: the event's name or the child's id (NULL otherwise; in the lists too).
+job (await_job), and awaiting: the event''s name or the child''s id (NULL otherwise; in the lists too).
 Errors: JC008 jobctl.payload_keys is not JSON.
 Example:
 select job_id, state, attempt, last_error from jobctl.get_job(42);';
