@@ -9,6 +9,7 @@ sleeper (async): with payload["sleep"], a step, then `job.sleep(payload["sleep"]
 waiter (async) and waiter_sync: `job.wait_for(payload["event"], timeout=payload.get("timeout"))`;
 returns {"payload": ...} or {"timed_out": true}.
 spawner (async): `job.spawn_and_wait` of a child (doubler) in payload["child_queue"]; returns its result.
+mixed (sync): a step on its own, then one inside job.transaction().
 """
 
 from __future__ import annotations
@@ -91,3 +92,15 @@ async def doubler(job: Job) -> Any:
     if job.payload.get("fail"):
         raise PermanentError("the child fails")
     return {"double": 2 * int(job.payload["n"])}
+
+
+def mixed(job: Job) -> Any:
+    """A sync handler's step outside any transaction, then one inside job.transaction(), saved there
+    with the handler's own write and the completion."""
+    _started(job)
+    plain = job.step("plain", lambda: {"x": 1})
+    with job.transaction() as conn:
+        conn.execute(EFFECT, (job.job_id, "tx", job.attempt))
+        inside = job.step("in_tx", lambda c: c.execute("select 2").fetchone()[0], transaction=True)
+        job.result = {"plain": plain, "in_tx": inside}
+    return None

@@ -229,3 +229,23 @@ def test_a_parent_waits_for_the_child_it_spawned_without_a_slot(
         "select state, attempt, last_error from jobctl.job where job_id = %s", (doomed,)
     ).fetchone()
     assert dead is not None and dead[0] == "dead" and dead[1] == 1 and "ended dead" in str(dead[2]), dead
+
+
+def test_a_step_inside_the_jobs_transaction_commits_with_it(
+    conn: Conn, name: str, spawn: Callable[..., WorkerProcess], tables: None
+) -> None:
+    """A sync handler saves a step on its own, then one inside job.transaction(): both are saved, the
+    second with the handler's write and the completion, once."""
+    queue = name + "_q"
+    (job_id,) = submit(conn, name, queue, [{}])
+    worker = spawn(*args(queue, "mixed"))
+    wait_for(ended(conn, [job_id]), 30, "the job's end")
+    worker.stop()
+    row = conn.execute("select state, result from jobctl.job where job_id = %s", (job_id,)).fetchone()
+    assert row == ("completed", {"plain": {"x": 1}, "in_tx": 2}), row
+    steps = conn.execute("select step, result from jobctl.job_steps(%s)", (job_id,)).fetchall()
+    assert steps == [("plain", {"x": 1}), ("in_tx", 2)], steps
+    effects = conn.execute(
+        "select count(*) from public.durable_effect where job_id = %s", (job_id,)
+    ).fetchone()
+    assert effects == (1,)

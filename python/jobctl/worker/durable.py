@@ -1,7 +1,13 @@
 """Durable execution inside a handler (docs/durable.md): steps whose results later attempts read back,
-and sleeps and event waits that give up the job's lease. The rules live in SQL (jobctl.save_step,
-sleep_job, await_event: fenced by the lease epoch, first save wins); this module calls them and maps
-their answers onto return values and exceptions.
+and sleeps, event waits and child jobs that give up the job's lease. The rules live in SQL
+(jobctl.save_step, sleep_job, await_event, await_job: fenced by the lease epoch, first save wins);
+this module calls them and maps their answers onto return values and exceptions.
+
+Each call is written once, as a plan: a generator that yields what it needs done (`Sql`: a statement's
+rows; `Run`: the handler's function called; `InTransaction`: a plan run in one transaction of its own)
+and gets the answers back. `run_sync` runs plans for sync handlers on the worker's ConnectionPool,
+`run_async` for async handlers on its AsyncConnectionPool; inside `job.transaction()` every statement
+and function goes to that transaction's connection.
 
 A sleep or a wait that parks the job raises `Suspended`: the handler stops, the worker reports nothing
 (the lease already ended in the database), and the job runs again from the top when it is due, its
@@ -14,7 +20,8 @@ from __future__ import annotations
 
 import inspect
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Generator
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -120,185 +127,155 @@ def _saved_end(job: Job, saved: dict[str, Any]) -> Any:
     return _ended(job, "ended", saved["child_id"], saved["state"], saved.get("result"), saved.get("error"))
 
 
-# --- sync handlers (the job's pool is a ConnectionPool)
+@dataclass(frozen=True)
+class Sql:
+    """A plan's statement: its rows come back."""
+
+    statement: str
+    params: dict[str, Any]
 
 
-def steps_sync(job: Job, pool: ConnectionPool[Conn]) -> dict[str, Any]:
+@dataclass(frozen=True)
+class Run:
+    """A plan's call of the handler's function: `fn(conn)` with the transaction's connection when
+    `with_conn`, else `fn()`; its value comes back (awaited, for an async function)."""
+
+    fn: Callable[..., Any]
+    with_conn: bool
+
+
+@dataclass(frozen=True)
+class InTransaction:
+    """A plan run in one transaction on a pooled connection of its own: its value comes back."""
+
+    plan: Plan
+
+
+Request = Sql | Run | InTransaction  # what a plan yields
+Plan = Generator[Request, Any, Any]
+
+
+# --- the plans
+
+
+def _steps(job: Job) -> Plan:
+    """The job's saved steps, read once an attempt (on its first durable call)."""
     if job._steps is None:
-        with pool.connection() as conn:
-            job._steps = {r[0]: r[1] for r in conn.execute(queries.JOB_STEPS, {"job_id": job.job_id})}
+        rows = yield Sql(queries.JOB_STEPS, {"job_id": job.job_id})
+        job._steps = {r[0]: r[1] for r in rows}
     return job._steps
 
 
-def save_sync(job: Job, conn: Conn, name: str, value: Any) -> Any:
+def _save(job: Job, name: str, value: Any) -> Plan:
+    """Save a step (LeaseLost when fenced); its value as it reads back from JSON."""
     text = _stored(value)
-    row = conn.execute(queries.SAVE_STEP, _params(job, step=name, result=text)).fetchone()
-    if not (row and row[0]):
+    rows = yield Sql(queries.SAVE_STEP, _params(job, step=name, result=text))
+    if not (rows and rows[0][0]):
         raise _fenced(job, f"save_step {name!r}")
     saved = None if text is None else json.loads(text)
-    _cache(job)[name] = saved
-    return saved
-
-
-def _cache(job: Job) -> dict[str, Any]:
     assert job._steps is not None  # read before any save
-    return job._steps
-
-
-def step_sync(
-    job: Job, pool: ConnectionPool[Conn], name: str, fn: Callable[..., Any], transaction: bool
-) -> Any:
-    steps = steps_sync(job, pool)
-    if name in steps:
-        return steps[name]
-    if job._tx_conn is not None:  # inside job.transaction(): saved with its writes and the completion
-        return save_sync(job, job._tx_conn, name, fn(job._tx_conn) if transaction else fn())
-    if not transaction:
-        value = fn()
-        with pool.connection() as conn:
-            return save_sync(job, conn, name, value)
-    with pool.connection() as conn, conn.transaction():
-        return save_sync(job, conn, name, fn(conn))
-
-
-def sleep_sync(job: Job, pool: ConnectionPool[Conn], until: float | datetime) -> None:
-    _outside_transaction(job, "sleep")
-    name, steps = _sleep_name(job), steps_sync(job, pool)
-    if name in steps:
-        return  # slept: this run resumes past it
-    when = _until(until)
-    with pool.connection() as conn, conn.transaction():
-        save_sync(job, conn, name, {"until": when.isoformat()})
-        row = conn.execute(queries.SLEEP_JOB, _params(job, until=when)).fetchone()
-        if not (row and row[0]):
-            raise _fenced(job, "sleep_job")
-    job._suspended = True
-    raise Suspended(f"sleeping until {when.isoformat()}")
-
-
-def wait_for_sync(job: Job, pool: ConnectionPool[Conn], event: str, timeout: float | None) -> Any:
-    _outside_transaction(job, "wait_for")
-    saved = steps_sync(job, pool).get(f"event:{event}")
-    if saved is not None:
-        return _answer(job, event, saved["outcome"], saved.get("payload"))
-    with pool.connection() as conn:
-        row = conn.execute(queries.AWAIT_EVENT, _params(job, event=event, timeout=timeout)).fetchone()
-    assert row is not None
-    return _answer(job, event, row[0], row[1])
-
-
-def spawn_and_wait_sync(
-    job: Job,
-    pool: ConnectionPool[Conn],
-    queue: str,
-    payload: Any,
-    name: str | None,
-    cancel: bool,
-    options: dict[str, Any],
-) -> Any:
-    _outside_transaction(job, "spawn_and_wait")
-    step = _spawn_name(job, name)
-    saved = steps_sync(job, pool).get(step)
-    if saved is not None:
-        return _saved_end(job, saved)
-    params = _params(job, step=step, child=_child(queue, payload, options), cancel_with_parent=cancel)
-    with pool.connection() as conn:
-        row = conn.execute(queries.AWAIT_JOB, params).fetchone()
-    assert row is not None
-    return _ended(job, *row)
-
-
-# --- async handlers (the job's pool is an AsyncConnectionPool)
-
-
-async def steps_async(job: Job, pool: AsyncConnectionPool[AsyncConn]) -> dict[str, Any]:
-    if job._steps is None:
-        async with pool.connection() as conn:
-            cur = await conn.execute(queries.JOB_STEPS, {"job_id": job.job_id})
-            job._steps = {r[0]: r[1] for r in await cur.fetchall()}
-    return job._steps
-
-
-async def save_async(job: Job, conn: AsyncConn, name: str, value: Any) -> Any:
-    text = _stored(value)
-    cur = await conn.execute(queries.SAVE_STEP, _params(job, step=name, result=text))
-    row = await cur.fetchone()
-    if not (row and row[0]):
-        raise _fenced(job, f"save_step {name!r}")
-    saved = None if text is None else json.loads(text)
-    _cache(job)[name] = saved
+    job._steps[name] = saved
     return saved
 
 
-async def _call(fn: Callable[..., Any], *args: Any) -> Any:
-    value = fn(*args)
-    return await value if inspect.isawaitable(value) else value
+def _run_then_save(job: Job, name: str, fn: Callable[..., Any], with_conn: bool) -> Plan:
+    value = yield Run(fn, with_conn)
+    return (yield from _save(job, name, value))
 
 
-async def step_async(
-    job: Job, pool: AsyncConnectionPool[AsyncConn], name: str, fn: Callable[..., Any], transaction: bool
-) -> Any:
-    steps = await steps_async(job, pool)
+def step(job: Job, name: str, fn: Callable[..., Any], transaction: bool) -> Plan:
+    steps = yield from _steps(job)
     if name in steps:
         return steps[name]
-    if job._tx_conn is not None:
-        value = await (_call(fn, job._tx_conn) if transaction else _call(fn))
-        return await save_async(job, job._tx_conn, name, value)
-    if not transaction:
-        value = await _call(fn)
-        async with pool.connection() as conn:
-            return await save_async(job, conn, name, value)
-    async with pool.connection() as conn, conn.transaction():
-        return await save_async(job, conn, name, await _call(fn, conn))
+    if transaction and job._tx_conn is None:  # fn's writes and the save in a transaction of their own
+        return (yield InTransaction(_run_then_save(job, name, fn, True)))
+    # inside job.transaction() the save commits with its writes; else fn() runs, then its save
+    return (yield from _run_then_save(job, name, fn, transaction))
 
 
-async def sleep_async(job: Job, pool: AsyncConnectionPool[AsyncConn], until: float | datetime) -> None:
+def _park_asleep(job: Job, name: str, until: datetime) -> Plan:
+    yield from _save(job, name, {"until": until.isoformat()})
+    rows = yield Sql(queries.SLEEP_JOB, _params(job, until=until))
+    if not (rows and rows[0][0]):
+        raise _fenced(job, "sleep_job")
+
+
+def sleep(job: Job, until: float | datetime) -> Plan:
     _outside_transaction(job, "sleep")
-    name, steps = _sleep_name(job), await steps_async(job, pool)
+    name, steps = _sleep_name(job), (yield from _steps(job))
     if name in steps:
-        return
+        return None  # slept: this run resumes past it
     when = _until(until)
-    async with pool.connection() as conn, conn.transaction():
-        await save_async(job, conn, name, {"until": when.isoformat()})
-        cur = await conn.execute(queries.SLEEP_JOB, _params(job, until=when))
-        row = await cur.fetchone()
-        if not (row and row[0]):
-            raise _fenced(job, "sleep_job")
+    yield InTransaction(_park_asleep(job, name, when))
     job._suspended = True
     raise Suspended(f"sleeping until {when.isoformat()}")
 
 
-async def wait_for_async(
-    job: Job, pool: AsyncConnectionPool[AsyncConn], event: str, timeout: float | None
-) -> Any:
+def wait_for(job: Job, event: str, timeout: float | None) -> Plan:
     _outside_transaction(job, "wait_for")
-    saved = (await steps_async(job, pool)).get(f"event:{event}")
+    saved = (yield from _steps(job)).get(f"event:{event}")
     if saved is not None:
         return _answer(job, event, saved["outcome"], saved.get("payload"))
-    async with pool.connection() as conn:
-        cur = await conn.execute(queries.AWAIT_EVENT, _params(job, event=event, timeout=timeout))
-        row = await cur.fetchone()
-    assert row is not None
-    return _answer(job, event, row[0], row[1])
+    rows = yield Sql(queries.AWAIT_EVENT, _params(job, event=event, timeout=timeout))
+    return _answer(job, event, rows[0][0], rows[0][1])
 
 
-async def spawn_and_wait_async(
-    job: Job,
-    pool: AsyncConnectionPool[AsyncConn],
-    queue: str,
-    payload: Any,
-    name: str | None,
-    cancel: bool,
-    options: dict[str, Any],
-) -> Any:
+def spawn_and_wait(
+    job: Job, queue: str, payload: Any, name: str | None, cancel: bool, options: dict[str, Any]
+) -> Plan:
     _outside_transaction(job, "spawn_and_wait")
-    step = _spawn_name(job, name)
-    saved = (await steps_async(job, pool)).get(step)
+    step_name = _spawn_name(job, name)
+    saved = (yield from _steps(job)).get(step_name)
     if saved is not None:
         return _saved_end(job, saved)
-    params = _params(job, step=step, child=_child(queue, payload, options), cancel_with_parent=cancel)
-    async with pool.connection() as conn:
-        cur = await conn.execute(queries.AWAIT_JOB, params)
-        row = await cur.fetchone()
-    assert row is not None
-    return _ended(job, *row)
+    params = _params(job, step=step_name, child=_child(queue, payload, options), cancel_with_parent=cancel)
+    rows = yield Sql(queries.AWAIT_JOB, params)
+    return _ended(job, *rows[0])
+
+
+# --- the runners: the same plan for sync handlers and for async ones
+
+
+def run_sync(job: Job, pool: ConnectionPool[Conn], plan: Plan, conn: Conn | None = None) -> Any:
+    conn = conn or job._tx_conn
+    answer: Any = None
+    while True:
+        try:
+            request = plan.send(answer)
+        except StopIteration as stop:
+            return stop.value
+        if isinstance(request, Sql):
+            if conn is not None:
+                answer = conn.execute(request.statement, request.params).fetchall()
+            else:
+                with pool.connection() as own:
+                    answer = own.execute(request.statement, request.params).fetchall()
+        elif isinstance(request, Run):
+            answer = request.fn(conn) if request.with_conn else request.fn()
+        else:
+            with pool.connection() as own, own.transaction():
+                answer = run_sync(job, pool, request.plan, own)
+
+
+async def run_async(
+    job: Job, pool: AsyncConnectionPool[AsyncConn], plan: Plan, conn: AsyncConn | None = None
+) -> Any:
+    conn = conn or job._tx_conn
+    answer: Any = None
+    while True:
+        try:
+            request = plan.send(answer)
+        except StopIteration as stop:
+            return stop.value
+        if isinstance(request, Sql):
+            if conn is not None:
+                answer = await (await conn.execute(request.statement, request.params)).fetchall()
+            else:
+                async with pool.connection() as own:
+                    answer = await (await own.execute(request.statement, request.params)).fetchall()
+        elif isinstance(request, Run):
+            value = request.fn(conn) if request.with_conn else request.fn()
+            answer = await value if inspect.isawaitable(value) else value
+        else:
+            async with pool.connection() as own, own.transaction():
+                answer = await run_async(job, pool, request.plan, own)

@@ -305,9 +305,7 @@ class Job:
         gets its connection). Bounds: a name of 1 to 200 printable characters (not `event:...`), a result
         of at most 256 KiB of JSON, 1,000 steps a job. Raises LeaseLost when the lease was lost (nothing
         saved) and ResultRefused (the job dies) for a result JSON cannot hold."""
-        if isinstance(self._pool, AsyncConnectionPool):
-            return durable.step_async(self, self._pool, name, fn, transaction)
-        return durable.step_sync(self, self._sync_pool("step"), name, fn, transaction)
+        return self._durable(durable.step(self, name, fn, transaction), "step")
 
     def sleep(self, seconds: float) -> Any:
         """Give up the lease for `seconds`: the handler stops (`Suspended`: let it propagate), the job is
@@ -315,24 +313,18 @@ class Job:
         attempt does not count against max_attempts, and the job holds no worker slot, no running place
         of its tenant, queue or concurrency key while it sleeps. Async handlers await it. Saved as the
         step `sleep:<n>` (the handler's n-th sleep, from 0): keep sleeps in a stable order."""
-        if isinstance(self._pool, AsyncConnectionPool):
-            return durable.sleep_async(self, self._pool, seconds)
-        return durable.sleep_sync(self, self._sync_pool("sleep"), seconds)
+        return self._durable(durable.sleep(self, seconds), "sleep")
 
     def sleep_until(self, until: datetime) -> Any:
         """`sleep` until an aware datetime (a past one: the job is due again at once)."""
-        if isinstance(self._pool, AsyncConnectionPool):
-            return durable.sleep_async(self, self._pool, until)
-        return durable.sleep_sync(self, self._sync_pool("sleep_until"), until)
+        return self._durable(durable.sleep(self, until), "sleep_until")
 
     def wait_for(self, event: str, timeout: float | None = None) -> Any:
         """The payload of the tenant's `event` (jobctl.emit_event; the first emit wins). If it has not
         been emitted yet, the job gives up its lease as in `sleep` and runs again from the top when the
         event comes or `timeout` seconds pass (None: no timeout), then this call answers the payload,
         or raises `EventTimeout`, and keeps answering so. Async handlers await it."""
-        if isinstance(self._pool, AsyncConnectionPool):
-            return durable.wait_for_async(self, self._pool, event, timeout)
-        return durable.wait_for_sync(self, self._sync_pool("wait_for"), event, timeout)
+        return self._durable(durable.wait_for(self, event, timeout), "wait_for")
 
     def spawn_and_wait(
         self,
@@ -349,17 +341,17 @@ class Job:
         the step `spawn:<name>` (default: the handler's n-th unnamed spawn, from 0). With
         `cancel_with_parent` (the default) a cancel of this job cancels the child too. Async handlers
         await it."""
-        if isinstance(self._pool, AsyncConnectionPool):
-            return durable.spawn_and_wait_async(
-                self, self._pool, queue, payload, name, cancel_with_parent, options
-            )
-        pool = self._sync_pool("spawn_and_wait")
-        return durable.spawn_and_wait_sync(self, pool, queue, payload, name, cancel_with_parent, options)
+        plan = durable.spawn_and_wait(self, queue, payload, name, cancel_with_parent, options)
+        return self._durable(plan, "spawn_and_wait")
 
-    def _sync_pool(self, what: str) -> ConnectionPool[Conn]:
+    def _durable(self, plan: durable.Plan, what: str) -> Any:
+        """Run a plan of jobctl.worker.durable: awaitable for an async handler, at once for a sync one."""
+        if isinstance(self._pool, AsyncConnectionPool):
+            return durable.run_async(self, self._pool, plan)
         if not isinstance(self._pool, ConnectionPool):
+            plan.close()
             raise TypeError(f"job.{what} needs the worker's pool: this job has none")
-        return self._pool
+        return durable.run_sync(self, self._pool, plan)
 
     @property
     def completed(self) -> bool:
