@@ -11,7 +11,7 @@ TEST_DSN = $$(cat .test-pg/dsn)
 PYTEST := $(TEST_ENV) $(BIN)/pytest --durations=40
 
 .DEFAULT_GOAL := help
-.PHONY: help setup db db-stop db-destroy clean-db migrate validate demo demo-stop test test-db test-quick lint sqlfluff pgtap pytest bench-setup bench bench-quick bench-budget bench-claim bench-tenants bench-retention bench-held bench-xids bench-notify bench-bloat bench-sealing bench-access bench-limits bench-dashboard bench-counters bench-metrics bench-progress bench-overhead bench-workflows bench-watchers bench-archive chaos ha-drill shards pooler-test shard-move probe cardinality fuzz sql-reference psql loc clean
+.PHONY: help setup db db-stop db-destroy clean-db migrate validate demo demo-stop test test-db test-quick lint sqlfluff pgtap pytest bench-setup bench bench-quick bench-budget bench-claim bench-tenants bench-retention bench-held bench-xids bench-notify bench-bloat bench-sealing bench-access bench-limits bench-dashboard bench-counters bench-metrics bench-progress bench-overhead bench-workflows bench-watchers bench-archive bench-durable chaos ha-drill shards pooler-test shard-move probe cardinality fuzz sql-reference psql loc clean
 
 help: ## List the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -92,6 +92,9 @@ bench-retention: setup ## DROP PARTITION vs DELETE for a week of 1,400,000 finis
 
 bench-held: setup ## A REPEATABLE READ transaction held 10 minutes while jobs flow at half the clean maximum: claim p50/p99, throughput, relation growth (about 14 minutes a run; RUNS=3 for three)
 	@$(BIN)/python benchmarks/held_snapshot.py --runs $${RUNS:-1}
+
+bench-durable: setup ## Durable execution: 10,000 jobs of 5 steps drained by the real worker against the same without steps; claim p99 with 100,000 parked jobs against none (about 6 minutes)
+	@$(BIN)/python benchmarks/durable.py
 
 bench-xids: setup ## Transaction IDs and MultiXacts per job, one by one and in batches of 100 (seconds)
 	@$(BIN)/python benchmarks/xids.py

@@ -90,6 +90,9 @@ begin
             ('claimable_weight', 'jobctl_worker'), ('slot_shares', 'jobctl_worker'), ('hint_window', 'jobctl_worker'),
             ('job_actions', 'jobctl_reader'),
             ('worker_beat', 'jobctl_worker'), ('worker_gone', 'jobctl_worker'),
+            ('save_step', 'jobctl_worker'), ('sleep_job', 'jobctl_worker'), ('await_event', 'jobctl_worker'),
+            ('await_job', 'jobctl_worker'), ('job_steps', 'jobctl_worker'), ('job_steps', 'jobctl_reader'),
+            ('emit_event', 'jobctl_writer'),
             ('authenticate', 'jobctl_api'),
             -- tenant administration through API tokens (tenants:read, tenants:write): each function acts
             -- for the token's tenants only, and health_checks for every-tenant callers only
@@ -129,7 +132,7 @@ begin
                 'job', 'job_archive', 'tenant', 'schedule', 'audit_log', '_ready', '_running', '_delayed',
                 '_event', '_event_archive', '_api_token', '_role_tenant', '_held', 'concurrency_limit', 'queue',
                 '_lock', '_tenant_lock', '_hint_key', '_stat_delta', '_stat', '_stat_minute', '_stat_probed',
-                '_waiting', '_edge', '_recheck', 'batch'
+                '_waiting', '_edge', '_recheck', 'batch', '_step', '_emitted', '_awaiting', '_spawn'
             )
     loop
         if not v_grant.secured then

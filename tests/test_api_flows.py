@@ -207,3 +207,36 @@ def test_the_openapi_document_has_the_endpoints(client: httpx.Client) -> None:
         submit_fields
     )
     assert "waiting" in doc["components"]["schemas"]["Job"]["properties"]["state"]["enum"]
+
+
+def test_emit_an_event_and_read_a_jobs_steps(
+    client: httpx.Client, make_token: MakeToken, admin_db: Conn, name: str
+) -> None:
+    """POST /api/v1/events wakes the tenant's waiting job (scope events:emit; the first emit wins);
+    GET /api/v1/jobs/{id}/steps shows what it saved; another tenant's token neither emits nor reads."""
+    token, other = make_token(name), make_token(name + "_o")
+    job = job_id_of(submit(client, token, queue=name))
+    row = admin_db.execute(
+        "select job_id, lease_epoch from jobctl.claim_job('api-test', array[%s], 1)", (name,)
+    ).fetchone()
+    assert row is not None and row[0] == job
+    admin_db.execute("select jobctl.save_step(%s, %s, 'first', '{\"n\": 1}')", row)
+    outcome = admin_db.execute("select outcome from jobctl.await_event(%s, %s, 'go')", row).fetchone()
+    assert outcome == ("suspended",)
+
+    r = client.post("/api/v1/events", headers=auth(token), json={"event": "go", "payload": {"by": "api"}})
+    assert r.status_code == 200, r.text
+    assert r.json() == {"woken": 1}
+    r = client.post("/api/v1/events", headers=auth(token), json={"event": "go", "payload": {"by": "again"}})
+    assert r.json() == {"woken": 0}
+    steps = get(client, token, f"/jobs/{job}/steps")["steps"]
+    assert [(s["step"], s["result"], s["attempt"]) for s in steps] == [("first", {"n": 1}, 1)]
+    assert get(client, other, f"/jobs/{job}/steps") == {"steps": []}
+
+    r = client.post("/api/v1/events", headers=auth(other), json={"tenant_id": name, "event": "go"})
+    assert r.status_code == 403, r.text
+    no_scope = make_token(name, ["jobs:read", "jobs:submit"])
+    r = client.post("/api/v1/events", headers=auth(no_scope), json={"event": "x"})
+    assert r.status_code == 403, r.text
+    r = client.post("/api/v1/events", headers=auth(token), json={"event": ""})
+    assert r.status_code == 422 and r.json()["field"] == "event", r.text

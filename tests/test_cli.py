@@ -78,6 +78,7 @@ COMMANDS = [
     "retry",
     "workflow",
     "batch",
+    "event",
     "tenant",
     "key",
     "queue",
@@ -93,7 +94,13 @@ def test_help_lists_every_command(cli: Cli) -> None:
     listed = [line.split()[0] for line in text.split("Commands:")[1].splitlines() if line.strip()]
     assert listed == COMMANDS
     subcommands = [["tenant", "put"], ["tenant", "list"], ["token", "create"], ["key", "put"]]
-    subcommands += [["queue", "put"], ["archive", "run"], ["archive", "list"], ["archive", "verify"]]
+    subcommands += [
+        ["queue", "put"],
+        ["archive", "run"],
+        ["archive", "list"],
+        ["archive", "verify"],
+        ["event", "emit"],
+    ]
     for args in [[c] for c in COMMANDS] + subcommands:
         assert "Usage: " in ok(cli(*args, "--help")), args
     for args in (["submit"], ["list"], ["token", "create"], ["key", "put"], ["queue", "put"]):
@@ -505,6 +512,9 @@ BAD_INVOCATIONS = [
     (["tenant", "pause", "{name}-none"], 1, "[P0002, field: tenant_id]"),
     (["schedule", "next", "0 25 * * *"], 1, "[JC001, field: cron]"),
     (["schedule", "drop", "{name}", "none"], 1, "no schedule none"),
+    (["event", "emit", "{name}"], 2, "Missing argument 'EVENT'"),
+    (["event", "emit", "{name}", ""], 1, "[JC001, field: event]"),
+    (["event", "emit", "{name}", "go", "{oops"], 1, "PAYLOAD_JSON is not valid JSON"),
 ]
 
 

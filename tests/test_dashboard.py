@@ -539,3 +539,27 @@ def test_a_failed_job_shows_its_traceback_escaped(
     traceback = r.json()["job"]["last_traceback"]
     assert "in _innermost_frame_of_the_test" in traceback
     assert traceback.rstrip().endswith(f"ValueError: {hostile}")  # JSON: as stored (\\u001b escaped by JSON)
+
+
+def test_a_parked_job_shows_its_steps_and_what_it_waits_for(
+    page: tuple[Page, Guard], server: Server, tokens: dict[str, str], db: Conn
+) -> None:
+    """A job that saved a step and waits for an event (docs/durable.md): its page says what it waits
+    for and until when and lists the step; the jobs list marks it."""
+    p, _ = page
+    with db.transaction():  # submitted, claimed and parked before any worker sees it
+        (job_id,) = submit(db, "acme", "durable-dash", [{}])
+        lease = db.execute(
+            "select job_id, lease_epoch from jobctl.claim_job('dash-sql', array['durable-dash'], 1)"
+        ).fetchone()
+        assert lease is not None and lease[0] == job_id
+        db.execute("select jobctl.save_step(%s, %s, 'reserve', '{\"seat\": \"12A\"}')", lease)
+        db.execute("select * from jobctl.await_event(%s, %s, 'order-7/approved', interval '1 hour')", lease)
+    sign_in(p, tokens["acme"], f"/jobs/{job_id}")
+    expect(p.locator("h1 .state")).to_have_text("pending")
+    expect(p.locator("#parked")).to_contain_text("Waiting for the event order-7/approved, until")
+    expect(p.locator("#steps tbody tr")).to_have_count(1)
+    expect(p.locator("#steps tbody tr")).to_contain_text('{"seat": "12A"}')
+    shot(p, "job-durable")
+    p.goto(f"{server.url}/jobs?tenant=acme&queue=durable-dash")
+    expect(p.locator("span.badge.parked")).to_have_text("awaits event")

@@ -270,11 +270,20 @@ def test_forget_subject_erases_hot_and_archived_jobs_and_fences_a_running_one(
         "select job_id, lease_epoch from jobctl.claim_job('w', %s, 1)", ([queue],)
     ).fetchall()
     assert j == running
+    assert conn.execute(
+        "select jobctl.save_step(%s, %s, 'charged', '{\"card\": 42}')", (j, epoch)
+    ).fetchone() == (True,)
     with psycopg.connect(login("jobctl_writer", tenant), autocommit=True) as w:
         assert sqlstate_of(w, "select * from jobctl.forget_subject(%s, %s)", (f"{name}b", person)) == "42501"
         assert w.execute("select * from jobctl.forget_subject(%s, %s)", (tenant, person)).fetchone() == (2, 4)
     ids = [archived, done, running, waiting]
-    for table in ("jobctl.job", "jobctl.job_archive", "jobctl._event", "jobctl._event_archive"):
+    for table in (
+        "jobctl.job",
+        "jobctl.job_archive",
+        "jobctl._event",
+        "jobctl._event_archive",
+        "jobctl._step",
+    ):
         assert conn.execute(f"select count(*) from {table} where job_id = any(%s)", (ids,)).fetchone() == (
             0,
         ), table
@@ -378,3 +387,37 @@ def test_a_workers_tick_expands_other_tenants_schedules_without_a_word_to_it(
         assert w.execute("select * from jobctl.claim_job('w', %s)", ([f"{name}q"],)).fetchall() == []
         assert heard == []
     assert conn.execute("select count(*) from jobctl.job where tenant_id = %s", (theirs,)).fetchone() == (1,)
+
+
+def test_steps_and_events_are_their_tenants_alone(
+    conn: psycopg.Connection[Any], login: Login, name: str
+) -> None:
+    """A job's saved steps and a tenant's events (docs/durable.md): another tenant's worker is fenced
+    and its reader sees no steps; another tenant's writer cannot emit; no jobctl role reads the
+    tables themselves; a worker role cannot emit nor a reader save."""
+    mine, theirs = f"{name}a", f"{name}b"
+    [job] = submit(conn, mine, f"{name}q")
+    [(j, epoch)] = conn.execute(
+        "select job_id, lease_epoch from jobctl.claim_job('w', %s, 1)", ([f"{name}q"],)
+    ).fetchall()
+    assert j == job
+    with psycopg.connect(login("jobctl_worker", theirs), autocommit=True) as w:
+        assert w.execute("select jobctl.save_step(%s, %s, 'x')", (job, epoch)).fetchone() == (False,)
+        assert w.execute("select count(*) from jobctl.job_steps(%s)", (job,)).fetchone() == (0,)
+        assert sqlstate_of(w, "select jobctl.emit_event(%s, 'go')", (theirs,)) == "42501"  # no EXECUTE
+    with psycopg.connect(login("jobctl_worker", mine), autocommit=True) as w:
+        assert w.execute("select jobctl.save_step(%s, %s, 'x', '1')", (job, epoch)).fetchone() == (True,)
+    with psycopg.connect(login("jobctl_reader", theirs), autocommit=True) as r:
+        assert r.execute("select count(*) from jobctl.job_steps(%s)", (job,)).fetchone() == (0,)
+        for table in ("_step", "_emitted", "_awaiting", "_spawn"):
+            assert sqlstate_of(r, f"select count(*) from jobctl.{table}") == "42501", table
+        assert sqlstate_of(r, "select jobctl.save_step(%s, %s, 'y')", (job, epoch)) == "42501"
+    with psycopg.connect(login("jobctl_reader", mine), autocommit=True) as r:
+        assert r.execute("select step, result from jobctl.job_steps(%s)", (job,)).fetchall() == [("x", 1)]
+    with psycopg.connect(login("jobctl_writer", theirs), autocommit=True) as w:
+        assert sqlstate_of(w, "select jobctl.emit_event(%s, 'go')", (mine,)) == "42501"
+    with psycopg.connect(login("jobctl_writer", mine), autocommit=True) as w:
+        assert w.execute("select jobctl.emit_event(%s, 'go')", (mine,)).fetchone() == (0,)
+    assert conn.execute(
+        "select count(*) from jobctl._emitted where tenant_id in (%s, %s)", (mine, theirs)
+    ).fetchone() == (1,)

@@ -93,12 +93,21 @@ def main(base: str) -> None:
             submit(
                 globex, "globex: dedup key", {"queue": "demo", "payload": {"sleep": 1}, "dedup_key": dedup}
             ): "globex dedup",
+            submit(
+                acme,
+                "acme: durable",
+                {"queue": "demo", "payload": {"sleep": 3, "approval": f"{dedup}/approved"}},
+            ): "acme durable",
         }
         submit(
             globex, "globex: same dedup key", {"queue": "demo", "payload": {"sleep": 1}, "dedup_key": dedup}
         )
         long_id = next(i for i, label in jobs.items() if label == "acme cancelled")
-        watch(client, jobs, acme, long_id)
+        durable_id = next(i for i, label in jobs.items() if label == "acme durable")
+        watch(client, jobs, acme, long_id, (durable_id, f"{dedup}/approved"))
+        print(f"\nsteps of job {durable_id} (acme durable):")
+        for s in client.job_steps(durable_id):
+            print(f"  {s.saved_at:%H:%M:%S}  {s.step:<34} attempt {s.attempt}  {json.dumps(s.result)}")
         for job_id, label in jobs.items():
             print(f"\nhistory of job {job_id} ({label}):")
             for h in client.job_history(job_id):
@@ -136,20 +145,41 @@ def main(base: str) -> None:
     print("or with the acme token above to see what one tenant sees.")
 
 
-def watch(client: Client, jobs: dict[int, str], acme: Api, long_id: int, limit_s: float = 60) -> None:
-    """Print each state change until every job is final; cancel the long job once it runs."""
+def watch(
+    client: Client,
+    jobs: dict[int, str],
+    acme: Api,
+    long_id: int,
+    durable: tuple[int, str],
+    limit_s: float = 60,
+) -> None:
+    """Print each state change until every job is final; cancel the long job once it runs; emit the
+    durable job's event once it waits for it (its history's last event: awaiting)."""
     seen: dict[int, str] = {}
-    cancelled = False
+    cancelled = emitted = False
     deadline = time.monotonic() + limit_s
     while time.monotonic() < deadline:
         for job_id, label in jobs.items():
             job = client.get_job(job_id)
             assert job is not None
-            if seen.get(job_id) != f"{job.state}/{job.attempt}":
-                seen[job_id] = f"{job.state}/{job.attempt}"
+            parked = ""
+            if job_id == durable[0] and job.state == "pending" and job.started_at is not None:
+                last = client.job_history(job_id)[-1]
+                parked = {
+                    "slept": " (asleep: its worker slot is free)",
+                    "awaiting": f" (waiting for {last.detail})",
+                }.get(last.event, "")
+                if last.event == "awaiting" and not emitted:
+                    status, out = acme.call(
+                        "POST", "/api/v1/events", {"event": durable[1], "payload": {"by": "demo"}}
+                    )
+                    say(f"POST /api/v1/events {durable[1]} -> {status} woke {out.get('woken')}")
+                    emitted = True
+            if seen.get(job_id) != f"{job.state}/{job.attempt}{parked}":
+                seen[job_id] = f"{job.state}/{job.attempt}{parked}"
                 extra = f" attempt {job.attempt}" if job.state in ("running", "failed") else ""
                 err = f" ({job.last_error})" if job.state == "failed" and job.last_error else ""
-                say(f"job {job_id:<6} {label:<17} {job.state}{extra}{err}")
+                say(f"job {job_id:<6} {label:<17} {job.state}{extra}{err}{parked}")
             if job_id == long_id and job.state == "running" and not cancelled:
                 status, _ = acme.call("DELETE", f"/api/v1/jobs/{job_id}")
                 say(f"DELETE /api/v1/jobs/{job_id} (cancel while running) -> {status}")

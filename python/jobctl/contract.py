@@ -13,6 +13,7 @@ SCOPES = (
     "jobs:cancel",
     "jobs:retry",
     "jobs:delete",
+    "events:emit",
     "schedules:read",
     "schedules:write",
     "queues:read",

@@ -210,6 +210,25 @@ where j.batch_id is not null
 """
 WORKFLOW_JOBS = "select * from jobctl.workflow_jobs(%(workflow_id)s::bigint)"
 
+# --- durable execution (docs/durable.md): a running job's steps, sleeps and event waits, each fenced
+# by its lease epoch; events emitted by tenant
+SAVE_STEP = """
+select jobctl.save_step(%(job_id)s::bigint, %(lease_epoch)s::bigint, %(step)s::text, %(result)s::jsonb)
+"""
+JOB_STEPS = "select step, result, saved_at, attempt from jobctl.job_steps(%(job_id)s::bigint)"
+SLEEP_JOB = "select jobctl.sleep_job(%(job_id)s::bigint, %(lease_epoch)s::bigint, %(until)s::timestamptz)"
+AWAIT_EVENT = """
+select outcome, payload
+from jobctl.await_event(%(job_id)s::bigint, %(lease_epoch)s::bigint, %(event)s::text,
+    make_interval(secs => %(timeout)s::float8))
+"""
+AWAIT_JOB = """
+select outcome, child_id, state, result, error
+from jobctl.await_job(%(job_id)s::bigint, %(lease_epoch)s::bigint, %(step)s::text, %(child)s::jsonb,
+    %(cancel_with_parent)s::boolean)
+"""
+EMIT_EVENT = "select jobctl.emit_event(%(tenant_id)s::text, %(event)s::text, %(payload)s::jsonb)"
+
 # --- shards and the router (jobctl.shards; docs/operations.md, Sharding)
 INIT_SHARD = "select jobctl.init_shard(%(shard)s::int)"
 ROUTER_PUT_SHARD = "select jobctl_router.put_shard(%(shard)s::int, %(connstr)s::text)"

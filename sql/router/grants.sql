@@ -46,6 +46,9 @@ begin
             ('run_schedule', 'jobctl_writer'),
             ('claim_job', 'jobctl_worker'), ('heartbeat', 'jobctl_worker'), ('complete_job', 'jobctl_worker'),
             ('complete_jobs', 'jobctl_worker'), ('fail_job', 'jobctl_worker'), ('release_job', 'jobctl_worker'),
+            ('save_step', 'jobctl_worker'), ('sleep_job', 'jobctl_worker'), ('await_event', 'jobctl_worker'),
+            ('await_job', 'jobctl_worker'), ('job_steps', 'jobctl_worker'), ('job_steps', 'jobctl_reader'),
+            ('emit_event', 'jobctl_writer'),
             ('put_tenant', 'jobctl_admin'), ('pause_tenant', 'jobctl_admin'),
             ('put_concurrency_limit', 'jobctl_admin')
         ) as g (name, grantee)

@@ -70,5 +70,12 @@ begin
     ) then
         alter type jobctl.job_info add attribute last_traceback text, add attribute workflow_name text;
     end if;
+    -- a parked job (docs/durable.md), as the shards' migration 0042 added them
+    if not exists (
+        select from pg_catalog.pg_attribute as a
+        where a.attrelid = 'jobctl.job_info'::regclass and a.attname = 'parked' and not a.attisdropped
+    ) then
+        alter type jobctl.job_info add attribute parked text, add attribute awaiting text;
+    end if;
 end
 $$;

@@ -97,3 +97,57 @@ as $$
     cluster 'jobctl';
     run on jobctl_router.job_shard(job_id);
 $$;
+
+-- durable execution (docs/durable.md): each call about a claimed job on its shard. A save through the
+-- router commits on the shard in a transaction of its own, as a completion does: it cannot join the
+-- handler's transaction (transaction=True steps need a worker connected to the shards)
+create or replace function jobctl.save_step(job_id bigint, lease_epoch bigint, step text, result jsonb default null)
+returns boolean
+language plproxy
+as $$
+    cluster 'jobctl';
+    run on jobctl_router.job_shard(job_id);
+$$;
+
+create or replace function jobctl.sleep_job(job_id bigint, lease_epoch bigint, until timestamptz)
+returns boolean
+language plproxy
+as $$
+    cluster 'jobctl';
+    run on jobctl_router.job_shard(job_id);
+$$;
+
+create or replace function jobctl.await_event(job_id bigint, lease_epoch bigint, event text, timeout interval default null)
+returns table (outcome text, payload jsonb)
+language plproxy
+as $$
+    cluster 'jobctl';
+    run on jobctl_router.job_shard(job_id);
+$$;
+
+create or replace function jobctl.await_job(
+    job_id bigint, lease_epoch bigint, step text, child jsonb, cancel_with_parent boolean default true
+)
+returns table (outcome text, child_id bigint, state text, result jsonb, error text)
+language plproxy
+as $$
+    cluster 'jobctl';
+    run on jobctl_router.job_shard(job_id);
+$$;
+
+create or replace function jobctl.job_steps(job_id bigint)
+returns table (step text, result jsonb, saved_at timestamptz, attempt integer)
+language plproxy
+as $$
+    cluster 'jobctl';
+    run on jobctl_router.job_shard(job_id);
+$$;
+
+-- an event is its tenant's: emitted on the tenant's shard, where its jobs wait
+create or replace function jobctl.emit_event(tenant_id text, event text, payload jsonb default null)
+returns integer
+language plproxy
+as $$
+    cluster 'jobctl';
+    run on jobctl_router.tenant_shard(tenant_id);
+$$;

@@ -147,8 +147,8 @@ select is(
 
 select is(
     pg_temp.hint_of($$select jobctl.create_api_token('tap_token_b', array['jobs:purge'])$$),
-    'Scopes: audit:read, jobs:cancel, jobs:delete, jobs:read, jobs:retry, jobs:submit, queues:read, queues:write, '
-    'schedules:read, schedules:write, tenants:read, tenants:write, workers:read.',
+    'Scopes: audit:read, events:emit, jobs:cancel, jobs:delete, jobs:read, jobs:retry, jobs:submit, queues:read, '
+    'queues:write, schedules:read, schedules:write, tenants:read, tenants:write, workers:read.',
     'the HINT of an unknown scope lists the valid ones'
 );
 
@@ -181,6 +181,7 @@ select is(
     jobctl._api_scopes(),
     array[
         'audit:read',
+        'events:emit',
         'jobs:cancel',
         'jobs:delete',
         'jobs:read',
@@ -194,7 +195,7 @@ select is(
         'tenants:write',
         'workers:read'
     ],
-    'the thirteen scopes (jobs:delete among them)'
+    'the fourteen scopes (jobs:delete and events:emit among them)'
 );
 select isnt(
     obj_description('jobctl.create_api_token(text, text[], text)'::regprocedure), null, 'create_api_token has a comment'

@@ -3,7 +3,7 @@
 -- jobctl.job_archive; its unfinished jobs are carried over into the hot default partition and go
 -- on; the archive stays readable until its own retention drops it.
 begin;
-select plan(39);
+select plan(41);
 set local jit = off;
 
 select results_eq(
@@ -103,6 +103,11 @@ insert into jobctl.job (job_id, created_at, tenant_id, queue, state, run_at, att
 values (-105, now() - interval '3 days', 'tap_ret_t', 'tap_ret_q', 'pending', now(), 1, 3, '{}');
 insert into jobctl._event (job_id, job_created_at, at, event, attempt)
 values (-105, now() - interval '3 days', now(), 'retried', 1);
+
+-- saved steps (docs/durable.md): of the completed job, and of the delayed one, as a parked job's
+insert into jobctl._step (job_id, step, job_created_at, tenant_id, attempt, lease_epoch)
+values (-101, 'tap_ret done', now() - interval '3 days', 'tap_ret_t', 1, 1),
+(-103, 'tap_ret kept', now() - interval '3 days', 'tap_ret_t', 1, 1);
 
 create temp table old_day as
 select
@@ -248,6 +253,15 @@ select results_eq(
     $$select job_id, tableoid::regclass::text from jobctl.job where tenant_id = 'tap_ret_t' order by 1 desc$$,
     $$values (-103::bigint, 'jobctl.job_default'::text), (-105, 'jobctl.job_default')$$,
     'the delayed job stays hot until it finishes'
+);
+
+select results_eq(
+    $$select job_id, step from jobctl._step where tenant_id = 'tap_ret_t' order by job_id$$,
+    $$values (-103::bigint, 'tap_ret kept'::text)$$,
+    'the archived job''s steps are gone (jobctl._expire_durable), the carried-over one''s stay'
+);
+select is(
+    (select count(*)::int from jobctl.job_steps(-103)), 1, 'and job_steps reads them'
 );
 
 -- the archive's retention drops whole archive partitions

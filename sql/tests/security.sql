@@ -51,20 +51,21 @@ insert into granted values
         'count_job_states', 'caller_access', 'job_series',
         'job_overview', 'fairness', 'histogram_bounds', 'histogram_quantile', 'schedule_runs',
         'list_workers', 'list_audit', 'parent_results', 'get_batch', 'watch_job', 'archived_job',
-        'open_archived_payload', 'job_actions', 'locate_job', 'minute_rates', 'workflow_jobs', 'next_fire_times'
+        'open_archived_payload', 'job_actions', 'locate_job', 'minute_rates', 'workflow_jobs', 'next_fire_times', 'job_steps'
     ]
 ),
 (
     'jobctl_writer', array['jobctl_reader'], array[
         'submit_job', 'submit_jobs', 'cancel_job', 'retry_job', 'put_schedule', 'drop_schedule', 'forget_subject',
         'retry_jobs', 'cancel_jobs', 'delete_jobs',
-        'pause_schedule', 'resume_schedule', 'run_schedule', 'submit_workflow', 'submit_batch'
+        'pause_schedule', 'resume_schedule', 'run_schedule', 'submit_workflow', 'submit_batch', 'emit_event'
     ]
 ),
 (
     'jobctl_worker', '{}', array[
         'claim_job', 'heartbeat', 'complete_job', 'complete_jobs', 'fail_job', 'release_job', 'tick', 'hint_tags', 'hint_senders',
-        'worker_beat', 'worker_gone', 'parent_results', 'get_batch', 'claimable_weight', 'slot_shares', 'hint_window'
+        'worker_beat', 'worker_gone', 'parent_results', 'get_batch', 'claimable_weight', 'slot_shares', 'hint_window',
+        'save_step', 'sleep_job', 'await_event', 'job_steps', 'await_job'
     ]
 ),
 ('jobctl_api', array['jobctl_writer', 'jobctl_reader'], array[

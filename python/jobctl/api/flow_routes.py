@@ -1,5 +1,6 @@
-"""The endpoints of workflows and batches: submit a workflow (`jobctl.submit_workflow`),
-submit a batch with its callbacks (`jobctl.submit_batch`), read a batch (`jobctl.get_batch`). Each is
+"""The endpoints of workflows, batches and durable jobs: submit a workflow (`jobctl.submit_workflow`),
+submit a batch with its callbacks (`jobctl.submit_batch`), read a batch (`jobctl.get_batch`), emit an
+event (`jobctl.emit_event`), read a job's saved steps (`jobctl.job_steps`). Each is
 what routes.py's endpoints are: the token check, one call of the app's AsyncClient on the request's
 connection, the SQL's rules and errors (a job of another tenant in depends_on: 422 naming
 `jobs[i].depends_on`). Dependencies of one job are `depends_on` of `POST /api/v1/jobs`."""
@@ -19,7 +20,11 @@ from jobctl.api.models import (
     BatchIn,
     BatchOut,
     BatchSubmitted,
+    EventIn,
+    EventOut,
     JobSubmit,
+    Step,
+    StepList,
     WorkflowIn,
     WorkflowJob,
     WorkflowOut,
@@ -27,7 +32,7 @@ from jobctl.api.models import (
     shown,
 )
 from jobctl.api.names import known_query
-from jobctl.api.routes import Submitter, call, error_responses, found
+from jobctl.api.routes import JobId, Submitter, call, error_responses, found
 
 router = APIRouter(prefix="/api/v1", dependencies=[known_query], tags=["jobs"])
 
@@ -127,3 +132,36 @@ async def get_batch(batch_id: BatchId, caller: Annotated[Caller, caller_for("job
         caller, caller.client.get_batch, {"batch_id": batch_id}, f"batch {batch_id}", "id", {"batch_id": "id"}
     )
     return BatchOut(batch=converted(Batch, row))
+
+
+@router.post(
+    "/events",
+    summary="Emit an event",
+    response_description="How many waiting jobs the event woke.",
+    responses=error_responses(
+        400, 413, 422, notes={403: "The token lacks events:emit, or tenant_id names another tenant."}
+    ),
+)
+async def emit_event(
+    request: Request, body: EventIn, caller: Annotated[Caller, caller_for("events:emit")]
+) -> EventOut:
+    """Emit the tenant's event (scope `events:emit`): every job waiting on it (`job.wait_for`) is due at
+    once and reads `payload`. The first emit of an event wins: a repeat answers `{"woken": 0}` and changes
+    nothing. Events are kept for the hot retention (7 days)."""
+    act = audit.begin(request, caller, "emit_event")
+    act.tenant = caller.tenant_for(body.tenant_id, "tenant_id")
+    woken = await call(caller.client.emit_event(act.tenant, body.event, body.payload, conn=caller.conn))
+    act.record(200)
+    return EventOut(woken=woken)
+
+
+@router.get(
+    "/jobs/{id}/steps",
+    summary="Get a job's steps",
+    responses=error_responses(422, notes={422: "The id is not a positive integer."}),
+)
+async def job_steps(job_id: JobId, caller: Annotated[Caller, caller_for("jobs:read")]) -> StepList:
+    """The steps a job saved and the outcomes of its event waits, in the order saved (scope `jobs:read`;
+    docs/durable.md). Another tenant's job, an unknown one and one past the hot retention have none."""
+    rows = await call(caller.client.job_steps(job_id, conn=caller.conn))
+    return StepList(steps=[converted(Step, r) for r in rows])

@@ -206,6 +206,15 @@ class Job(client.JobInfo):
     workflow_name: str | None = Field(
         default=None, description="The name the job was given in its workflow (submit_workflow), or null."
     )
+    parked: Literal["sleep", "event", "job"] | None = Field(
+        default=None,
+        description="A pending or waiting job that gave up its lease (docs/durable.md): asleep until "
+        "run_at (`sleep`), waiting for its tenant's event `awaiting` until run_at, its timeout (`event`), "
+        "or waiting for the child job `awaiting` (`job`); null otherwise.",
+    )
+    awaiting: str | None = Field(
+        default=None, description="What a parked job waits for: the event's name or the child's id; or null."
+    )
 
 
 _adapters: dict[type[Any], TypeAdapter[Any]] = {}
@@ -511,6 +520,44 @@ class HealthCheck(client.HealthCheck):
 class HealthChecks(BaseModel):
     verdict: Literal["ok", "warn", "fail"] = Field(description="The worst verdict of the checks.")
     checks: list[HealthCheck] = Field(description="What `jobctl doctor` reports, one row per check.")
+
+
+# --- durable execution (flow_routes; docs/durable.md)
+
+
+class EventIn(BaseModel):
+    """An event of a tenant: the fields of `jobctl.emit_event`."""
+
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={"examples": [{"event": "order-1/approved", "payload": {"by": "ops"}}]},
+    )
+    tenant_id: str | None = Field(
+        default=None, description="The tenant; default: the token's (an admin token must name one)."
+    )
+    event: str = Field(description="1-200 printable characters.")
+    payload: JsonValue = Field(
+        default=None, description="Any JSON value, at most 64 KiB as text; default null."
+    )
+
+
+class EventOut(BaseModel):
+    woken: int = Field(
+        description="The jobs waiting on the event that are due now; 0 for a repeat (the first emit wins)."
+    )
+
+
+@dataclass(frozen=True)
+class Step(client.Step):
+    """A step a job saved (`job.step`), or an await's outcome (step `event:<name>`)."""
+
+    result: JsonValue
+    saved_at: Annotated[datetime, Field(description="When it was saved.")]
+    attempt: Annotated[int, Field(description="The attempt that saved it.")]
+
+
+class StepList(BaseModel):
+    steps: list[Step] = Field(description="In the order they were saved.")
 
 
 # --- workflows and batches (flow_routes)

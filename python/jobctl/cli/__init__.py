@@ -82,7 +82,7 @@ class JobctlGroup(click.Group):
     commands=[
         *(schema.migrate, schema.validate, shards.shards),
         *(jobs.submit, jobs.get, jobs.wait, jobs.list_, jobs.history, jobs.cancel, jobs.retry),
-        *(flows.workflow, flows.batch),
+        *(flows.workflow, flows.batch, flows.event),
         *(tenants.tenant, tenants.key, tenants.queue, schedules.schedule, tokens.token, access.access),
         *(ops.stats, ops.doctor, ops.top, archiving.archive_group),
     ],

@@ -1,5 +1,6 @@
-"""Workflows and batches: `workflow submit FILE`, `batch submit FILE`, `batch show ID`,
-through jobctl.client; and the parsers of `submit`'s --depends-on and --dedup-states."""
+"""Workflows, batches and events: `workflow submit FILE`, `batch submit FILE`, `batch show ID`,
+`event emit TENANT EVENT [PAYLOAD]`, through jobctl.client; and the parsers of `submit`'s --depends-on
+and --dedup-states."""
 
 from __future__ import annotations
 
@@ -138,3 +139,26 @@ def batch_show(batch_id: int, as_json: bool) -> None:
     if found is None:
         raise errors.NotFound(f"no batch {batch_id}")
     show(found, as_json)
+
+
+EVENT_EPILOG = """\b
+Examples:
+  jobctl event emit acme order-1/approved '{"by": "ops"}'
+  jobctl event emit acme nightly-export-ready"""
+
+
+@click.group(cls=JsonGroup)
+def event() -> None:
+    """A tenant's events, which waiting jobs read (jobctl.emit_event; docs/durable.md)."""
+
+
+@event.command("emit", epilog=EVENT_EPILOG)
+@click.argument("tenant_id", metavar="TENANT")
+@click.argument("event_name", metavar="EVENT")
+@click.argument("payload", metavar="[PAYLOAD_JSON]", required=False)
+def event_emit(tenant_id: str, event_name: str, payload: str | None, as_json: bool) -> None:
+    """Emit TENANT's EVENT with an optional JSON payload: every job waiting on it is due at once and
+    reads the payload. The first emit wins: a repeat changes nothing. Prints how many jobs it woke."""
+    value = parse_json(payload, "PAYLOAD_JSON", "payload") if payload is not None else None
+    woken = client().emit_event(tenant_id, event_name, value)
+    show({"woken": woken}, as_json, f"woke {woken} job{'s' if woken != 1 else ''}")

@@ -303,11 +303,26 @@ Examples:
 @click.command(cls=JsonCommand)
 @click.argument("job_id", metavar="ID", callback=as_id)
 def get(job_id: int, as_json: bool) -> None:
-    """Show one job: state, attempts, lease, progress, payload, result, error."""
-    job = client().get_job(job_id)
+    """Show one job: state, attempts, lease, progress, payload, result, error, and the steps it saved
+    (docs/durable.md)."""
+    jobctl = client()
+    job = jobctl.get_job(job_id)
     if job is None:
         raise errors.NotFound(f"no job {job_id}")
-    show(job, as_json)
+    steps = jobctl.job_steps(job_id)
+    text = output.key_values(output.record(job))
+    if steps:
+        text += "\nsteps:\n" + output.rows_table(steps, STEP_COLUMNS)
+    show({**dict(output.record(job)), "steps": steps}, as_json, text)
+
+
+STEP_RESULT_SHOWN = 80  # characters of a step's result in `jobctl get` (--json shows it all)
+STEP_COLUMNS: output.Columns = {
+    "STEP": "step",
+    "SAVED": "saved_at",
+    "ATTEMPT": "attempt",
+    "RESULT": lambda s: output.truncate(output.to_json(s.result), STEP_RESULT_SHOWN),
+}
 
 
 # `jobctl wait`'s exit statuses besides 0 (completed), 1 (an error) and 2 (usage): docs/cli.md

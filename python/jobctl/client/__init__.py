@@ -44,6 +44,7 @@ from jobctl.client.rows import Schedule as Schedule
 from jobctl.client.rows import ScheduleRun as ScheduleRun
 from jobctl.client.rows import StateCounts as StateCounts
 from jobctl.client.rows import Stats as Stats
+from jobctl.client.rows import Step as Step
 from jobctl.client.rows import Submitted as Submitted
 from jobctl.client.rows import Tenant as Tenant
 from jobctl.client.rows import TenantGrant as TenantGrant

@@ -2,9 +2,9 @@
 
 A plan is a generator method of `Calls`: it checks its arguments, yields the statements of queries.py
 that the call runs (a list: several in one transaction; the rows of its last come back), receives
-their rows and returns the call's value, decoded into the types of jobctl.client.rows. A step may also
+their rows and returns the call's value, decoded into the types of jobctl.client.rows. A request may also
 be a function that blocks (reading an archive file), which `AsyncClient` runs in a thread. `Client`
-runs a plan's steps on its connection, `AsyncClient` awaits them: the `call` descriptor turns each plan
+runs a plan's requests on its connection, `AsyncClient` awaits them: the `call` descriptor turns each plan
 into a method of both, so that `Client().get_job(1)` is a JobInfo and `AsyncClient().get_job(1)` an
 awaitable of one, from the same lines.
 """
@@ -48,6 +48,7 @@ from jobctl.client.rows import (
     ScheduleRun,
     StateCounts,
     Stats,
+    Step,
     Submitted,
     Tenant,
     TenantGrant,
@@ -65,10 +66,10 @@ AsyncConn = psycopg.AsyncConnection[Any]
 # AsyncConnection), or None for the client's own
 CallerConn = Conn | AsyncConn | None
 Statement = tuple[str, Mapping[str, Any]]
-Step = Statement | list[Statement] | Callable[[], Any]
+Request = Statement | list[Statement] | Callable[[], Any]  # what a plan yields
 R = TypeVar("R")
 P = ParamSpec("P")
-Plan = Generator[Step, Any, R]
+Plan = Generator[Request, Any, R]
 
 BIGINT_MAX = 2**63 - 1  # job ids are positive bigints
 
@@ -330,6 +331,25 @@ class Calls:
     def retry_job(self, job_id: int, *, conn: CallerConn = None) -> Plan[str]:
         """Make a failed, dead or cancelled job pending, due now; returns its state ('pending')."""
         return str((yield queries.RETRY_JOB, {"job_id": check_id(job_id)})[0]["state"])
+
+    # --- durable execution (docs/durable.md)
+
+    @call
+    def job_steps(self, job_id: int, *, conn: CallerConn = None) -> Plan[list[Step]]:
+        """The job's saved steps and await outcomes, in the order they were saved ([] for an unknown job,
+        another tenant's, or one no longer hot)."""
+        return [typed(Step, r) for r in (yield queries.JOB_STEPS, {"job_id": check_id(job_id)})]
+
+    @call
+    def emit_event(
+        self, tenant_id: str, event: str, payload: Any = None, *, conn: CallerConn = None
+    ) -> Plan[int]:
+        """Emit the tenant's event with a JSON payload: every job waiting on it (`job.wait_for`) is due
+        at once and reads the payload. The first emit wins; returns how many jobs it woke (0 for a
+        repeat, which changes nothing)."""
+        text = None if payload is None else _json(payload, "payload", "the payload")
+        params = {"tenant_id": tenant_id, "event": event, "payload": text}
+        return int((yield queries.EMIT_EVENT, params)[0]["emit_event"])
 
     # --- workflows and batches
 
@@ -870,15 +890,15 @@ class Calls:
         return [typed(Fairness, r) for r in (yield queries.FAIRNESS, {"window": _seconds(window)})]
 
 
-# --- the two clients: how a plan's steps run
+# --- the two clients: how a plan's requests run
 
 
 def _connect_kwargs(dsn: str) -> dict[str, Any]:
     return db.connection_kwargs(dsn, "jobctl", autocommit=True)
 
 
-def _statements(step: Statement | list[Statement]) -> list[Statement]:
-    return step if isinstance(step, list) else [step]
+def _statements(request: Statement | list[Statement]) -> list[Statement]:
+    return request if isinstance(request, list) else [request]
 
 
 def _execute(conn: Conn, statement: Statement) -> list[Row]:
@@ -932,16 +952,16 @@ class Client(Calls):
         return waiting.wait(self, check_id(job_id), waiting.seconds(timeout), hint)
 
     def _call(self, plan: Callable[..., Plan[R]], *args: Any, **kwargs: Any) -> R:
-        steps, conn = plan(self, *args, **kwargs), kwargs.get("conn")
+        requests, conn = plan(self, *args, **kwargs), kwargs.get("conn")
         try:
-            step = next(steps)
+            request = next(requests)
             while True:
                 try:
-                    done = step() if callable(step) else self._run(_statements(step), conn)
+                    done = request() if callable(request) else self._run(_statements(request), conn)
                 except BaseException as e:  # to the plan, whose `with` blocks see it
-                    step = steps.throw(e)
+                    request = requests.throw(e)
                 else:
-                    step = steps.send(done)
+                    request = requests.send(done)
         except StopIteration as stop:
             result: R = stop.value
             return result
@@ -993,19 +1013,19 @@ class AsyncClient(Calls):
         return await waiting.wait_async(self, check_id(job_id), waiting.seconds(timeout), hint)
 
     async def _call(self, plan: Callable[..., Plan[R]], *args: Any, **kwargs: Any) -> R:
-        steps, conn = plan(self, *args, **kwargs), kwargs.get("conn")
+        requests, conn = plan(self, *args, **kwargs), kwargs.get("conn")
         try:
-            step = next(steps)
+            request = next(requests)
             while True:
                 try:
-                    if callable(step):
-                        done = await asyncio.to_thread(step)
+                    if callable(request):
+                        done = await asyncio.to_thread(request)
                     else:
-                        done = await self._run(_statements(step), conn)
+                        done = await self._run(_statements(request), conn)
                 except BaseException as e:  # to the plan, whose `with` blocks see it
-                    step = steps.throw(e)
+                    request = requests.throw(e)
                 else:
-                    step = steps.send(done)
+                    request = requests.send(done)
         except StopIteration as stop:
             result: R = stop.value
             return result

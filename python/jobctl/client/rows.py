@@ -113,6 +113,9 @@ class JobInfo:
     # name submit_workflow gave the job
     last_traceback: str | None = None
     workflow_name: str | None = None
+    # a parked job (docs/durable.md): 'sleep', 'event' or 'job', and the event's name or the child's id
+    parked: str | None = None
+    awaiting: str | None = None
 
 
 @dataclass(frozen=True)
@@ -162,6 +165,16 @@ class HistoryEntry:
     lease_epoch: int | None
     worker_id: str | None
     detail: str | None
+
+
+@dataclass(frozen=True)
+class Step:
+    """A row of job_steps: a step a job saved (save_step), or an await's outcome (step `event:<name>`)."""
+
+    step: str
+    result: Any
+    saved_at: datetime
+    attempt: int
 
 
 @dataclass(frozen=True)

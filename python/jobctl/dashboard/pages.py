@@ -98,7 +98,17 @@ def visible(text: str) -> str:
     return _HIDDEN.sub(lambda m: f"\\x{ord(m[0]):02x}" if ord(m[0]) < 0x100 else f"\\u{ord(m[0]):04x}", text)
 
 
+STEP_RESULT_SHOWN = 200  # characters of a step's result on a job's page
+
+
+def excerpt(value: Any) -> str:
+    """A JSON value on one line, cut to STEP_RESULT_SHOWN characters, with the hidden ones visible."""
+    text = json.dumps(value, ensure_ascii=False, default=str)
+    return visible(text if len(text) <= STEP_RESULT_SHOWN else text[: STEP_RESULT_SHOWN - 1] + "…")
+
+
 env.filters.update(
+    excerpt=excerpt,
     when=lambda value: "–" if value is None else value.strftime("%Y-%m-%d %H:%M:%S"),
     wall=_wall,
     age=_age,

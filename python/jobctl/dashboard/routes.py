@@ -225,7 +225,7 @@ async def overview(request: Request, caller: Caller) -> dict[str, Any]:
 # the jobs page's filter fields; the first two the counters can answer, the others narrow the chips
 # to the filter's own jobs (count_job_states)
 FILTER_FIELDS = ("tenant", "queue", "job", "dedup_key", "subject_key", "concurrency_key",
-                 "created_after", "created_before", "error")  # fmt: skip
+                 "created_after", "created_before", "error", "parked")  # fmt: skip
 IDS = re.compile(r"[\s,]+")
 
 
@@ -260,6 +260,7 @@ class JobFilter:
         out |= {name: v.get(name) for name in ("dedup_key", "subject_key", "concurrency_key")}
         out |= {name: _utc(v.get(name)) for name in ("created_after", "created_before")}
         out["error_contains"] = v.get("error")
+        out["parked"] = v.get("parked")  # the database checks it (filter.parked)
         return {k: x for k, x in out.items() if x is not None}
 
     def query(self, keep_states: bool = True, **extra: Any) -> str:
@@ -324,9 +325,10 @@ FLOW_ROWS = 200  # a workflow's jobs shown on a job's page
 
 @_page("/jobs/{job_id}", "jobs:read", "jobs", "job.html")
 async def job_detail(request: Request, caller: Caller) -> dict[str, Any]:
-    """A job, its history and what its state allows (job_actions); of its workflow: its parents with their
-    states (find_jobs by id, hot or archived), its workflow's jobs (the client's workflow_jobs: find_jobs
-    has no workflow filter) with the names they were given at submit, and its batch (get_batch)."""
+    """A job, its history, its saved steps (job_steps) and what its state allows (job_actions); of its
+    workflow: its parents with their states (find_jobs by id, hot or archived), its workflow's jobs (the
+    client's workflow_jobs: find_jobs has no workflow filter) with the names they were given at submit,
+    and its batch (get_batch)."""
     number = _job_number(request.path_params["job_id"])
     client, conn = caller.client, caller.conn
     job = await client.get_job(number, conn=conn)
@@ -341,6 +343,7 @@ async def job_detail(request: Request, caller: Caller) -> dict[str, Any]:
         "title": f"Job {number}",
         "job": job,
         "history": await client.job_history(number, conn=conn),
+        "steps": await client.job_steps(number, conn=conn),
         "parents": parents,
         "parents_gone": [i for i in ids if i not in shown],
         "flow": flow[:FLOW_ROWS],

@@ -6,7 +6,9 @@ exception fails the attempt with a retry (`"<ExcType>: <message>"` as last_error
 last_traceback: the last 8,192 characters, innermost frame last); `PermanentError` fails it for good.
 For exactly-once database writes, do them in `job.transaction()`, which completes the job in the
 same transaction and raises `LeaseLost` (rolling back) when the job was fenced; for
-calls to other services, pass `job.idempotency_key` (the same for every attempt of a job).
+calls to other services, pass `job.idempotency_key` (the same for every attempt of a job). For long
+processes, `job.step`, `job.sleep` and `job.wait_for` keep steps' results and park the job without
+holding a slot (docs/durable.md); a parked handler stops with `Suspended`, which must not be caught.
 
 A job is stopped when its heartbeat answers `cancelled` or `lost`, when it runs past its timeout
 (then failed with a retry: "timed out: ran past its timeout", as the reaper writes it) and at
@@ -20,13 +22,16 @@ from __future__ import annotations
 
 from jobctl.worker.calls import APP_NAME
 from jobctl.worker.command import HandlerError, load_handler, worker_command
-from jobctl.worker.job import Job, JobTransaction, LeaseLost, PermanentError
+from jobctl.worker.durable import EventTimeout, Suspended
+from jobctl.worker.job import ChildFailed, Job, JobTransaction, LeaseLost, PermanentError
 from jobctl.worker.outbox import Stats
 from jobctl.worker.runner import Worker, default_worker_id, run, run_loop
 from jobctl.worker.running import Handler
 
 __all__ = [
     "APP_NAME",
+    "ChildFailed",
+    "EventTimeout",
     "Handler",
     "HandlerError",
     "Job",
@@ -34,6 +39,7 @@ __all__ = [
     "LeaseLost",
     "PermanentError",
     "Stats",
+    "Suspended",
     "Worker",
     "default_worker_id",
     "load_handler",

@@ -18,6 +18,7 @@ from psycopg_pool import AsyncConnectionPool, ConnectionPool
 from jobctl import queries, tracing
 from jobctl.client.rows import Batch, json_depth
 from jobctl.errors import first_line
+from jobctl.worker import durable
 
 Conn = psycopg.Connection[tuple[Any, ...]]
 AsyncConn = psycopg.AsyncConnection[tuple[Any, ...]]
@@ -25,6 +26,16 @@ AsyncConn = psycopg.AsyncConnection[tuple[Any, ...]]
 
 class PermanentError(Exception):
     """Raise from a handler to fail the job without a retry (it goes to `dead`)."""
+
+
+class ChildFailed(PermanentError):
+    """`job.spawn_and_wait`: the child job ended dead or cancelled (`child_id`, `state`). A
+    PermanentError: every later run of the parent reads the same saved end, so a retry cannot help;
+    catch it to go on without the child's result."""
+
+    def __init__(self, message: str, child_id: int, state: str) -> None:
+        super().__init__(message)
+        self.child_id, self.state = child_id, state
 
 
 class LeaseLost(Exception):
@@ -160,6 +171,11 @@ class Job:
     _parent_results: Any = field(default=_UNREAD, repr=False)  # read on first use (parent_results)
     _batch: Any = field(default=_UNREAD, repr=False)  # read on first use (batch)
     _progress: str | None = field(default=None, repr=False)  # reported, not yet sent (JSON text)
+    _steps: dict[str, Any] | None = field(default=None, repr=False)  # saved steps, read on first use
+    _sleeps: int = field(default=0, repr=False)  # sleeps this run went through (their steps' names)
+    _spawns: int = field(default=0, repr=False)  # unnamed spawn_and_wait calls this run went through
+    _suspended: bool = field(default=False, repr=False)  # parked by a sleep or a wait: nothing to report
+    _tx_conn: Any = field(default=None, repr=False)  # the connection of the open job.transaction()
 
     @property
     def idempotency_key(self) -> str:
@@ -277,6 +293,66 @@ class Job:
             cur = await conn.execute(statement, params)
             return await cur.fetchone()
 
+    # --- durable execution (docs/durable.md; jobctl.worker.durable)
+
+    def step(self, name: str, fn: Callable[..., Any], *, transaction: bool = False) -> Any:
+        """The result of the step `name`: the one saved by an earlier run of this job, or else `fn()`'s,
+        saved (jobctl.save_step) and returned as it reads back from JSON. Async handlers await it (`fn`
+        may be async). A step that raises is not saved: the job's retry policy applies, and the next
+        attempt runs it again. With `transaction=True`, `fn(conn)` runs in a transaction of its own
+        whose last statement saves the step: its writes commit once, with the step. Inside
+        `job.transaction()`, the step is saved in that transaction (`fn(conn)` with transaction=True
+        gets its connection). Bounds: a name of 1 to 200 printable characters (not `event:...`), a result
+        of at most 256 KiB of JSON, 1,000 steps a job. Raises LeaseLost when the lease was lost (nothing
+        saved) and ResultRefused (the job dies) for a result JSON cannot hold."""
+        return self._durable(durable.step(self, name, fn, transaction), "step")
+
+    def sleep(self, seconds: float) -> Any:
+        """Give up the lease for `seconds`: the handler stops (`Suspended`: let it propagate), the job is
+        pending, due then, and runs again from the top, going past this sleep and every saved step. The
+        attempt does not count against max_attempts, and the job holds no worker slot, no running place
+        of its tenant, queue or concurrency key while it sleeps. Async handlers await it. Saved as the
+        step `sleep:<n>` (the handler's n-th sleep, from 0): keep sleeps in a stable order."""
+        return self._durable(durable.sleep(self, seconds), "sleep")
+
+    def sleep_until(self, until: datetime) -> Any:
+        """`sleep` until an aware datetime (a past one: the job is due again at once)."""
+        return self._durable(durable.sleep(self, until), "sleep_until")
+
+    def wait_for(self, event: str, timeout: float | None = None) -> Any:
+        """The payload of the tenant's `event` (jobctl.emit_event; the first emit wins). If it has not
+        been emitted yet, the job gives up its lease as in `sleep` and runs again from the top when the
+        event comes or `timeout` seconds pass (None: no timeout), then this call answers the payload,
+        or raises `EventTimeout`, and keeps answering so. Async handlers await it."""
+        return self._durable(durable.wait_for(self, event, timeout), "wait_for")
+
+    def spawn_and_wait(
+        self,
+        queue: str,
+        payload: Any,
+        *,
+        name: str | None = None,
+        cancel_with_parent: bool = True,
+        **options: Any,
+    ) -> Any:
+        """Submit a child job once (in this job's tenant; `options` are submit_jobs' keys: priority,
+        max_attempts, timeout, ...) and give up the lease until it ends, as in `sleep`; then return its
+        result, or raise `ChildFailed` when it ended dead or cancelled. The child and its end are kept as
+        the step `spawn:<name>` (default: the handler's n-th unnamed spawn, from 0). With
+        `cancel_with_parent` (the default) a cancel of this job cancels the child too. Async handlers
+        await it."""
+        plan = durable.spawn_and_wait(self, queue, payload, name, cancel_with_parent, options)
+        return self._durable(plan, "spawn_and_wait")
+
+    def _durable(self, plan: durable.Plan, what: str) -> Any:
+        """Run a plan of jobctl.worker.durable: awaitable for an async handler, at once for a sync one."""
+        if isinstance(self._pool, AsyncConnectionPool):
+            return durable.run_async(self, self._pool, plan)
+        if not isinstance(self._pool, ConnectionPool):
+            plan.close()
+            raise TypeError(f"job.{what} needs the worker's pool: this job has none")
+        return durable.run_sync(self, self._pool, plan)
+
     @property
     def completed(self) -> bool:
         """True once a `transaction()` of this job has committed its completion."""
@@ -330,7 +406,11 @@ def _sync_transaction(job: Job) -> Iterator[Conn]:
     if not isinstance(job._pool, ConnectionPool):
         raise TypeError("this worker runs an async handler: use `async with job.transaction()`")
     with job._pool.connection() as conn, conn.transaction():
-        yield conn
+        job._tx_conn = conn
+        try:
+            yield conn
+        finally:
+            job._tx_conn = None
         params, started_ns = _params(job), time.time_ns()
         try:
             row = conn.execute(queries.COMPLETE_JOB, params).fetchone()
@@ -347,7 +427,11 @@ async def _async_transaction(job: Job) -> AsyncIterator[AsyncConn]:
     if not isinstance(job._pool, AsyncConnectionPool):
         raise TypeError("this worker runs a sync handler: use `with job.transaction()`")
     async with job._pool.connection() as conn, conn.transaction():
-        yield conn
+        job._tx_conn = conn
+        try:
+            yield conn
+        finally:
+            job._tx_conn = None
         params, started_ns = _params(job), time.time_ns()
         try:
             cur = await conn.execute(queries.COMPLETE_JOB, params)

@@ -10,7 +10,8 @@ queue="other" (OTHER_QUEUE). A worker without --queue that ran jobs of 10,000 qu
 100 queues' worth (docs/operations.md, Metrics), not 18 MB.
 
 Handler outcomes: `ok` (returned, or completed by its own transaction), `error` (raised: a retry),
-`permanent` (PermanentError), `fenced` (its transaction's completion was refused), or the reason it
+`permanent` (PermanentError), `fenced` (its transaction's completion was refused), `suspended` (it gave
+up its lease to sleep or to wait for an event: docs/durable.md), or the reason it
 was stopped: `cancelled`, `lost`, `timed_out`, `shutdown`, `failed` (a worker error).
 """
 

@@ -49,6 +49,7 @@ class Stats:
     cancelled: int = counter("Jobs cancelled while this process ran them.")
     timed_out: int = counter("Jobs that ran past their timeout here.")
     released: int = counter("Jobs given back at shutdown.")
+    suspended: int = counter("Jobs that gave up their lease to sleep or to wait for an event.")
     elapsed: float = 0.0
 
     def summary(self) -> dict[str, Any]:

@@ -31,6 +31,7 @@ from psycopg_pool import AsyncConnectionPool, ConnectionPool
 
 from jobctl import tracing
 from jobctl.worker.calls import async_pool, describe, sync_pool, trace
+from jobctl.worker.durable import Suspended
 from jobctl.worker.job import AsyncConn, Conn, Job, LeaseLost, PermanentError, ResultRefused, result_json
 from jobctl.worker.outbox import Outbox, ids
 
@@ -48,6 +49,8 @@ def outcome(job: Job, error: BaseException | None) -> str:
     """How a handler ended, for the handler duration histogram (worker/metrics.py)."""
     if job._stop_reason is not None:
         return job._stop_reason
+    if job._suspended:
+        return "suspended"
     if error is None or job._completed:
         return "ok"
     if isinstance(error, LeaseLost):
@@ -210,6 +213,12 @@ class Running:
         job's transaction) is booked at once; a failure is returned as the fail_job left to run."""
         if job._completed:
             self.stats.completed += 1  # its own transaction completed it
+        elif job._suspended:  # its lease ended in the database: it runs again when due
+            self.stats.suspended += 1
+            if not isinstance(error, Suspended):
+                log.warning(
+                    "handler went on after its job was suspended; what it did is ignored", extra=ids(job)
+                )
         elif error is None:
             try:
                 result = result_json(value)

@@ -6,7 +6,7 @@ language sql
 immutable
 as $$
     select array[
-        'audit:read', 'jobs:cancel', 'jobs:delete', 'jobs:read', 'jobs:retry', 'jobs:submit', 'queues:read', 'queues:write',
+        'audit:read', 'events:emit', 'jobs:cancel', 'jobs:delete', 'jobs:read', 'jobs:retry', 'jobs:submit', 'queues:read', 'queues:write',
         'schedules:read', 'schedules:write', 'tenants:read', 'tenants:write', 'workers:read'
     ]
 $$;

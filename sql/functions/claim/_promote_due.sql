@@ -21,7 +21,7 @@ begin
         delete from jobctl._delayed as d
         where d.ctid = any(array(
             select x.ctid from jobctl._delayed as x
-            where x.run_at <= clock_timestamp()
+            where x.run_at <= (select clock_timestamp())  -- a bound of the index scan, not a filter
             order by x.run_at, x.job_id
             limit p_limit
             for update skip locked

@@ -64,8 +64,11 @@ begin
         -- epoch is never handed out again (jobctl._raise_epochs; docs/design.md, Fencing across a crash)
         perform set_config('synchronous_commit', 'off', true);
     end if;
-    -- delayed jobs whose time came, and children racing parents' ends left waiting (docs/workflows.md)
-    select exists (select from jobctl._delayed as d where d.run_at <= clock_timestamp()),
+    -- delayed jobs whose time came, and children racing parents' ends left waiting (docs/workflows.md).
+    -- The earliest run_at is the head of _delayed's index, whatever the plan (min: a one-row index
+    -- scan): a range test's generic plan, made while the table was small, scans the whole table,
+    -- and jobs delayed far ahead or parked (docs/durable.md) would make every claim read them all
+    select coalesce((select min(d.run_at) from jobctl._delayed as d) <= clock_timestamp(), false),
         exists (select from jobctl._recheck)
     into v_due, v_recheck;
     if v_due then

@@ -9,7 +9,9 @@
 -- missing (no such hot job of these tenants: the caller tells unknown from archived); state
 -- (completed, dead or cancelled); busy (it changed state five times while we tried).
 -- The job's last_error becomes 'cancelled: on request' (an earlier attempt's error stays on its
--- failed event). Writes: _ready/_delayed/_held/_running (delete), job (update), _event, _stat_delta.
+-- failed event). The children it spawned for its steps with cancel_with_parent (jobctl.await_job) are
+-- cancelled with it, each as this cancels a job. Writes: _ready/_delayed/_held/_running (delete), job
+-- (update), _event, _stat_delta.
 create or replace function jobctl._cancel(
     p_job_id bigint, p_tenants text[], p_admit boolean default true, out outcome text, out job jobctl.job
 )
@@ -61,6 +63,10 @@ begin
             end if;
             -- the jobs waiting on this one follow their policy
             perform jobctl._parents_ended(array[v_job.job_id]);
+            -- the children it spawned for its steps (await_job) that are to go with it
+            perform jobctl._cancel(s.child_id, p_tenants, p_admit)
+            from jobctl._spawn as s
+            where s.parent_id = v_job.job_id and s.cancel_with_parent;
             -- the event names a lease epoch only when the cancel revoked that (running) lease
             insert into jobctl._event (job_id, job_created_at, at, event, attempt, lease_epoch, worker_id, detail)
             values (v_job.job_id, v_job.created_at, v_now, 'cancelled', coalesce(v_run.attempt, v_job.attempt),

@@ -47,7 +47,17 @@ begin
         case when p_filter ? 'finished_after' then ' and j.finished_at > ($1 ->> ''finished_after'')::timestamptz' end,
         case when p_filter ? 'finished_before' then ' and j.finished_at < ($1 ->> ''finished_before'')::timestamptz' end,
         case when p_filter ? 'error_contains' then
-            ' and strpos(lower(j.last_error), lower($1 ->> ''error_contains'')) > 0' end
+            ' and strpos(lower(j.last_error), lower($1 ->> ''error_contains'')) > 0' end,
+        -- parked jobs by their tokens: a _delayed row so marked (its partial index), or a spawned
+        -- child's edge to its parent
+        case
+            when p_filter ->> 'parked' = 'job' then
+                ' and j.state = ''waiting'' and j.job_id in (select s.parent_id from jobctl._spawn as s'
+                || ' inner join jobctl._edge as e on e.parent_id = s.child_id and e.child_id = s.parent_id)'
+            when p_filter ? 'parked' then
+                ' and j.state = ''pending'' and j.job_id in (select d.job_id from jobctl._delayed as d'
+                || ' where d.parked = $1 ->> ''parked'')'
+        end
     );
     return query execute
         'select j.job_id from '

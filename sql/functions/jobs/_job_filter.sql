@@ -67,6 +67,12 @@ begin
                 select array_agg(distinct (i #>> '{}')::bigint order by (i #>> '{}')::bigint) into v_ids
                 from jsonb_array_elements(v_value) as i;
                 v_out := v_out || jsonb_build_object('job_ids', to_jsonb(v_ids));
+            when 'parked' then  -- a durable job that gave up its lease (docs/durable.md)
+                if v_value not in ('"sleep"', '"event"', '"job"') then
+                    raise exception using errcode = 'JC001', message = 'filter.parked must be sleep, event or job',
+                        detail = 'field: filter.parked';
+                end if;
+                v_out := v_out || jsonb_build_object('parked', v_value);
             when 'created_after', 'created_before', 'finished_after', 'finished_before' then
                 v_out := v_out || jsonb_build_object(v_key, jobctl._to_timestamptz(v_value, 'filter.' || v_key));
             else
@@ -74,7 +80,7 @@ begin
                     message = format('filter has an unknown key %s', v_key),
                     detail = format('field: filter.%s', v_key),
                     hint = 'Keys: tenant_id, queue, state, job_ids, dedup_key, subject_key, concurrency_key, created_after, '
-                        || 'created_before, finished_after, finished_before, error_contains.';
+                        || 'created_before, finished_after, finished_before, error_contains, parked.';
         end case;
     end loop;
     foreach v_key in array array['created', 'finished'] loop

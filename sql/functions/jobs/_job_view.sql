@@ -1,7 +1,7 @@
 -- jobctl._job_view: every job, hot and archived, with its live lease (the _running row of its
 -- current epoch). get_job and list_jobs read it. A view is re-defined over time, so it lives in the
 -- re-applied layer, in this one file, not in the migrations that changed it (0001, 0008, 0010,
--- 0019, 0027, 0039). CREATE OR REPLACE VIEW may only add columns at the end: dropping or retyping one
+-- 0019, 0027, 0039, 0042). CREATE OR REPLACE VIEW may only add columns at the end: dropping or retyping one
 -- needs a migration that drops the view first (this file then creates it again). Columns are added
 -- at the end only, after progress's case (hence the noqa).
 create or replace view jobctl._job_view as
@@ -36,7 +36,33 @@ select  -- noqa: ST06
     -- a running job's: its attempt's, from its lease row; else the last attempt's
     case when j.state = 'running' then r.progress else j.progress end as progress,
     j.last_traceback,
-    j.workflow_name
+    j.workflow_name,
+    -- a parked job (docs/durable.md): why, by its token, probed by its key
+    case
+        when j.state = 'pending'
+            then (
+                select d.parked from jobctl._delayed as d
+                where d.run_at = j.run_at and d.job_id = j.job_id
+            )
+        when j.state = 'waiting' then (
+            select min('job') from jobctl._spawn as s
+            inner join jobctl._edge as e on e.parent_id = s.child_id and e.child_id = j.job_id
+            where s.parent_id = j.job_id
+        )
+    end as parked,
+    case
+        when j.state = 'pending'
+            then (
+                select min(a.event) from jobctl._awaiting as a
+                inner join jobctl._delayed as d on d.run_at = a.run_at and d.job_id = a.job_id and d.parked = 'event'
+                where a.job_id = j.job_id
+            )
+        when j.state = 'waiting' then (
+            select min(s.child_id)::text from jobctl._spawn as s
+            inner join jobctl._edge as e on e.parent_id = s.child_id and e.child_id = j.job_id
+            where s.parent_id = j.job_id
+        )
+    end as awaiting
 from (
     select * from jobctl.job
     union all

@@ -2,13 +2,15 @@
 -- (the job row's queue, tenant, priority and run_at); true if this call deleted it and so owns the
 -- job's next transition, false if a claimer, a promotion or another call got there first. The
 -- counters lose the job from where it was (pending, delayed, retrying or waiting); the caller counts where
--- it goes. Writes: _ready, _delayed, _held or _waiting (delete), _stat_delta (insert).
+-- it goes. A job parked on an event (await_event) leaves its wait with its token. Writes: _ready,
+-- _delayed, _held or _waiting (delete), _awaiting (delete), _stat_delta (insert).
 create or replace function jobctl._take_queue_row(p_job jobctl.job)
 returns boolean
 language plpgsql
 as $$
 declare
     v_retry boolean;
+    v_parked text;
 begin
     if p_job.state = 'waiting' then
         -- its edges first, as a parent's end takes its edges before a child's _waiting row
@@ -25,8 +27,11 @@ begin
         and r.run_at = p_job.run_at and r.job_id = p_job.job_id;
     if not found then
         delete from jobctl._delayed as d where d.run_at = p_job.run_at and d.job_id = p_job.job_id
-        returning d.retry into v_retry;
+        returning d.retry, d.parked into v_retry, v_parked;
         if found then
+            if v_parked = 'event' then
+                delete from jobctl._awaiting as a where a.job_id = p_job.job_id;
+            end if;
             insert into jobctl._stat_delta (tenant_id, queue, delayed, retrying)
             values (p_job.tenant_id, p_job.queue, case when not v_retry then -1 end, case when v_retry then -1 end);
             return true;

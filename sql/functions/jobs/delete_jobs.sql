@@ -5,7 +5,7 @@
 -- children are cancelled (jobctl._parents_erased). A job retried meanwhile is no longer finished and
 -- is skipped (the delete re-checks the state under its row lock). The caller loops, one short
 -- transaction a call, passing last_id back as after_id until done. One audit entry a call.
--- Writes: job, _event (delete), _stat_delta, audit_log; _edge, _waiting and job through _parents_erased.
+-- Writes: job, _event and _step (delete), _stat_delta, audit_log; _edge, _waiting and job through _parents_erased.
 create or replace function jobctl.delete_jobs(filter jsonb, max_jobs integer default 1000, after_id bigint default null)
 returns table (acted integer, skipped integer, last_id bigint, done boolean, stopped text, retry_after numeric)
 language plpgsql
@@ -37,6 +37,9 @@ begin
         delete from jobctl._event as e
         using gone as g
         where e.job_id = g.job_id and e.job_created_at = g.created_at
+    ),
+    steps as (
+        delete from jobctl._step as s using gone as g where s.job_id = g.job_id
     ),
     tally as (
         insert into jobctl._stat_delta (tenant_id, queue, dead, completed, cancelled)

@@ -37,7 +37,8 @@ begin
         v.run_at, v.attempt, v.max_attempts, v.dedup_key, v.created_at, v.started_at, v.finished_at,
         v.last_error, v.result, v.worker_id, v.lease_expires_at, v.lease_epoch, v.timeout, v.backoff,
         v.concurrency_key, v.traceparent, v.depends_on, v.workflow_id, v.batch_id, null::jsonb,
-        v.schedule_name, v.fire_time, v.progress, null::text, v.workflow_name  -- (last_traceback: get_job's)
+        v.schedule_name, v.fire_time, v.progress, null::text, v.workflow_name,  -- (last_traceback: get_job's)
+        v.parked, v.awaiting
     from jobctl._job_view as v
     where v.job_id = any(v_ids)
     order by v.job_id desc;

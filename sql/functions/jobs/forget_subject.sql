@@ -1,11 +1,11 @@
 -- jobctl.forget_subject: erase every job of a data subject (a person) of a tenant, hot and archive:
 -- active jobs are cancelled first (their queue rows and counters go as with cancel_job), then every
--- job row and its events are deleted. A worker still running one is fenced (its lease is gone).
+-- job row and its events and steps are deleted. A worker still running one is fenced (its lease is gone).
 -- The audit record keeps the counts, nothing of the subject key. Submits of the
 -- subject committed after this call began are not seen: stop them first. Files of the object
 -- archive are rewritten without the subject by the next `jobctl archive run` (an archive_erasure
 -- row). A job still waiting on an erased one is cancelled (jobctl._parents_erased). Writes: job,
--- job_archive, _event, _event_archive, _ready, _delayed, _running (through cancel_job),
+-- job_archive, _event, _event_archive, _step, _ready, _delayed, _running (through cancel_job),
 -- archive_erasure, audit_log; _edge, _waiting and job through _parents_erased.
 create or replace function jobctl.forget_subject(tenant_id text, subject_key text)
 returns table (cancelled integer, deleted integer)
@@ -70,6 +70,9 @@ begin
     ),
     archived_events as (
         delete from jobctl._event_archive as e where e.job_id in (select i.job_id from ids as i)
+    ),
+    steps as (
+        delete from jobctl._step as s where s.job_id in (select i.job_id from ids as i)
     )
     select count(*), array_agg(i.job_id) into v_deleted, v_gone from ids as i;
     -- children of other subjects still waiting on an erased job (under `wait`): it can no longer be

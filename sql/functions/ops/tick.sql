@@ -53,7 +53,7 @@ begin
         end if;
         return 0;
     end;
-    if exists (select from jobctl._delayed as d where d.run_at <= v_now) then
+    if (select min(d.run_at) from jobctl._delayed as d) <= v_now then  -- the index's head (claim_job)
         v_n := v_n + jobctl._promote_due();
     end if;
     if exists (select from jobctl._recheck) then

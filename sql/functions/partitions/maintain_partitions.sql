@@ -8,7 +8,8 @@
 -- archive needs no scan; then pg_partman's maintenance (jobctl._retire_partitions: partitions
 -- ahead, and those past the hot retention moved to the archive). Before that step it drops archive
 -- partitions past the archive retention and deletes the archive default partitions' rows past it,
--- which lock only archive tables; with an object archive (jobctl.retention.archive_url, migration
+-- which lock only archive tables, and deletes the steps and events past the hot retention
+-- (jobctl._expire_durable); with an object archive (jobctl.retention.archive_url, migration
 -- 0030) it drops nothing: `jobctl archive run` exports those days and drops them itself. A step
 -- that cannot get its locks is retried twice after 0.1 and 0.2 s (a failed try releases what it
 -- locked), then left to the next call; any other error is logged as a warning and the step left
@@ -42,6 +43,8 @@ begin
             from (values ('jobctl.job_archive_default', 'created_at'), ('jobctl._event_archive_default', 'job_created_at'))
                 as d (part, key_column)
             where v_policy.archive_url is null
+            union all
+            select 2, null, format('select jobctl._expire_durable(%L)', v_policy.hot)
             union all
             (
                 -- the one step on hot tables
