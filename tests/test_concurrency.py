@@ -341,10 +341,11 @@ def _share_lanes(conn: Conn, queue: str, tenant: str, *, lanes: list[tuple[str, 
     key = str(row[0])  # as jobctl._lanes keys a filter
     conn.execute(
         "insert into jobctl._lane_cache"
-        " (queues_key, fresh_until, queues, tenants, limited, lows, total, listed_at)"
+        " (queues_key, fresh_until, queues, tenants, limited, lows, total, listed_at, generation)"
         " select %(key)s, clock_timestamp() + %(fresh)s::interval, %(queues)s, %(tenants)s,"
         " array_fill(false, array[%(n)s]), array(select generate_series(0, %(n)s - 1)::float8), %(n)s,"
-        " least(clock_timestamp(), clock_timestamp() + %(fresh)s::interval)",
+        " least(clock_timestamp(), clock_timestamp() + %(fresh)s::interval), g.generation"
+        " from jobctl._lane_generation as g",
         {
             "key": key,
             "fresh": fresh_for,

@@ -10,8 +10,11 @@
 -- but another claimer holds the refresh lock, listing (cached: a fresh listing might find lanes it lacks, and a claim
 -- that got nothing from it lists afresh, p_fresh, lock or no lock); else the lanes are listed and
 -- the listing shared, unless another claimer is sharing one right now (the refresh lock) or has
--- since this call began.
--- Calls: _try_lock, _ready_lanes. Reads: _lane_cache, tenant, queue.
+-- since this call began. A list carries the generation of the settings it was listed under, read
+-- with them: a list of an older generation than the current one (a pause or a queue's settings
+-- changed since, jobctl._relist_lanes) is never used, so a claim sent after a pause returned never
+-- gets the paused lanes from a listing that raced it.
+-- Calls: _try_lock, _ready_lanes. Reads: _lane_cache, _lane_generation, tenant, queue.
 -- Locks: the try-lock lanes on the filter (jobctl._try_lock) for the transaction, to share a listing.
 -- Writes: _lane_cache (insert), at most one row per listing.
 create or replace function jobctl._lanes(p_queues text[], p_fresh boolean)
@@ -26,7 +29,9 @@ declare
     v_key text := coalesce(md5(p_queues::text), '*');  -- a filter of any size keys one index entry
     v_row jobctl._lane_cache;
 begin
-    select * into v_row from jobctl._lane_cache as c where c.queues_key = v_key order by c.fresh_until desc limit 1;
+    select c.* into v_row from jobctl._lane_cache as c
+    where c.queues_key = v_key and c.generation = (select g.generation from jobctl._lane_generation as g)
+    order by c.fresh_until desc limit 1;
     -- a stale list is refreshed by one claimer at a time; the others claim from it meanwhile, for a
     -- second at most (a lock held longer, by a long transaction or by anyone, cannot freeze the list)
     if found and not p_fresh
@@ -41,8 +46,11 @@ begin
         coalesce(array_agg(x.tenant_id order by x.low), '{}'),
         coalesce(array_agg(x.limited order by x.low), '{}'),
         coalesce(array_agg(x.low order by x.low), '{}'),
-        coalesce(sum(x.width), 0)
-    into v_row.queues_key, v_row.fresh_until, v_row.queues, v_row.tenants, v_row.limited, v_row.lows, v_row.total
+        coalesce(sum(x.width), 0),
+        -- in the statement that reads the settings: the generation they are of
+        (select g.generation from jobctl._lane_generation as g)
+    into v_row.queues_key, v_row.fresh_until, v_row.queues, v_row.tenants, v_row.limited, v_row.lows, v_row.total,
+        v_row.generation
     from (
         select y.*, sum(y.width) over (order by y.queue, y.tenant_id rows unbounded preceding) - y.width as low
         from (
@@ -61,9 +69,10 @@ begin
     -- a fresh one (listed since this call began), and a second would only add to the key's rows
     if jobctl._try_lock('lanes', v_key)
        and not exists (select from jobctl._lane_cache as c where c.queues_key = v_key and c.fresh_until > v_now
-                       and (not p_fresh or c.listed_at >= v_now)) then
-        insert into jobctl._lane_cache (queues_key, fresh_until, queues, tenants, limited, lows, total, listed_at)
-        values (v_row.queues_key, v_row.fresh_until, v_row.queues, v_row.tenants, v_row.limited, v_row.lows, v_row.total, v_now);
+                       and c.generation >= v_row.generation and (not p_fresh or c.listed_at >= v_now)) then
+        insert into jobctl._lane_cache (queues_key, fresh_until, queues, tenants, limited, lows, total, listed_at, generation)
+        values (v_row.queues_key, v_row.fresh_until, v_row.queues, v_row.tenants, v_row.limited, v_row.lows, v_row.total, v_now,
+                v_row.generation);
     end if;
     return (v_row.queues, v_row.tenants, v_row.limited, v_row.lows, v_row.total, false);
 end

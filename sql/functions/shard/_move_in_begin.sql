@@ -8,7 +8,7 @@
 -- hashes (new token_ids here; a token revoked on the source comes revoked). The keys an earlier move
 -- in left here (jobctl._move_key) go. Again with the same settings it changes nothing.
 -- Writes: tenant, concurrency_limit, _role_tenant, _api_token, _tenant_move (delete), _move_key
--- (delete), _lane_cache (delete), audit_log.
+-- (delete), _lane_generation and _lane_cache (_relist_lanes), audit_log.
 create or replace function jobctl._move_in_begin(p_config jsonb)
 returns void
 language plpgsql
@@ -63,7 +63,7 @@ begin
     get diagnostics v_tokens = row_count;
     delete from jobctl._tenant_move as m where m.tenant_id = v_tenant.tenant_id;
     delete from jobctl._move_key as k where k.tenant_id = v_tenant.tenant_id;
-    delete from jobctl._lane_cache;
+    perform jobctl._relist_lanes();
     perform jobctl._audit('move_tenant_in', v_tenant.tenant_id, jsonb_build_object('grants', v_grants, 'tokens', v_tokens));
 end
 $$;

@@ -9,7 +9,7 @@
 -- jobctl._move_in_begin on the target, with was_paused and started_at; the grants and tokens stay
 -- here too, for the finished history that stays. A new move forgets the keys an earlier move left
 -- here (jobctl._move_key: one whose last step, jobctl._move_in_end, did not run).
--- Locks: the tenant row. Writes: _tenant_move, tenant (paused), _lane_cache, _move_key (delete), audit_log.
+-- Locks: the tenant row. Writes: _tenant_move, tenant (paused), _lane_generation and _lane_cache (_relist_lanes), _move_key (delete), audit_log.
 create or replace function jobctl._move_out_begin(p_tenant_id text, p_to_shard integer)
 returns jsonb
 language plpgsql
@@ -64,7 +64,7 @@ begin
         returning * into v_move;
         update jobctl.tenant as t set paused = true, updated_at = now()
         where t.tenant_id = p_tenant_id and not t.paused;
-        delete from jobctl._lane_cache;
+        perform jobctl._relist_lanes();
         delete from jobctl._move_key as k where k.tenant_id = p_tenant_id;
         perform jobctl._audit('move_tenant_out', p_tenant_id, jsonb_build_object('to_shard', p_to_shard));
     end if;

@@ -1,7 +1,7 @@
 -- jobctl.pause_queue: stop (paused, the default) or restart claims from a queue, at once: the shared
 -- lane lists are emptied, so the next claim lists the lanes afresh and leaves the queue out.
 -- Submits go on: the queue fills. A queue without settings gets a row (no limits). Writes: queue,
--- _lane_cache (delete), audit_log.
+-- _lane_generation and _lane_cache (_relist_lanes), audit_log.
 create or replace function jobctl.pause_queue(queue text, paused boolean default true)
 returns boolean
 language plpgsql
@@ -28,7 +28,7 @@ begin
     elsif v_was <> paused then
         update jobctl.queue as q set paused = pause_queue.paused, updated_at = now() where q.queue = pause_queue.queue;
     end if;
-    delete from jobctl._lane_cache;
+    perform jobctl._relist_lanes();
     perform jobctl._audit('pause_queue', null, jsonb_build_object('queue', queue, 'paused', paused));
     return v_was <> paused;
 end

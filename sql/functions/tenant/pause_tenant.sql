@@ -3,7 +3,7 @@
 -- An unknown tenant is P0002. Only for the caller's tenants (an API token: tenants:write), checked
 -- first, so another tenant's existence is not told. A caller of some tenants may pause them (an
 -- emergency stop) but not resume them: only a caller acting for every tenant does, so an operator's
--- pause holds. Writes: tenant (paused), _lane_cache (delete), audit_log.
+-- pause holds. Writes: tenant (paused), _lane_generation and _lane_cache (_relist_lanes), audit_log.
 create or replace function jobctl.pause_tenant(tenant_id text, paused boolean default true)
 returns boolean
 language plpgsql
@@ -31,7 +31,7 @@ begin
     end if;
     update jobctl.tenant as t set paused = pause_tenant.paused, updated_at = now()
     where t.tenant_id = pause_tenant.tenant_id and t.paused <> pause_tenant.paused;
-    delete from jobctl._lane_cache;
+    perform jobctl._relist_lanes();
     perform jobctl._audit('pause_tenant', pause_tenant.tenant_id, jsonb_build_object('paused', pause_tenant.paused));
     return v_was <> pause_tenant.paused;
 end

@@ -3,8 +3,8 @@
 -- (with claim_burst, default one second's worth, at least 1) its claims a second; both hold under
 -- concurrent claimers, as a tenant's (claim_job's cap step). A new rate keeps the bucket's level.
 -- The shared lane lists are emptied, so the next claim sees a pause or a limit at once.
--- Locks: the queue row. Writes: queue, the bucket sequence (jobctl._put_sequence), _lane_cache
--- (delete), audit_log.
+-- Locks: the queue row. Writes: queue, the bucket sequence (jobctl._put_sequence), _lane_generation
+-- and _lane_cache (_relist_lanes), audit_log.
 create or replace function jobctl.put_queue(
     queue text,
     max_running integer default null,
@@ -44,7 +44,7 @@ begin
     on conflict on constraint queue_pkey do update
     set max_running = excluded.max_running, claim_rate = excluded.claim_rate, claim_burst = excluded.claim_burst,
         claim_bucket = excluded.claim_bucket, paused = excluded.paused, updated_at = now();
-    delete from jobctl._lane_cache;
+    perform jobctl._relist_lanes();
     perform jobctl._audit('put_queue', null, jsonb_build_object(
         'queue', queue, 'max_running', max_running, 'claim_rate', claim_rate, 'claim_burst', claim_burst,
         'paused', paused
