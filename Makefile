@@ -154,8 +154,8 @@ shards: setup ## Sharding by tenant: a PL/Proxy router and 3 shard clusters (.sh
 pooler-test: setup ## PgBouncer 1.18 in transaction pooling mode (.pooler/, ports 25540-25541) in front of a cluster of its own: the contract's suites through it, then its cost on submit and claim+complete (15 rounds) and connections with 200 clients (about 3 minutes)
 	@$(BIN)/python benchmarks/drills/pooler.py all
 
-shard-move: test-db ## Tenant moves between two shard databases of .test-pg under load (workers on both, a submitter): a 10,000-job backlog moved with a kill -9 of the mover and a rerun, then 3 clean moves back and forth: move time, pause window, lost/duplicated (JOBS=, ROUNDS=; about 6 minutes)
-	@$(TEST_ENV) SHARD_MOVE_JOBS=$${JOBS:-10000} SHARD_MOVE_ROUNDS=$${ROUNDS:-3} $(BIN)/pytest -p no:cacheprovider -q -s -k "load or figures" tests/test_shard_move.py
+shard-move: test-db ## Tenant moves between two shard databases of .test-pg under load (workers on both, a submitter): a 10,000-job backlog moved with a kill -9 of the mover and a rerun, then 3 clean moves back and forth: move time, pause window, lost/duplicated; and 1,000 durable jobs moved while emitters race the move (JOBS=, ROUNDS=; about 7 minutes)
+	@$(TEST_ENV) SHARD_MOVE_JOBS=$${JOBS:-10000} SHARD_MOVE_ROUNDS=$${ROUNDS:-3} $(BIN)/pytest -p no:cacheprovider -q -s -k "load or figures or durable" tests/test_shard_move.py
 
 cardinality: test-db ## The metrics and the queue list with 10,000 queues (tests/test_cardinality.py at the issue's size; make test runs it with 2,000; about 3 minutes)
 	@$(TEST_ENV) JOBCTL_CARDINALITY_QUEUES=10000 $(BIN)/pytest -q -s tests/test_cardinality.py

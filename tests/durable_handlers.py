@@ -10,6 +10,9 @@ waiter (async) and waiter_sync: `job.wait_for(payload["event"], timeout=payload.
 returns {"payload": ...} or {"timed_out": true}.
 spawner (async): `job.spawn_and_wait` of a child (doubler) in payload["child_queue"]; returns its result.
 mixed (sync): a step on its own, then one inside job.transaction().
+step_sleep_wait (sync): the step `before` (its public.durable_effect row in the step's transaction),
+a sleep of payload["sleep"] seconds when given, then a wait for payload["event"]; returns
+{"payload": ...}.
 """
 
 from __future__ import annotations
@@ -104,3 +107,16 @@ def mixed(job: Job) -> Any:
         inside = job.step("in_tx", lambda c: c.execute("select 2").fetchone()[0], transaction=True)
         job.result = {"plain": plain, "in_tx": inside}
     return None
+
+
+def step_sleep_wait(job: Job) -> Any:
+    _started(job)
+
+    def effect(conn: Any) -> Any:
+        conn.execute(EFFECT, (job.job_id, "before", job.attempt))
+        return {"attempt": job.attempt}
+
+    job.step("before", effect, transaction=True)
+    if job.payload.get("sleep"):
+        job.sleep(float(job.payload["sleep"]))
+    return {"payload": job.wait_for(str(job.payload["event"]))}

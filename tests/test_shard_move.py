@@ -17,13 +17,19 @@ shard it ran on; the ledgers of both shards together must hold every job exactly
 - repeats of held dedup keys sent throughout a move (from the first page to after the flip and the
   move's end) through the router and directly to the source: one job per key, answered as
   duplicates; the tenant's role grants and API tokens come along;
+- durable jobs (a saved step, a sleep, a wait for an event: tests/durable_handlers.py) parked on
+  the source while emitters send their events through the router throughout the move: each job
+  completes once with its event's first payload, and its step ran once (SHARD_MOVE_JOBS / 10 jobs,
+  at least 200);
 - SHARD_MOVE_ROUNDS=n (`make shard-move`): n clean moves of a 10,000-job backlog back and forth
   under the same load, with the median move time and pause window.
 """
 
 from __future__ import annotations
 
+import json
 import os
+import random
 import signal
 import statistics
 import subprocess
@@ -42,12 +48,14 @@ from jobctl import migrate as mig
 from jobctl import shard_move, shards
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from psycopg.types.json import Jsonb
+from test_durable import TABLES as DURABLE_TABLES
 from test_worker import LEDGER_DDL, WorkerProcess
 
 Conn = psycopg.Connection[tuple[Any, ...]]
 
 QUICK_RETRY = {"strategy": "fixed", "base": "0.5 seconds", "max": "0.5 seconds", "jitter": False}
 JOBS = int(os.environ.get("SHARD_MOVE_JOBS", "2000"))
+DURABLE = max(200, JOBS // 10)
 ROUNDS = int(os.environ.get("SHARD_MOVE_ROUNDS", "0"))
 # what a moved job must keep
 KEPT = """
@@ -530,6 +538,135 @@ def test_refusals(cluster: Cluster) -> None:
         shard_move.move_tenant(cl.router, tenant, 7)
     with pytest.raises(shard_move.MoveError, match="not placed"):
         shard_move.move_tenant(cl.router, "nobody-" + tenant, 1)
+
+
+class Emitter(threading.Thread):
+    """Emits each of `events` once, in its own random order, spread over about `spread` seconds,
+    through the router's jobctl.emit_event; a JC011 (the source fenced, the router not flipped yet)
+    is sent again, as the router's callers do. Keeps (event, jobs woken, the move's step then)."""
+
+    def __init__(self, dsn: str, tenant: str, events: list[str], seed: int, spread: float, phase: list[str]):
+        super().__init__()
+        self.dsn, self.tenant, self.events, self.seed, self.spread = dsn, tenant, events, seed, spread
+        self.phase = phase
+        self.answers: list[tuple[str, int, str]] = []
+        self.refused = 0
+        self.errors: list[BaseException] = []
+
+    def run(self) -> None:
+        rnd = random.Random(self.seed)
+        emit = "select jobctl.emit_event(%s, %s, %s::jsonb)"
+        try:
+            with psycopg.connect(self.dsn, autocommit=True) as c:
+                for event in rnd.sample(self.events, len(self.events)):
+                    time.sleep(rnd.random() * 2 * self.spread / len(self.events))
+                    while True:
+                        try:
+                            row = c.execute(
+                                emit, (self.tenant, event, json.dumps({"from": self.seed}))
+                            ).fetchone()
+                            break
+                        except psycopg.Error as e:
+                            if e.sqlstate != "JC011":
+                                raise
+                            self.refused += 1
+                            time.sleep(0.01)
+                    assert row is not None
+                    self.answers.append((event, int(row[0]), self.phase[-1]))
+        except BaseException as e:  # noqa: BLE001 (the test reports it)
+            self.errors.append(e)
+
+
+def test_durable_jobs_and_racing_emits_cross_a_move(cluster: Cluster, tmp_path: Path) -> None:
+    """DURABLE jobs each save a step (its effect row written in the step's transaction), a quarter
+    sleep a second, then wait for one of 50 events, run by workers on both shards; once half of them
+    wait on the source, 4 emitters send every event through the router, spread over the move. Each
+    job completes once, with the payload its event has on the target, which is the source's where
+    the source had it (the first emit wins across the move); each step ran once; and jobs parked on
+    the source woke and finished on the target."""
+    cl = cluster
+    tenant = "dur-" + uuid.uuid4().hex[:6]
+    queue = "q-" + tenant
+    cl.router.execute("insert into jobctl_router.placement (tenant_id, shard) values (%s, 0)", (tenant,))
+    for n in (0, 1):
+        cl.shards[n].execute(DURABLE_TABLES)
+    events = [f"ev-{i}" for i in range(50)]
+    ids = cl.submit(
+        [
+            {
+                "tenant_id": tenant,
+                "queue": queue,
+                "payload": {"event": events[i % 50], "sleep": 1 if i % 4 == 0 else 0},
+            }
+            for i in range(DURABLE)
+        ]
+    )
+    args = ["--handler", "durable_handlers:step_sleep_wait", "--queue", queue, "--poll-interval", "0.05"]
+    workers = [
+        WorkerProcess(cl.dsns[str(n)], tmp_path, [*args, "--concurrency", "20", "--worker-id", f"w{n}"])
+        for n in (0, 1)
+    ]
+    phase = ["before"]
+    emitters = [Emitter(cl.dsns["router"], tenant, events, seed, 6.0, phase) for seed in range(4)]
+    waiting = "select count(*) from jobctl._awaiting where tenant_id = %s"
+    try:
+        deadline = time.monotonic() + 60
+        while cl.one(0, waiting, (tenant,)) < DURABLE // 2:
+            assert time.monotonic() < deadline, workers[0].log[-2000:]
+            time.sleep(0.05)
+        for e in emitters:
+            e.start()
+
+        def step(name: str) -> None:  # a slower move, so that the emits meet each of its steps
+            phase.append(f"flipped {name}" if "flip" in phase else name)
+            time.sleep(0.1)
+
+        report = shard_move.move_tenant(
+            cl.router, tenant, 1, page=max(20, DURABLE // 10), drain_timeout=60, after_step=step
+        )
+        phase.append("moved")
+        for e in emitters:
+            e.join(60)
+            assert not e.errors, e.errors
+        wait_all_finished(cl, tenant, workers)
+    finally:
+        for w in workers:
+            w.stop()
+    rows: dict[int, tuple[int, str, str, Any]] = {}
+    of_jobs = "select job_id, payload ->> 'event', state, result from jobctl.job where job_id = any(%s)"
+    for n in (0, 1):
+        for job_id, event, state, result in cl.shards[n].execute(of_jobs, (ids,)):
+            assert job_id not in rows, f"job {job_id} on both shards"
+            rows[job_id] = (n, event, state, result)
+    assert set(rows) == set(ids)
+    emitted = "select event, payload from jobctl._emitted where tenant_id = %s"
+    target = dict(cl.shards[1].execute(emitted, (tenant,)).fetchall())
+    source = dict(cl.shards[0].execute(emitted, (tenant,)).fetchall())
+    assert set(target) == set(events)
+    assert {e: target[e] for e in source} == source, "the source's first payloads are the target's"
+    wrong = [j for j, (_, ev, st, res) in rows.items() if (st, res) != ("completed", {"payload": target[ev]})]
+    effects: Counter[int] = Counter()
+    stepped_on: dict[int, int] = {}
+    for n in (0, 1):
+        for (job_id,) in cl.shards[n].execute(
+            "select job_id from public.durable_effect where job_id = any(%s)", (ids,)
+        ):
+            effects[job_id] += 1
+            stepped_on[job_id] = n
+    crossed = sum(1 for j, (n, *_) in rows.items() if n == 1 and stepped_on.get(j) == 0)
+    phases = Counter(p for e in emitters for _, _, p in e.answers)
+    print(
+        f"\ndurable jobs across a move: {len(ids)} jobs on 50 events, {sum(len(e.answers) for e in emitters)}"
+        f" emits through the router by step {dict(phases)} ({sum(e.refused for e in emitters)} JC011 sent"
+        f" again); {len(source)} events recorded on the source, all of them on the target with the same"
+        f" payload; {crossed} jobs stepped on the source and completed on the target; wrong results"
+        f" {len(wrong)}; steps run other than once {sum(1 for j in ids if effects[j] != 1)}; {report.line()}"
+    )
+    assert not wrong, [rows[j] for j in wrong[:5]]
+    assert all(effects[j] == 1 for j in ids), {j: effects[j] for j in ids if effects[j] != 1}
+    assert crossed > 0
+    after_flip = sum(n for p, n in phases.items() if p.startswith("flipped") or p in ("flip", "moved"))
+    assert after_flip > 0 and sum(phases.values()) - phases["before"] - after_flip > 0, phases
 
 
 def mover(router_dsn: str, tmp: Path, tenant: str, to: int, page: int) -> subprocess.Popen[bytes]:

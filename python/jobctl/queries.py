@@ -256,6 +256,8 @@ MOVE_IN_FINISH = "select jobctl._move_in_finish(%(tenant_id)s::text, %(paused)s:
 # the keys as text: the target's parameter, never decoded here
 MOVE_OUT_KEYS = "select jobctl._move_out_keys(%(tenant_id)s::text)::text as keys"
 MOVE_IN_KEYS = "select jobctl._move_in_keys(%(tenant_id)s::text, %(keys)s::jsonb) as recorded"
+MOVE_OUT_EVENTS = "select jobctl._move_out_events(%(tenant_id)s::text)::text as events"
+MOVE_IN_EVENTS = "select jobctl._move_in_events(%(tenant_id)s::text, %(events)s::jsonb) as woken"
 MOVE_IN_END = "select jobctl._move_in_end(%(tenant_id)s::text) as forgotten"
 
 # --- the object archive (jobctl.archive). ARCHIVED_JOB is the clients' fallback of job_history (a

@@ -158,6 +158,9 @@ def move_tenant(
             elif name == "keys":
                 keys = _one(src, queries.MOVE_OUT_KEYS, {"tenant_id": tenant_id})
                 _one(tgt, queries.MOVE_IN_KEYS, {"tenant_id": tenant_id, "keys": keys})
+                # and its events (durable waits), each handed over once the source refuses emits
+                events = _one(src, queries.MOVE_OUT_EVENTS, {"tenant_id": tenant_id})
+                _one(tgt, queries.MOVE_IN_EVENTS, {"tenant_id": tenant_id, "events": events})
             elif name == "resume":
                 paused = bool(settings()["was_paused"])
                 tgt.execute(queries.MOVE_IN_FINISH, {"tenant_id": tenant_id, "paused": paused})

@@ -15,7 +15,8 @@
 --             then on) -> router routes their ids to the target (jobctl_router.move_route) -> target
 --             inserts them under the same ids -> source deletes them, keeping their dedup keys
 --     fence   source: refuses the tenant's submits (JC011; the router's callers send them again)
---     keys    source: the dedup keys its jobs still hold -> target: records them
+--     keys    source: the dedup keys its jobs still hold, and its events -> target: records them
+--             (and wakes the jobs parked on those events)
 --     resume  target: the tenant claims there (unless it was paused)
 --     flip    router: placement.shard = target
 --     drain   copy again until the source has no job of the tenant running, pending or failed and

@@ -119,6 +119,8 @@ def _ended(job: Job, outcome: str, child_id: Any, state: Any, result: Any, error
         raise ChildFailed(f"child job {child_id} ended {state}: {error or 'no error'}", child_id, state)
     if outcome == "suspended":
         job._suspended = True
+        if child_id is None:  # the tenant is moving between shards: asked again there in a second
+            raise Suspended("the tenant is moving to another shard: the child is spawned after the move")
         raise Suspended(f"waiting for child job {child_id}")
     raise _fenced(job, "await_job")
 

@@ -6,8 +6,11 @@
 -- and error saved as the step (under the lease's KEY SHARE lock); a child not ended parks the parent
 -- as a workflow's child waits for its parent (jobctl._park 'job': a _waiting row, an on_end edge),
 -- released by the child's completion, death or cancellation, after which the same call answers.
+-- While the tenant moves off this shard no child is spawned: the parent is parked as a sleep of a
+-- second ('sleep'), to ask again where the move takes it.
 -- Calls: _acting_tenants, submit_jobs, _save_step, _park. Locks: the _running row (KEY SHARE, or
--- deleted), the child's job row (FOR SHARE), the parent's job row.
+-- deleted), the tenant row (KEY SHARE: a first spawn), the child's job row (FOR SHARE), the parent's
+-- job row.
 -- Writes: job, _spawn, _step; through submit_jobs the child; through _park _waiting, _edge, _event.
 create or replace function jobctl.await_job(
     job_id bigint, lease_epoch bigint, step text, child jsonb, cancel_with_parent boolean default true
@@ -52,6 +55,22 @@ begin
 
     select s.child_id into v_child from jobctl._spawn as s where s.parent_id = v_run.job_id and s.step = await_job.step;
     if not found then
+        -- a tenant moving off this shard spawns no child here: the move would leave it behind
+        -- (jobctl._move_out_begin). The tenant row's lock waits for a move's begin, or holds it
+        -- up until this spawn is seen; the parent sleeps a second and asks again, moved by then
+        perform from jobctl.tenant as t where t.tenant_id = v_run.tenant_id for key share;
+        if exists (select from jobctl._tenant_move as m where m.tenant_id = v_run.tenant_id and m.finished_at is null) then
+            delete from jobctl._running as r
+            where r.job_id = v_run.job_id and r.lease_epoch = v_run.lease_epoch
+            returning * into v_run;
+            if not found then
+                return query select 'fenced'::text, null::bigint, null::text, null::jsonb, null::text;
+                return;
+            end if;
+            perform jobctl._park(v_run, clock_timestamp() + interval '1 second', 'sleep', 'tenant moving');
+            return query select 'suspended'::text, null::bigint, null::text, null::jsonb, null::text;
+            return;
+        end if;
         select x.job_id into v_child
         from jobctl.submit_jobs(jsonb_build_array(await_job.child || jsonb_build_object('tenant_id', v_run.tenant_id))) as x;
         insert into jobctl._spawn (parent_id, step, child_id, cancel_with_parent)
@@ -91,7 +110,9 @@ object of submit_jobs'' keys (queue, payload, ...) without tenant_id, submitted 
 (its quota and rates apply), the first time the step is awaited. outcome ended, with the child''s id, state
 (completed, dead or cancelled), result and last error, when it has ended; otherwise suspended: the lease ends as
 in sleep_job and the job is waiting until the child ends, then due at once, and the same call answers ended
-(the outcome is saved as the step). fenced when the job is not running under that epoch: nothing changed.
+(the outcome is saved as the step). While the tenant moves to another shard a first await spawns nothing:
+suspended with a NULL child_id, the job sleeps a second and asks again on the shard the move takes it to.
+fenced when the job is not running under that epoch: nothing changed.
 cancel_with_parent (default true): a cancel of the parent cancels the child if it has not ended.
 Errors: JC001 NULL job_id or lease_epoch, a bad step or child, and submit_jobs'' errors for the child.
 Example:

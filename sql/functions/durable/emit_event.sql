@@ -1,12 +1,11 @@
 -- jobctl.emit_event: record a tenant's event (the first emit wins) and make every job of the tenant
 -- parked on it due now. Steps: the caller's right (events:emit), the event's lock (the one
 -- await_event takes: the two serialize, and each reads after it what the other committed), the
--- record, then the waits: each _awaiting row deleted, and its job's _delayed token (found by its
--- key; one a timeout promoted, or a cancel took, is gone) made due now, then promoted by the next
--- claim. The woken job's await_event reads the payload from _emitted.
--- Calls: _require_tenant, _wait_lock, _notify. Locks: the event's _tenant_lock row, then the
--- _awaiting rows, the jobs' _delayed rows and job rows. Writes: _emitted (insert), _awaiting
--- (delete), _delayed and job (update), _event (insert: woken).
+-- fence of a tenant moved off this shard (JC011), the record, then the waits (jobctl._wake_awaiting).
+-- Calls: _require_tenant, _wait_lock, _refuse_moved, _wake_awaiting. Locks: the event's
+-- _tenant_lock row, then through _wake_awaiting the waiting jobs' rows and their wait and queue
+-- rows. Writes: _emitted (insert); through _wake_awaiting _awaiting (delete), _delayed and job
+-- (update), _event (insert: woken).
 create or replace function jobctl.emit_event(tenant_id text, event text, payload jsonb default null)
 returns integer
 language plpgsql
@@ -16,8 +15,6 @@ as $$
 #variable_conflict use_column
 declare
     v_now timestamptz := clock_timestamp();
-    v_woken integer;
-    v_queues text[];
 begin
     if emit_event.tenant_id is null then
         raise exception using errcode = 'JC001', message = 'tenant_id must not be NULL', detail = 'field: tenant_id';
@@ -37,39 +34,19 @@ begin
     perform jobctl._require_tenant(emit_event.tenant_id, 'events:emit');
 
     perform jobctl._wait_lock('event', array[emit_event.tenant_id], array[emit_event.event]);
+    -- after the lock: a tenant move's hand-over of the events (jobctl._move_out_events) holds every
+    -- event lock of the tenant once its fence has committed, so an emit either committed before the
+    -- hand-over read the events or finds the fence here
+    if exists (select from jobctl.tenant as t where t.tenant_id = emit_event.tenant_id and t.moved_to is not null) then
+        perform jobctl._refuse_moved(emit_event.tenant_id);
+    end if;
     insert into jobctl._emitted (tenant_id, event, payload)
     values (emit_event.tenant_id, emit_event.event, emit_event.payload)
     on conflict on constraint _emitted_pkey do nothing;
     if not found then
         return 0;
     end if;
-    with gone as (
-        delete from jobctl._awaiting as a
-        where a.tenant_id = emit_event.tenant_id and a.event = emit_event.event
-        returning a.job_id, a.run_at
-    ),
-    due as (
-        update jobctl._delayed as d set run_at = v_now, parked = null
-        from gone as g
-        where d.run_at = g.run_at and d.job_id = g.job_id and d.parked = 'event'
-        returning d.job_id, d.created_at, d.queue
-    ),
-    woken as (
-        update jobctl.job as j set run_at = v_now
-        from due as d
-        where j.job_id = d.job_id and j.created_at = d.created_at
-        returning j.job_id, j.created_at, j.attempt, j.lease_epoch, j.queue
-    ),
-    history as (
-        insert into jobctl._event (job_id, job_created_at, at, event, attempt, lease_epoch, detail)
-        select w.job_id, w.created_at, v_now, 'woken', w.attempt + 1, w.lease_epoch, emit_event.event
-        from woken as w
-    )
-    select count(*), array_agg(distinct w.queue) into v_woken, v_queues from woken as w;
-    if v_woken > 0 then
-        perform jobctl._notify(v_queues);
-    end if;
-    return v_woken;
+    return jobctl._wake_awaiting(emit_event.tenant_id, array[emit_event.event], v_now);
 end
 $$;
 
@@ -80,6 +57,8 @@ returns 0 and changes nothing. Events are kept as long as hot jobs (jobctl.reten
 that starts later waits for a new emit. Only a caller who may act for the tenant with events:emit (a role
 granted the tenant: jobctl_writer; an API token with the scope) may emit its events. Bounds: event 1 to 200
 printable characters; payload at most 65536 bytes and 100 levels deep. Needs READ COMMITTED.
-Errors: JC001 NULL tenant_id, event or payload out of bounds, 42501 another tenant''s, JC007 another isolation level.
+On a shard, an event of a tenant that has moved off it is refused (JC011): emit it through the router.
+Errors: JC001 NULL tenant_id, event or payload out of bounds, 42501 another tenant''s, JC007 another isolation level,
+JC011 the tenant moved to another shard.
 Example:
 select jobctl.emit_event(''acme'', ''order-1/approved'', ''{"by": "ops"}'');';

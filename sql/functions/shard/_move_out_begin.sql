@@ -3,13 +3,15 @@
 -- the move (_tenant_move: the target shard and whether the tenant was paused), pauses the tenant's
 -- claims here and empties the shared lane lists, so that its running jobs drain and nothing new of
 -- it starts here; submits still land here until the router flips (they move with the rest). Refuses
--- what a move does not carry: waiting jobs (dependencies, batch callbacks), open batches and
--- schedules. Again for the same move it changes nothing. Returns the tenant's settings, key limits,
+-- what a move does not carry: waiting jobs (dependencies, batch callbacks, parents parked on a child:
+-- jobctl.await_job spawns none once the move has begun, and the tenant row's lock orders a spawn and
+-- this step), open batches and schedules. Again for the same move it changes nothing. Returns the tenant's settings, key limits,
 -- role grants (by role name: the target may be another cluster) and API tokens (their hashes) for
 -- jobctl._move_in_begin on the target, with was_paused and started_at; the grants and tokens stay
 -- here too, for the finished history that stays. A new move forgets the keys an earlier move left
 -- here (jobctl._move_key: one whose last step, jobctl._move_in_end, did not run).
--- Locks: the tenant row. Writes: _tenant_move, tenant (paused), _lane_generation and _lane_cache (_relist_lanes), _move_key (delete), audit_log.
+-- Locks: the tenant row. Writes: _tenant_move, tenant (paused), _lane_generation and _lane_cache
+-- (_relist_lanes), _move_key (delete), audit_log.
 create or replace function jobctl._move_out_begin(p_tenant_id text, p_to_shard integer)
 returns jsonb
 language plpgsql

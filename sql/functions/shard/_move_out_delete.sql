@@ -1,10 +1,12 @@
 -- jobctl._move_out_delete: the last step of a page of a tenant's move on the source shard: delete
 -- the jobs jobctl._move_out_jobs returned, once the target holds them and the router routes their
 -- ids there. Only jobs still pending or failed (unclaimable since their queue rows went), with their
--- events and watchers. The dedup key of each job it deletes stays here (jobctl._move_key) until the
--- move finishes, in the same transaction, so that a repeat sent here meanwhile answers the job on the
--- target (jobctl._submit) instead of making a second one. Again for the same ids it deletes nothing.
--- Returns how many jobs it deleted. Writes: job, _event, _watcher (delete), _move_key (insert).
+-- events, watchers and durable state (steps, waits, spawns). The dedup key of each job it deletes
+-- stays here (jobctl._move_key) until the move finishes, in the same transaction, so that a repeat
+-- sent here meanwhile answers the job on the target (jobctl._submit) instead of making a second one.
+-- Again for the same ids it deletes nothing.
+-- Returns how many jobs it deleted. Writes: job, _event, _watcher, _step, _awaiting, _spawn
+-- (delete), _move_key (insert).
 create or replace function jobctl._move_out_delete(p_tenant_id text, p_ids bigint[])
 returns integer
 language plpgsql
@@ -25,6 +27,15 @@ begin
     ),
     watchers as (
         delete from jobctl._watcher as w where w.job_id in (select g.job_id from gone as g)
+    ),
+    steps as (
+        delete from jobctl._step as s where s.job_id in (select g.job_id from gone as g)
+    ),
+    waits as (
+        delete from jobctl._awaiting as a where a.job_id in (select g.job_id from gone as g)
+    ),
+    spawns as (
+        delete from jobctl._spawn as x where x.parent_id in (select g.job_id from gone as g)
     ),
     keys as (
         insert into jobctl._move_key (job_id, tenant_id, dedup_key, state, created_at)

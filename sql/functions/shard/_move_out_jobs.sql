@@ -5,8 +5,13 @@
 -- after this commits no claim here can take these jobs; a claim that got one first made it running,
 -- and it is skipped (it finishes here; a retry it leaves comes out in a later page). The job rows
 -- stay until jobctl._move_out_delete, after the target has them: a crash between the two and a rerun
--- return them again. Returns {"jobs": [job rows], "events": [their _event rows], "last_id": id}.
--- Locks: the page's job rows (FOR UPDATE). Writes: _ready, _held, _delayed (delete), _stat_delta.
+-- return them again. A durable job's state comes along (docs/durable.md): its saved steps, with the
+-- outcome of each child it spawned that has ended (as jobctl.await_job would save it: the child is
+-- finished history here), its wait for an event and what it is parked on. Returns {"jobs": [job
+-- rows], "events": [their _event rows], "steps": [_step rows], "waits": [_awaiting rows], "parked":
+-- {job_id: sleep or event}, "last_id": id}.
+-- Locks: the page's job rows (FOR UPDATE), first: as jobctl._wake_awaiting takes them.
+-- Writes: _ready, _held, _delayed (delete), _stat_delta.
 create or replace function jobctl._move_out_jobs(p_tenant_id text, p_after_id bigint, p_max_jobs integer)
 returns jsonb
 language plpgsql
@@ -14,6 +19,7 @@ as $$
 declare
     v_ids bigint[];
     v_page jsonb;
+    v_parked jsonb;
 begin
     if not exists (
         select from jobctl._tenant_move as m where m.tenant_id = p_tenant_id and m.finished_at is null
@@ -31,8 +37,14 @@ begin
         for update
     ) as j;
     if v_ids is null then
-        return jsonb_build_object('jobs', '[]'::jsonb, 'events', '[]'::jsonb, 'last_id', null);
+        return jsonb_build_object(
+            'jobs', '[]'::jsonb, 'events', '[]'::jsonb, 'steps', '[]'::jsonb, 'waits', '[]'::jsonb,
+            'parked', '{}'::jsonb, 'last_id', null
+        );
     end if;
+    select jsonb_object_agg(d.job_id::text, d.parked) into v_parked
+    from jobctl._delayed as d
+    where d.tenant_id = p_tenant_id and d.job_id = any(v_ids) and d.parked is not null;
     -- the queue rows, and the gauges they stood for
     with ready as (
         delete from jobctl._ready as r where r.tenant_id = p_tenant_id and r.job_id = any(v_ids)
@@ -62,6 +74,24 @@ begin
         'events', coalesce((
             select jsonb_agg(to_jsonb(e)) from jobctl._event as e where e.job_id = any(v_ids)
         ), '[]'),
+        'steps', coalesce((
+            select jsonb_agg(to_jsonb(s)) from (
+                select s.* from jobctl._step as s where s.job_id = any(v_ids)
+                union all
+                select p.job_id, x.step, p.created_at, p.tenant_id, p.attempt, p.lease_epoch, clock_timestamp(),
+                    jsonb_build_object('child_id', c.job_id, 'state', c.state, 'result', c.result, 'error', c.last_error)
+                from jobctl._spawn as x
+                inner join jobctl.job as p on p.job_id = x.parent_id
+                inner join jobctl.job as c on c.job_id = x.child_id
+                where x.parent_id = any(v_ids) and p.tenant_id = p_tenant_id
+                    and c.state in ('completed', 'dead', 'cancelled')
+                    and not exists (select from jobctl._step as s where s.job_id = x.parent_id and s.step = x.step)
+            ) as s
+        ), '[]'),
+        'waits', coalesce((
+            select jsonb_agg(to_jsonb(a)) from jobctl._awaiting as a where a.job_id = any(v_ids)
+        ), '[]'),
+        'parked', coalesce(v_parked, '{}'),
         'last_id', v_ids[cardinality(v_ids)]
     );
 end

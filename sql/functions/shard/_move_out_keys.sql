@@ -6,28 +6,14 @@
 -- by then, and one that comes later finds the fence after its own lock (jobctl._submit) and is
 -- refused (JC011), so no job with a key the target was not given lands here after this call. Refuses
 -- a move that is not fenced yet (JC010). Returns [{job_id, dedup_key, state, created_at}].
--- Locks: the tenant's 256 dedup rows of _tenant_lock. Writes: _tenant_lock (insert, first use only).
+-- Calls: _lock_fenced. Locks: the tenant's 256 dedup rows of _tenant_lock.
+-- Writes: _tenant_lock (insert, first use only).
 create or replace function jobctl._move_out_keys(p_tenant_id text)
 returns jsonb
 language plpgsql
 as $$
 begin
-    if not exists (
-        select from jobctl._tenant_move as m
-        where m.tenant_id = p_tenant_id and m.finished_at is null and m.fenced_at is not null
-    ) then
-        raise exception using errcode = 'JC010',
-            message = format('tenant %s has no fenced move off this shard', p_tenant_id),
-            detail = 'field: tenant_id', hint = 'Fence its submits first (jobctl._move_out_fence): run the move again.';
-    end if;
-    insert into jobctl._tenant_lock (tenant_id, name, bucket)
-    select p_tenant_id, 'dedup', b.bucket from generate_series(0, 255) as b (bucket)
-    order by b.bucket
-    on conflict do nothing;
-    perform from jobctl._tenant_lock as l
-    where l.tenant_id = p_tenant_id and l.name = 'dedup'
-    order by l.bucket
-    for update of l;
+    perform jobctl._lock_fenced(p_tenant_id, 'dedup', 256);
     -- unfinished jobs are those with a row in a queue table, _running or _waiting (the copy has taken
     -- the rest): found from there, not by walking the tenant's finished history
     return coalesce((
