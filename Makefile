@@ -120,8 +120,8 @@ bench-dashboard: setup ## The dashboard at 1,000,000 jobs across 1,000 tenants: 
 bench-counters: setup ## The counters' cost on the hot path: submit and claim + complete throughput of HEAD against the commit before them, side by side, 5 rounds (about 3 minutes)
 	@$(BIN)/python benchmarks/counters.py
 
-bench-overhead: setup ## What jobs without dependencies pay for dependencies, batches and scoped keys: submit and claim + complete of HEAD against dae4780, side by side, 7 rounds (about 4 minutes)
-	@$(BIN)/python benchmarks/counters.py --base dae4780 --rounds $${ROUNDS:-7} --out workflow_overhead.json
+bench-overhead: setup ## What jobs pay on the hot paths for what a change added: submit and claim + complete of HEAD against a base, side by side, 7 rounds; by default dependencies, batches and scoped keys against dae4780 (BASE=, ROUNDS=, OUT=; about 4 minutes)
+	@$(BIN)/python benchmarks/counters.py --base $${BASE:-dae4780} --rounds $${ROUNDS:-7} --out $${OUT:-workflow_overhead.json}
 
 bench-watchers: setup ## The completion hint's cost: claim + complete with the functions that end attempts at HEAD against dae4780's, swapped in one database, and with a watcher on every job (20 blocks, about 3 minutes)
 	@$(BIN)/python benchmarks/watchers.py --blocks $${BLOCKS:-20}
