@@ -513,6 +513,51 @@ def test_a_crash_after_any_step_and_a_rerun_converge(cluster: Cluster, at: str) 
     assert shard_move.move_tenant(cl.router, tenant, 1).source is None
 
 
+def test_a_page_racing_a_promotion_leaves_no_queue_row_behind(cluster: Cluster) -> None:
+    """A delayed job falls due as a page of the move takes it: a promotion (jobctl._promote_due)
+    has deleted its _delayed row and made its _ready row, not committed yet, when the page's delete
+    reaches it. The page waits for the promotion, then deletes the row it made: the job leaves the
+    source with no queue row there (one left behind would be a second copy of the job)."""
+    cl = cluster
+    tenant = "race-" + uuid.uuid4().hex[:6]
+    cl.router.execute("insert into jobctl_router.placement (tenant_id, shard) values (%s, 0)", (tenant,))
+    src = cl.shards[0]
+    (job_id,) = cl.submit(
+        [{"tenant_id": tenant, "queue": "q-" + tenant, "payload": {}, "run_at": "2030-01-01T00:00:00Z"}]
+    )
+    src.execute(
+        "update jobctl._delayed set run_at = now() - interval '1 second' where job_id = %s", (job_id,)
+    )
+    src.execute("select jobctl._move_out_begin(%s, 1)", (tenant,))
+    queue_rows = (
+        "select (select count(*) from jobctl._ready where job_id = %(j)s)"
+        " + (select count(*) from jobctl._held where job_id = %(j)s)"
+        " + (select count(*) from jobctl._delayed where job_id = %(j)s)"
+    )
+    page: list[Any] = []
+    with psycopg.connect(cl.dsns["0"]) as promoter, psycopg.connect(cl.dsns["0"], autocommit=True) as mover:
+        promoter.execute("select jobctl._promote_due(1000000)")  # its transaction stays open
+        assert promoter.execute(
+            "select count(*) from jobctl._ready where job_id = %s", (job_id,)
+        ).fetchone() == (1,)
+        pid = mover.info.backend_pid
+        taker = threading.Thread(
+            target=lambda: page.append(
+                mover.execute("select jobctl._move_out_jobs(%s, 0, 10)", (tenant,)).fetchone()
+            )
+        )
+        taker.start()
+        waiting = "select wait_event_type from pg_stat_activity where pid = %s"
+        deadline = time.monotonic() + 10
+        while cl.one(0, waiting, (pid,)) != "Lock":
+            assert time.monotonic() < deadline and taker.is_alive(), "the page did not wait for the promotion"
+            time.sleep(0.01)
+        promoter.commit()
+        taker.join(10)
+    assert page and [j["job_id"] for j in page[0][0]["jobs"]] == [job_id]
+    assert cl.one(0, queue_rows, {"j": job_id}) == 0
+
+
 def test_refusals(cluster: Cluster) -> None:
     cl = cluster
     tenant = "refuse-" + uuid.uuid4().hex[:6]

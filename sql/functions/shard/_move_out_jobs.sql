@@ -45,30 +45,32 @@ begin
     select jsonb_object_agg(d.job_id::text, d.parked) into v_parked
     from jobctl._delayed as d
     where d.tenant_id = p_tenant_id and d.job_id = any(v_ids) and d.parked is not null;
-    -- the queue rows, and the gauges they stood for
+    -- the queue rows, and the gauges they stood for, in the order jobs move between them
+    -- (_promote_due: _delayed to _ready or _held; _admit: _held to _ready), each in a statement of
+    -- its own: a delete that waited for a mover's lock finds its row gone, and the next statement's
+    -- snapshot, taken after that mover's commit, finds the row it made
+    with delayed as (
+        delete from jobctl._delayed as d where d.tenant_id = p_tenant_id and d.job_id = any(v_ids)
+        returning d.queue, d.retry
+    )
+    insert into jobctl._stat_delta (tenant_id, queue, delayed, retrying)
+    select p_tenant_id, d.queue, -count(*) filter (where not d.retry), -count(*) filter (where d.retry)
+    from delayed as d
+    group by d.queue;
+    with held as (
+        delete from jobctl._held as h where h.tenant_id = p_tenant_id and h.job_id = any(v_ids)
+        returning h.queue
+    )
+    insert into jobctl._stat_delta (tenant_id, queue, pending)
+    select p_tenant_id, h.queue, -count(*) from held as h
+    group by h.queue;
     with ready as (
         delete from jobctl._ready as r where r.tenant_id = p_tenant_id and r.job_id = any(v_ids)
         returning r.queue
-    ),
-    held as (
-        delete from jobctl._held as h where h.tenant_id = p_tenant_id and h.job_id = any(v_ids)
-        returning h.queue
-    ),
-    delayed as (
-        delete from jobctl._delayed as d where d.tenant_id = p_tenant_id and d.job_id = any(v_ids)
-        returning d.queue, d.retry
-    ),
-    gone as (
-        select r.queue, 1 as pending, 0 as delayed, 0 as retrying from ready as r
-        union all
-        select h.queue, 1, 0, 0 from held as h
-        union all
-        select d.queue, 0, (not d.retry)::integer, d.retry::integer from delayed as d
     )
-    insert into jobctl._stat_delta (tenant_id, queue, pending, delayed, retrying)
-    select p_tenant_id, g.queue, -sum(g.pending), -sum(g.delayed), -sum(g.retrying)
-    from gone as g
-    group by g.queue;
+    insert into jobctl._stat_delta (tenant_id, queue, pending)
+    select p_tenant_id, r.queue, -count(*) from ready as r
+    group by r.queue;
     return jsonb_build_object(
         'jobs', v_page,
         'events', coalesce((
