@@ -26,6 +26,7 @@ declare
     v_saved jsonb;
     v_child bigint;
     v_job jobctl.job;
+    v_moving boolean := false;  -- the tenant moves off this shard: no child is spawned here
 begin
     if await_job.job_id is null or await_job.lease_epoch is null then
         raise exception using errcode = 'JC001', message = 'job_id and lease_epoch must not be NULL';
@@ -59,38 +60,33 @@ begin
         -- (jobctl._move_out_begin). The tenant row's lock waits for a move's begin, or holds it
         -- up until this spawn is seen; the parent sleeps a second and asks again, moved by then
         perform from jobctl.tenant as t where t.tenant_id = v_run.tenant_id for key share;
-        if exists (select from jobctl._tenant_move as m where m.tenant_id = v_run.tenant_id and m.finished_at is null) then
-            delete from jobctl._running as r
+        v_moving := exists (
+            select from jobctl._tenant_move as m where m.tenant_id = v_run.tenant_id and m.finished_at is null
+        );
+        if not v_moving then
+            select x.job_id into v_child
+            from jobctl.submit_jobs(jsonb_build_array(await_job.child || jsonb_build_object('tenant_id', v_run.tenant_id))) as x;
+            insert into jobctl._spawn (parent_id, step, child_id, cancel_with_parent)
+            values (v_run.job_id, await_job.step, v_child, coalesce(await_job.cancel_with_parent, true));
+        end if;
+    end if;
+    if not v_moving then
+        -- the child cannot end between this read and the edge's insert (its end updates the row)
+        select j.* into v_job from jobctl.job as j where j.job_id = v_child for share;
+        if v_job.state in ('completed', 'dead', 'cancelled') then
+            perform from jobctl._running as r
             where r.job_id = v_run.job_id and r.lease_epoch = v_run.lease_epoch
-            returning * into v_run;
+            for key share;
             if not found then
                 return query select 'fenced'::text, null::bigint, null::text, null::jsonb, null::text;
                 return;
             end if;
-            perform jobctl._park(v_run, clock_timestamp() + interval '1 second', 'sleep', 'tenant moving');
-            return query select 'suspended'::text, null::bigint, null::text, null::jsonb, null::text;
+            v_saved := jsonb_build_object('child_id', v_child, 'state', v_job.state, 'result', v_job.result,
+                'error', v_job.last_error);
+            perform jobctl._save_step(v_run, await_job.step, v_saved);
+            return query select 'ended'::text, v_child, v_job.state, v_job.result, v_job.last_error;
             return;
         end if;
-        select x.job_id into v_child
-        from jobctl.submit_jobs(jsonb_build_array(await_job.child || jsonb_build_object('tenant_id', v_run.tenant_id))) as x;
-        insert into jobctl._spawn (parent_id, step, child_id, cancel_with_parent)
-        values (v_run.job_id, await_job.step, v_child, coalesce(await_job.cancel_with_parent, true));
-    end if;
-    -- the child cannot end between this read and the edge's insert (its end updates the row)
-    select j.* into v_job from jobctl.job as j where j.job_id = v_child for share;
-    if v_job.state in ('completed', 'dead', 'cancelled') then
-        perform from jobctl._running as r
-        where r.job_id = v_run.job_id and r.lease_epoch = v_run.lease_epoch
-        for key share;
-        if not found then
-            return query select 'fenced'::text, null::bigint, null::text, null::jsonb, null::text;
-            return;
-        end if;
-        v_saved := jsonb_build_object('child_id', v_child, 'state', v_job.state, 'result', v_job.result,
-            'error', v_job.last_error);
-        perform jobctl._save_step(v_run, await_job.step, v_saved);
-        return query select 'ended'::text, v_child, v_job.state, v_job.result, v_job.last_error;
-        return;
     end if;
     delete from jobctl._running as r
     where r.job_id = v_run.job_id and r.lease_epoch = v_run.lease_epoch
@@ -99,7 +95,11 @@ begin
         return query select 'fenced'::text, null::bigint, null::text, null::jsonb, null::text;
         return;
     end if;
-    perform jobctl._park(v_run, clock_timestamp(), 'job', v_child::text, v_child);
+    if v_moving then
+        perform jobctl._park(v_run, clock_timestamp() + interval '1 second', 'sleep', 'tenant moving');
+    else
+        perform jobctl._park(v_run, clock_timestamp(), 'job', v_child::text, v_child);
+    end if;
     return query select 'suspended'::text, v_child, v_job.state, null::jsonb, null::text;
 end
 $$;
